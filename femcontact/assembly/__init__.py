@@ -1,0 +1,1 @@
+"""Assembly of the one linear system A v̂ = b of a step."""

@@ -1,0 +1,112 @@
+"""Integrators of MATH.md §1 as coefficients of one assembly path, plus node kernels.
+
+Both integrators give ``A v̂ = b`` with
+
+    A = a_m M + a_ma (alpha M) + Σ_e (a_k + a_kb beta_e) K_e
+    b = b_m M v_k + b_f (f_el(q_k) + f_ext)
+
+- passive midpoint (COND eq. 9): v̂ = (v_k + v_{k+1})/2, a_m = b_m = 2/dt, a_ma = 1,
+  a_k = dt/2, a_kb = 1, b_f = 1, v_{k+1} = 2 v̂ - v_k. λ in ``A v̂ = b + Jᵀλ`` is a force (N).
+- implicit Euler (SAP eq. 15, θ = 1): v̂ = v_{k+1}, a_m = b_m = 1, a_ma = dt, a_k = dt²,
+  a_kb = dt, b_f = dt, v_{k+1} = v̂. λ is an impulse (N s).
+
+Positions always advance as q_{k+1} = q_k + dt v̂.
+"""
+from dataclasses import dataclass
+
+import taichi as ti
+
+from ..errors import ParameterError
+
+INTEGRATORS = ("midpoint", "euler")
+
+
+@dataclass(frozen=True)
+class StepCoefficients:
+    a_m: float
+    a_ma: float
+    a_k: float
+    a_kb: float
+    b_m: float
+    b_f: float
+    v_hat: float   # v_{k+1} = v_hat * v̂ + v_old * v_k
+    v_old: float
+    impulse_scale: float  # contact impulse (N s) = impulse_scale * λ
+
+
+def coefficients(integrator: str, dt: float) -> StepCoefficients:
+    """Coefficients of A, b and the velocity update for ``integrator`` at step ``dt`` (s)."""
+    if integrator == "midpoint":
+        return StepCoefficients(2.0 / dt, 1.0, dt / 2.0, 1.0, 2.0 / dt, 1.0, 2.0, -1.0, dt)
+    if integrator == "euler":
+        return StepCoefficients(1.0, dt, dt * dt, dt, 1.0, dt, 1.0, 0.0, 1.0)
+    raise ParameterError(f"unknown integrator {integrator!r}; choose one of {', '.join(INTEGRATORS)}")
+
+
+@ti.kernel
+def assemble_nodes(mass: ti.types.ndarray(), mass_alpha: ti.types.ndarray(), v: ti.types.ndarray(),
+                   f_ext: ti.types.ndarray(), gravity: ti.types.ndarray(), diag: ti.types.ndarray(),
+                   blocks: ti.types.ndarray(), b: ti.types.ndarray(),
+                   a_m: float, a_ma: float, b_m: float, b_f: float):
+    """Mass and damping diagonal of A; b = b_m M v_k + b_f (M g + f_ext). Run after A is zeroed."""
+    for i in range(mass.shape[0]):
+        m = mass[i]
+        blocks[diag[i]] += (a_m * m + a_ma * mass_alpha[i]) * ti.Matrix.identity(float, 3)
+        b[i] = b_m * m * v[i] + b_f * (m * gravity[0] + f_ext[i])
+
+
+@ti.kernel
+def eliminate_prescribed(indptr: ti.types.ndarray(), indices: ti.types.ndarray(), blocks: ti.types.ndarray(),
+                         diag: ti.types.ndarray(), b: ti.types.ndarray(), fixed: ti.types.ndarray(),
+                         v_fixed: ti.types.ndarray(), n: ti.i32):
+    """Impose v̂_i = v_fixed_i on prescribed nodes, keeping A symmetric positive definite.
+
+    Free rows move the known columns to the right-hand side; off-diagonal blocks in
+    prescribed rows and columns are zeroed; a prescribed row keeps its diagonal block
+    D_ii and gets b_i = D_ii v_fixed_i, so its solution is exactly v_fixed_i.
+    """
+    for i in range(n):
+        for k in range(indptr[i], indptr[i + 1]):
+            j = indices[k]
+            if j != i and (fixed[i] != 0 or fixed[j] != 0):
+                if fixed[i] == 0:
+                    b[i] -= blocks[k] @ v_fixed[j]
+                blocks[k] = ti.Matrix.zero(float, 3, 3)
+        if fixed[i] != 0:
+            b[i] = blocks[diag[i]] @ v_fixed[i]
+
+
+@ti.kernel
+def advance(x: ti.types.ndarray(), v: ti.types.ndarray(), v_hat: ti.types.ndarray(), fixed: ti.types.ndarray(),
+            v_end: ti.types.ndarray(), dt: float, c_hat: float, c_old: float) -> float:
+    """x += dt v̂; v = c_hat v̂ + c_old v (prescribed nodes: v = v_end). Returns max |v|^2 (NaN-propagating)."""
+    vmax = 0.0
+    for i in range(x.shape[0]):
+        x[i] += dt * v_hat[i]
+        vn = c_hat * v_hat[i] + c_old * v[i]
+        if fixed[i] != 0:
+            vn = v_end[i]
+        v[i] = vn
+        s = vn.norm_sqr()
+        if not (s <= 1e300):  # catches NaN and inf
+            s = ti.math.inf
+        ti.atomic_max(vmax, s)
+    return vmax
+
+
+@ti.kernel
+def kinetic_and_gravity(mass: ti.types.ndarray(), x: ti.types.ndarray(), v: ti.types.ndarray(),
+                        gravity: ti.types.ndarray(), out: ti.types.ndarray()):
+    """out[0] = ½ Σ m |v|², out[1] = -Σ m g·x (J)."""
+    for i in range(mass.shape[0]):
+        out[0] += 0.5 * mass[i] * v[i].norm_sqr()
+        out[1] += -mass[i] * gravity[0].dot(x[i])
+
+
+@ti.kernel
+def scatter_prescribed(index: ti.types.ndarray(), vals: ti.types.ndarray(), ends: ti.types.ndarray(),
+                       v_fixed: ti.types.ndarray(), v_end: ti.types.ndarray(), k: ti.i32):
+    """v_fixed[index] = vals; v_end[index] = ends (k prescribed nodes)."""
+    for i in range(k):
+        v_fixed[index[i]] = vals[i]
+        v_end[index[i]] = ends[i]

@@ -1,0 +1,134 @@
+"""The one place Taichi is initialised: architecture, precision, kernel cache.
+
+Architecture: ``auto`` tries CUDA, then Vulkan/Metal, then falls back to the CPU.
+Override with ``init(arch=...)``, the CLI flag ``--arch`` or the environment
+variable ``FEMCONTACT_ARCH`` (cpu, cuda, vulkan, metal, auto). Precision: float64
+by default, float32 with ``precision="f32"``, ``--precision`` or
+``FEMCONTACT_PRECISION``. Taichi's offline cache is on (``FEMCONTACT_CACHE_DIR``,
+default ``~/.cache/femcontact/taichi``) so a second run does not recompile.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+
+from .errors import ParameterError
+
+ARCHS = ("auto", "cpu", "cuda", "vulkan", "metal")
+PRECISIONS = ("f64", "f32")
+
+_config: dict | None = None
+
+
+def _ti():
+    import taichi as ti
+
+    return ti
+
+
+def _requested(arch: str | None, precision: str | None) -> tuple[str, str]:
+    arch = (arch or os.environ.get("FEMCONTACT_ARCH") or "auto").lower()
+    precision = (precision or os.environ.get("FEMCONTACT_PRECISION") or "f64").lower()
+    precision = {"float64": "f64", "double": "f64", "float32": "f32", "single": "f32"}.get(precision, precision)
+    if arch not in ARCHS:
+        raise ParameterError(f"unknown arch {arch!r}; choose one of {', '.join(ARCHS)}")
+    if precision not in PRECISIONS:
+        raise ParameterError(f"unknown precision {precision!r}; choose f64 or f32")
+    return arch, precision
+
+
+def init(arch: str | None = None, precision: str | None = None, *, debug: bool = False) -> dict:
+    """Initialise Taichi once; return the active configuration {arch, precision}.
+
+    Calling again with the same (or no) request is a no-op. Asking for a different
+    configuration re-initialises Taichi, which invalidates every Model built before.
+    """
+    global _config
+    ti = _ti()
+    want_arch, want_prec = _requested(arch, precision)
+    if _config is not None and (arch is None and precision is None
+                                or (_config["requested_arch"], _config["precision"]) == (want_arch, want_prec)):
+        return _config
+    fp = ti.f64 if want_prec == "f64" else ti.f32
+    cache = os.environ.get("FEMCONTACT_CACHE_DIR", str(Path.home() / ".cache" / "femcontact" / "taichi"))
+    common = dict(default_fp=fp, default_ip=ti.i32, offline_cache=True, offline_cache_file_path=cache,
+                  debug=debug)
+    candidates = {"auto": ["cuda", "vulkan", "metal", "cpu"]}.get(want_arch, [want_arch])
+    chosen = None
+    for name in candidates:
+        if name == "vulkan" and want_prec == "f64" and want_arch == "auto":
+            continue  # Vulkan float64 support is device-dependent; auto only uses it for f32
+        try:
+            ti.init(arch=getattr(ti, "x64" if name == "cpu" else name), log_level=ti.ERROR, **common)
+        except Exception:  # noqa: BLE001 - an unavailable backend raises various errors
+            continue
+        actual = ti.lang.impl.current_cfg().arch
+        if name == "cpu" or actual != ti.x64:
+            chosen = "cpu" if actual in (ti.x64, ti.arm64) else name
+            break
+    if chosen is None:
+        raise ParameterError(f"no usable Taichi backend for arch={want_arch!r}")
+    _config = {"arch": chosen, "requested_arch": want_arch, "precision": want_prec}
+    return _config
+
+
+def ensure_init() -> dict:
+    """Initialise with the defaults (environment variables honoured) if nobody did yet."""
+    return _config if _config is not None else init()
+
+
+def config() -> dict:
+    """The active configuration, initialising with defaults if needed."""
+    return ensure_init()
+
+
+def np_real() -> type:
+    """The numpy float type matching Taichi's default float."""
+    return np.float64 if ensure_init()["precision"] == "f64" else np.float32
+
+
+def vec3_array(n: int, value: np.ndarray | None = None):
+    """A Taichi ndarray of n 3-vectors in the active precision (at least one element)."""
+    ti = _ti()
+    ensure_init()
+    arr = ti.Vector.ndarray(3, float, shape=max(int(n), 1))
+    if value is not None and len(value):
+        arr.from_numpy(np.ascontiguousarray(value, dtype=np_real()).reshape(-1, 3))
+    return arr
+
+
+def mat3_array(n: int):
+    """A Taichi ndarray of n 3x3 matrices in the active precision (at least one element)."""
+    ti = _ti()
+    ensure_init()
+    return ti.Matrix.ndarray(3, 3, float, shape=max(int(n), 1))
+
+
+def scalar_array(n: int, value: np.ndarray | None = None, dtype=None):
+    """A Taichi scalar ndarray (float by default, or ``dtype`` such as ti.i32)."""
+    ti = _ti()
+    ensure_init()
+    dt = float if dtype is None else dtype
+    arr = ti.ndarray(dt, shape=max(int(n), 1))
+    if value is not None and len(value):
+        npdt = np.int32 if dt is ti.i32 else np_real()
+        arr.from_numpy(np.ascontiguousarray(value, dtype=npdt).ravel())
+    return arr
+
+
+def int_array(n_or_value, width: int | None = None):
+    """A Taichi int32 ndarray from numpy data (1-D, or 2-D with ``width`` columns)."""
+    ti = _ti()
+    ensure_init()
+    data = np.ascontiguousarray(n_or_value, dtype=np.int32)
+    if width is None:
+        arr = ti.ndarray(ti.i32, shape=max(len(data), 1))
+        if len(data):
+            arr.from_numpy(data)
+    else:
+        arr = ti.Vector.ndarray(width, ti.i32, shape=max(len(data), 1))
+        if len(data):
+            arr.from_numpy(data.reshape(-1, width))
+    return arr

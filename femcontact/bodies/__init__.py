@@ -1,0 +1,1 @@
+"""Element kernels of each body type (forces, stiffness blocks, Jacobians)."""

@@ -1,0 +1,118 @@
+"""Linear corotational FEM on tetrahedra (MATH.md §2; COND eq. 7-9 constraint form).
+
+Per element with rest shape matrix D_m and current D_s: F = D_s D_m^-1, R the
+rotation of the polar decomposition of F (from the SVD, sign-corrected so that
+inverted elements still give a proper rotation), small strain in the rotated
+frame eps = sym(R^T F) - I, stress sigma = 2 mu eps + lam tr(eps) I.
+Elastic force on node a: f_a = -V R sigma g_a (equal to -R K0 (R^T x - X)),
+stiffness block K_ab = R K0_ab R^T with
+K0_ab = V (lam g_a g_b^T + mu g_b g_a^T + mu (g_a . g_b) I),
+g_a the gradient of the linear shape function of node a.
+"""
+import taichi as ti
+
+
+@ti.func
+def shape_gradients(dm_inv):
+    """Gradients g_0..g_3 of the linear shape functions (rows of D_m^-T)."""
+    g1 = ti.Vector([dm_inv[0, 0], dm_inv[0, 1], dm_inv[0, 2]])
+    g2 = ti.Vector([dm_inv[1, 0], dm_inv[1, 1], dm_inv[1, 2]])
+    g3 = ti.Vector([dm_inv[2, 0], dm_inv[2, 1], dm_inv[2, 2]])
+    return -(g1 + g2 + g3), g1, g2, g3
+
+
+@ti.func
+def rotation_of(F):
+    """Rotation factor of the polar decomposition F = R S, det R = +1 even for inverted F."""
+    U, S, V = ti.svd(F)
+    R = U @ V.transpose()
+    if R.determinant() < 0:
+        U[0, 2] *= -1.0
+        U[1, 2] *= -1.0
+        U[2, 2] *= -1.0
+        R = U @ V.transpose()
+    return R
+
+
+@ti.func
+def deformation_gradient(x: ti.template(), tet, dm_inv):
+    ds = ti.Matrix.cols([x[tet[1]] - x[tet[0]], x[tet[2]] - x[tet[0]], x[tet[3]] - x[tet[0]]])
+    return ds @ dm_inv
+
+
+@ti.func
+def corotated_stress(F, R, mu, lam):
+    """Small-strain stress in the rotated frame: sigma = 2 mu eps + lam tr(eps) I."""
+    eps = 0.5 * (R.transpose() @ F + F.transpose() @ R) - ti.Matrix.identity(float, 3)
+    return 2.0 * mu * eps + lam * eps.trace() * ti.Matrix.identity(float, 3), eps
+
+
+@ti.kernel
+def assemble_elastic(x: ti.types.ndarray(), tets: ti.types.ndarray(), dm_inv: ti.types.ndarray(),
+                     vol: ti.types.ndarray(), mu: ti.types.ndarray(), lam: ti.types.ndarray(),
+                     beta: ti.types.ndarray(), blk: ti.types.ndarray(), blocks: ti.types.ndarray(),
+                     b: ti.types.ndarray(), k_coef: float, k_beta_coef: float, f_coef: float):
+    """Add (k_coef + k_beta_coef * beta_e) K_e to A and f_coef * f_el to b for every tet."""
+    for e in range(tets.shape[0]):
+        tet = tets[e]
+        Dinv = dm_inv[e]
+        F = deformation_gradient(x, tet, Dinv)
+        R = rotation_of(F)
+        sigma, eps = corotated_stress(F, R, mu[e], lam[e])
+        g0, g1, g2, g3 = shape_gradients(Dinv)
+        g = ti.Matrix.cols([g0, g1, g2, g3])
+        P = vol[e] * (R @ sigma)
+        for a in ti.static(range(4)):
+            ga = ti.Vector([g[0, a], g[1, a], g[2, a]])
+            b[tet[a]] += -f_coef * (P @ ga)
+        c = vol[e] * (k_coef + k_beta_coef * beta[e])
+        for a in ti.static(range(4)):
+            ga = ti.Vector([g[0, a], g[1, a], g[2, a]])
+            for bb in ti.static(range(4)):
+                gb = ti.Vector([g[0, bb], g[1, bb], g[2, bb]])
+                k0 = lam[e] * ga.outer_product(gb) + mu[e] * gb.outer_product(ga) \
+                    + mu[e] * ga.dot(gb) * ti.Matrix.identity(float, 3)
+                blocks[blk[e, a * 4 + bb]] += c * (R @ k0 @ R.transpose())
+
+
+@ti.kernel
+def elastic_forces(x: ti.types.ndarray(), tets: ti.types.ndarray(), dm_inv: ti.types.ndarray(),
+                   vol: ti.types.ndarray(), mu: ti.types.ndarray(), lam: ti.types.ndarray(),
+                   f: ti.types.ndarray()):
+    """f += elastic nodal forces (N) of all tets."""
+    for e in range(tets.shape[0]):
+        tet = tets[e]
+        F = deformation_gradient(x, tet, dm_inv[e])
+        R = rotation_of(F)
+        sigma, eps = corotated_stress(F, R, mu[e], lam[e])
+        g0, g1, g2, g3 = shape_gradients(dm_inv[e])
+        P = vol[e] * (R @ sigma)
+        f[tet[0]] += -(P @ g0)
+        f[tet[1]] += -(P @ g1)
+        f[tet[2]] += -(P @ g2)
+        f[tet[3]] += -(P @ g3)
+
+
+@ti.kernel
+def elastic_energy(x: ti.types.ndarray(), tets: ti.types.ndarray(), dm_inv: ti.types.ndarray(),
+                   vol: ti.types.ndarray(), mu: ti.types.ndarray(), lam: ti.types.ndarray()) -> float:
+    """Total corotated linear-elastic energy V (mu eps:eps + lam/2 tr(eps)^2), J."""
+    total = 0.0
+    for e in range(tets.shape[0]):
+        F = deformation_gradient(x, tets[e], dm_inv[e])
+        R = rotation_of(F)
+        sigma, eps = corotated_stress(F, R, mu[e], lam[e])
+        total += vol[e] * (mu[e] * (eps * eps).sum() + 0.5 * lam[e] * eps.trace() ** 2)
+    return total
+
+
+@ti.kernel
+def von_mises_stress(x: ti.types.ndarray(), tets: ti.types.ndarray(), dm_inv: ti.types.ndarray(),
+                     mu: ti.types.ndarray(), lam: ti.types.ndarray(), out: ti.types.ndarray()):
+    """out[e] = von Mises equivalent of the element's corotated Cauchy stress, Pa."""
+    for e in range(tets.shape[0]):
+        F = deformation_gradient(x, tets[e], dm_inv[e])
+        R = rotation_of(F)
+        sigma, eps = corotated_stress(F, R, mu[e], lam[e])
+        s = sigma - sigma.trace() / 3.0 * ti.Matrix.identity(float, 3)
+        out[e] = ti.sqrt(1.5 * (s * s).sum())

@@ -1,0 +1,113 @@
+"""Model: the static part of a simulation, built once from a Scene.
+
+Holds the DOF map (every body's nodes get a contiguous range of 3-vector blocks in
+the one global velocity vector), rest shapes, lumped masses, element data and the
+block sparsity pattern of ``A``. Nothing in it changes during a run.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import backend
+from .assembly.sparse import BlockPattern
+from .scene import Scene
+
+
+@dataclass(frozen=True)
+class BodyRange:
+    """Where one body lives in the global arrays."""
+
+    name: str
+    kind: str          # "fem"
+    node_start: int
+    node_count: int
+    tet_start: int
+    tet_count: int
+
+    @property
+    def nodes(self) -> slice:
+        return slice(self.node_start, self.node_start + self.node_count)
+
+    @property
+    def tets(self) -> slice:
+        return slice(self.tet_start, self.tet_start + self.tet_count)
+
+
+class Model:
+    """Static simulation data on Taichi ndarrays (plus numpy copies for the host side)."""
+
+    def __init__(self, scene: Scene):
+        backend.ensure_init()
+        self.scene = scene
+        self.dt = scene.dt
+        self.gravity = scene.gravity.copy()
+        self.bodies: list[BodyRange] = []
+        rest, vel, tets, mats = [], [], [], []
+        node0 = tet0 = 0
+        for spec in scene.fem_bodies:
+            self.bodies.append(BodyRange(spec.name, "fem", node0, spec.n_nodes, tet0, spec.mesh.n_tets))
+            rest.append(spec.positions)
+            vel.append(spec.velocity)
+            tets.append(spec.mesh.tets + node0)
+            mats.append(np.repeat([[*spec.material.lame, spec.material.density, spec.material.rayleigh_alpha,
+                                    spec.material.rayleigh_beta]], spec.mesh.n_tets, axis=0))
+            node0 += spec.n_nodes
+            tet0 += spec.mesh.n_tets
+        self.n_nodes = node0
+        self.n_tets = tet0
+        self.rest_positions = np.concatenate(rest) if rest else np.zeros((0, 3))
+        self.initial_velocities = np.concatenate(vel) if vel else np.zeros((0, 3))
+        self.tets_np = np.concatenate(tets) if tets else np.zeros((0, 4), np.int64)
+        mats = np.concatenate(mats) if mats else np.zeros((0, 5))
+        self._build_elements(mats)
+        self.pattern = self._build_pattern()
+
+    @property
+    def n_dofs(self) -> int:
+        return 3 * self.n_nodes
+
+    def body(self, name: str) -> BodyRange:
+        for b in self.bodies:
+            if b.name == name:
+                return b
+        raise KeyError(f"no body named {name!r}; bodies: {[b.name for b in self.bodies]}")
+
+    def _build_elements(self, mats: np.ndarray) -> None:
+        X = self.rest_positions[self.tets_np]                       # (m, 4, 3)
+        Dm = np.transpose(X[:, 1:] - X[:, :1], (0, 2, 1))           # columns x_a - x_0
+        vol = np.linalg.det(Dm) / 6.0
+        self.dm_inv_np = np.linalg.inv(Dm) if len(Dm) else np.zeros((0, 3, 3))
+        self.volumes_np = vol
+        mu, lam, rho, alpha, beta = mats.T if len(mats) else (np.zeros(0),) * 5
+        node_mass = np.zeros(self.n_nodes)
+        node_mass_alpha = np.zeros(self.n_nodes)
+        np.add.at(node_mass, self.tets_np.ravel(), np.repeat(rho * vol / 4.0, 4))
+        np.add.at(node_mass_alpha, self.tets_np.ravel(), np.repeat(alpha * rho * vol / 4.0, 4))
+        self.mass_np = node_mass
+        real = backend.np_real()
+        self.tets = backend.int_array(self.tets_np, width=4)
+        self.dm_inv = backend.mat3_array(self.n_tets)
+        if self.n_tets:
+            self.dm_inv.from_numpy(self.dm_inv_np.astype(real))
+        self.vol = backend.scalar_array(self.n_tets, vol)
+        self.mu = backend.scalar_array(self.n_tets, mu)
+        self.lam = backend.scalar_array(self.n_tets, lam)
+        self.beta = backend.scalar_array(self.n_tets, beta)
+        self.mass = backend.scalar_array(self.n_nodes, node_mass)
+        self.mass_alpha = backend.scalar_array(self.n_nodes, node_mass_alpha)
+        self.gravity_arr = backend.vec3_array(1, self.gravity[None])
+
+    def _build_pattern(self) -> BlockPattern:
+        t = self.tets_np
+        rows = np.repeat(t, 4, axis=1).ravel()   # (a, b) pairs, a-major: a*4 + b
+        cols = np.tile(t, (1, 4)).ravel()
+        pattern = BlockPattern(self.n_nodes, rows, cols)
+        import taichi as ti
+
+        blk = pattern.index(rows, cols).reshape(-1, 16).astype(np.int32)
+        self.tet_blocks = ti.ndarray(ti.i32, shape=(max(self.n_tets, 1), 16))
+        if self.n_tets:
+            self.tet_blocks.from_numpy(blk)
+        return pattern

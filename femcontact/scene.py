@@ -1,0 +1,214 @@
+"""Scene: the user-facing builder. It only records what the user asked for and
+validates it; ``Model.build`` turns it into static Taichi data."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+import numpy as np
+from scipy.spatial.transform import Rotation
+
+from .assembly.integrator import INTEGRATORS
+from .errors import MeshError, ParameterError
+from .materials import Material
+from .meshes.types import TetMesh
+from .solvers.linear import LINEAR_SOLVERS
+from .selection import NodeSelector, select_nodes
+
+PositionDrive = Callable[[float, np.ndarray], np.ndarray]
+VelocityDrive = Callable[[float], np.ndarray]
+
+
+def _vec3(value, what: str) -> np.ndarray:
+    arr = np.asarray(value, dtype=float)
+    if arr.shape != (3,) or not np.all(np.isfinite(arr)):
+        raise ParameterError(f"{what} must be three finite numbers, got {value!r}")
+    return arr
+
+
+def as_rotation_matrix(rotation) -> np.ndarray:
+    """3x3 rotation matrix from None, a 3x3 matrix, a quaternion (w, x, y, z) or a scipy Rotation."""
+    if rotation is None:
+        return np.eye(3)
+    if isinstance(rotation, Rotation):
+        return rotation.as_matrix()
+    arr = np.asarray(rotation, dtype=float)
+    if arr.shape == (4,):
+        if not np.isfinite(arr).all() or np.linalg.norm(arr) == 0:
+            raise ParameterError(f"rotation quaternion must be finite and non-zero, got {rotation!r}")
+        return Rotation.from_quat(arr[[1, 2, 3, 0]]).as_matrix()
+    if arr.shape == (3, 3) and np.isfinite(arr).all():
+        if np.allclose(arr @ arr.T, np.eye(3), atol=1e-6) and np.linalg.det(arr) > 0:
+            return arr
+    raise ParameterError("rotation must be a 3x3 rotation matrix, a quaternion (w, x, y, z) "
+                         f"or a scipy Rotation, got {rotation!r}")
+
+
+def check_tet_mesh(mesh: TetMesh, name: str, rel_tol: float = 1e-12) -> None:
+    """Refuse NaN coordinates, bad indices, inverted and zero-volume tets, naming them."""
+    if mesh.n_tets == 0:
+        raise MeshError(f"mesh of body {name!r} has no tetrahedra")
+    bad = np.flatnonzero(~np.isfinite(mesh.vertices).all(axis=1))
+    if bad.size:
+        raise MeshError(f"mesh of body {name!r} has NaN or infinite coordinates at vertex {int(bad[0])} "
+                        f"({bad.size} vertices in all)")
+    if mesh.tets.min() < 0 or mesh.tets.max() >= mesh.n_vertices:
+        e = int(np.flatnonzero((mesh.tets < 0).any(1) | (mesh.tets >= mesh.n_vertices).any(1))[0])
+        raise MeshError(f"tet {e} of body {name!r} refers to a vertex outside 0..{mesh.n_vertices - 1}")
+    vol = mesh.signed_volumes()
+    scale = mesh.mean_edge_length() ** 3
+    degenerate = np.flatnonzero(np.abs(vol) <= rel_tol * scale)
+    if degenerate.size:
+        raise MeshError(f"tet {int(degenerate[0])} of body {name!r} has zero volume "
+                        f"({degenerate.size} degenerate tets, indices {degenerate[:10].tolist()}); "
+                        "remove or repair them (femcontact.meshes.load repairs what it can)")
+    inverted = np.flatnonzero(vol < 0)
+    if inverted.size:
+        raise MeshError(f"tet {int(inverted[0])} of body {name!r} is inverted (negative volume; "
+                        f"{inverted.size} in all, indices {inverted[:10].tolist()}); swap two vertices "
+                        "or load the mesh through femcontact.meshes.load, which fixes the order")
+
+
+@dataclass
+class NodeDrive:
+    """Prescribed motion of some nodes of a body (kinematic boundary condition)."""
+
+    nodes: np.ndarray                        # body-local node indices
+    position: Optional[PositionDrive] = None  # (t, x0 (k,3)) -> positions (k,3), m
+    velocity: Optional[VelocityDrive] = None  # t -> (3,) or (k,3), m/s
+
+
+@dataclass
+class NodalForce:
+    """An external force on some nodes: constant (3,) N or a function of time."""
+
+    nodes: np.ndarray
+    force: object
+    mode: str = "total"  # "total": distributed by lumped mass; "per_node": on every node
+
+
+@dataclass
+class FemBodySpec:
+    """One FEM body as the user described it (world-frame rest positions)."""
+
+    name: str
+    mesh: TetMesh
+    material: Material
+    positions: np.ndarray          # (n, 3) placed rest positions, m
+    velocity: np.ndarray           # (n, 3) initial velocities, m/s
+    drives: list = field(default_factory=list)
+    forces: list = field(default_factory=list)
+
+    @property
+    def n_nodes(self) -> int:
+        return len(self.positions)
+
+    def select(self, nodes: NodeSelector) -> np.ndarray:
+        """Body-local indices picked by ``nodes`` (see ``femcontact.selection.select_nodes``)."""
+        return select_nodes(nodes, self.positions, self.name)
+
+    def pin(self, nodes: NodeSelector) -> np.ndarray:
+        """Hold the selected nodes fixed in place. Returns their indices."""
+        idx = self.select(nodes)
+        self.drives.append(NodeDrive(idx, velocity=lambda t: np.zeros(3)))
+        return idx
+
+    def drive(self, nodes: NodeSelector, *, position: Optional[PositionDrive] = None,
+              velocity: Optional[VelocityDrive] = None) -> np.ndarray:
+        """Prescribe the motion of the selected nodes.
+
+        position(t, x0) -> (k, 3) world positions at time t given their placed positions x0;
+        or velocity(t) -> (3,) or (k, 3) in m/s. Exactly one of the two.
+        """
+        if (position is None) == (velocity is None):
+            raise ParameterError(f"drive on {self.name!r}: give exactly one of position= or velocity=")
+        if not callable(position or velocity):
+            raise ParameterError(f"drive on {self.name!r}: position/velocity must be a function of time")
+        idx = self.select(nodes)
+        self.drives.append(NodeDrive(idx, position=position, velocity=velocity))
+        return idx
+
+    def add_force(self, force, nodes: NodeSelector = None, mode: str = "total") -> np.ndarray:
+        """Apply an external force (3,) N, or a function t -> (3,), to the selected nodes.
+
+        mode "total": the force is the resultant, split over the nodes by lumped mass;
+        "per_node": every selected node gets the full force.
+        """
+        if mode not in ("total", "per_node"):
+            raise ParameterError(f"force mode must be 'total' or 'per_node', got {mode!r}")
+        if not callable(force):
+            force = _vec3(force, f"force on {self.name!r}")
+        idx = self.select(nodes)
+        self.forces.append(NodalForce(idx, force, mode))
+        return idx
+
+
+class Scene:
+    """What to simulate: bodies, materials, boundary conditions and step settings.
+
+    dt: step size in s. gravity: (3,) m/s^2. integrator: "midpoint" (passive midpoint,
+    COND eq. 9) or "euler" (implicit Euler, SAP eq. 15). solver: contact solver name.
+    duration: default simulated time in s when a run does not say. frame_dt: time between
+    written frames in s (None: every step).
+    """
+
+    def __init__(self, dt: float = 1e-2, gravity=(0.0, 0.0, -9.81), integrator: str = "midpoint",
+                 solver: str = "cond", duration: float = 1.0, frame_dt: Optional[float] = None,
+                 linear_solver: str = "auto", linear_tol: float = 1e-8, name: str = "scene"):
+        from .solvers import check_solver_name
+
+        self.dt = self._positive(dt, "dt")
+        self.gravity = _vec3(gravity, "gravity")
+        if integrator not in INTEGRATORS:
+            raise ParameterError(f"unknown integrator {integrator!r}; choose one of {', '.join(INTEGRATORS)}")
+        self.integrator = integrator
+        self.solver = check_solver_name(solver)
+        self.duration = self._positive(duration, "duration")
+        self.frame_dt = None if frame_dt is None else self._positive(frame_dt, "frame_dt")
+        self.linear_tol = self._positive(linear_tol, "linear_tol")
+        if linear_solver not in LINEAR_SOLVERS:
+            raise ParameterError(f"unknown linear_solver {linear_solver!r}; choose one of {', '.join(LINEAR_SOLVERS)}")
+        self.linear_solver = linear_solver
+        self.name = name
+        self.fem_bodies: list[FemBodySpec] = []
+
+    @staticmethod
+    def _positive(value, what: str) -> float:
+        if not isinstance(value, (int, float)) or not np.isfinite(value) or value <= 0:
+            raise ParameterError(f"{what} must be a positive number, got {value!r}")
+        return float(value)
+
+    def _unique_name(self, name: Optional[str], prefix: str) -> str:
+        taken = {b.name for b in self.fem_bodies}
+        if name is None:
+            k = len(taken)
+            while f"{prefix}{k}" in taken:
+                k += 1
+            return f"{prefix}{k}"
+        if name in taken:
+            raise ParameterError(f"a body named {name!r} already exists in the scene")
+        return name
+
+    def add_fem_body(self, mesh: TetMesh, material: Material, position=(0.0, 0.0, 0.0), rotation=None,
+                     velocity=(0.0, 0.0, 0.0), name: Optional[str] = None) -> FemBodySpec:
+        """Add a deformable body. The mesh (m) is rotated by ``rotation`` then moved by ``position``;
+        ``velocity`` (m/s) is the initial velocity of every node. Returns the body's spec, whose
+        ``pin``, ``drive`` and ``add_force`` set boundary conditions."""
+        name = self._unique_name(name, "body")
+        if not isinstance(mesh, TetMesh):
+            raise MeshError(f"body {name!r}: expected a femcontact.meshes.TetMesh, got {type(mesh).__name__}")
+        if not isinstance(material, Material):
+            raise ParameterError(f"body {name!r}: expected a femcontact.Material, got {type(material).__name__}")
+        check_tet_mesh(mesh, name)
+        R = as_rotation_matrix(rotation)
+        x = mesh.vertices @ R.T + _vec3(position, f"position of {name!r}")
+        v = np.tile(_vec3(velocity, f"velocity of {name!r}"), (len(x), 1))
+        body = FemBodySpec(name, mesh, material, x, v)
+        self.fem_bodies.append(body)
+        return body
+
+    def body(self, name: str) -> FemBodySpec:
+        for b in self.fem_bodies:
+            if b.name == name:
+                return b
+        raise ParameterError(f"no body named {name!r}; bodies: {[b.name for b in self.fem_bodies]}")

@@ -1,0 +1,348 @@
+"""Simulator: the step loop (drives, assembly, solve, advance), stats and output."""
+from __future__ import annotations
+
+import math
+import time as _time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Optional
+
+import numpy as np
+import taichi as ti  # noqa: F401  (ti.i32 for masks)
+
+from . import backend
+from .assembly import integrator as integ
+from .assembly.sparse import BlockSparseMatrix
+from .bodies import fem
+from .errors import ParameterError, SimulationError
+from .model import Model
+from .scene import Scene
+from .solvers.linear import make_linear_solver
+from .state import State
+
+MAX_SPEED = 1e4  # m/s; faster than this is taken as a diverged step
+
+
+@dataclass
+class StepStats:
+    """What one step cost and did."""
+
+    step: int
+    time: float                 # simulated time at the end of the step, s
+    iterations: int = 0         # linear / contact solver iterations
+    residual: float = 0.0       # final relative residual
+    contacts: int = 0
+    ms_assembly: float = 0.0
+    ms_solve: float = 0.0
+    ms_total: float = 0.0
+
+
+@dataclass
+class RunSummary:
+    """Totals of a ``Simulator.run``."""
+
+    dofs: int
+    steps: int
+    simulated_time: float
+    wall_s: float
+    timers: dict = field(default_factory=dict)
+    mean_iterations: float = 0.0
+    output: Optional[Path] = None
+
+    def __str__(self) -> str:
+        t = self.timers
+        other = max(self.wall_s - sum(t.values()), 0.0)
+        lines = [
+            f"DOF {self.dofs}  steps {self.steps}  simulated {self.simulated_time:.4g} s  "
+            f"wall {self.wall_s:.2f} s ({1e3 * self.wall_s / max(self.steps, 1):.2f} ms/step)",
+            "wall time: " + "  ".join(f"{k} {v:.2f} s" for k, v in t.items()) + f"  other {other:.2f} s",
+            f"mean solver iterations per step: {self.mean_iterations:.1f}",
+        ]
+        if self.output is not None:
+            lines.append(f"output: {self.output}  (open in ParaView or pyvista.read)")
+        return "\n".join(lines)
+
+
+class _Drives:
+    """Host side of prescribed nodes: which nodes, and their v̂ and end-of-step velocity per step."""
+
+    def __init__(self, scene: Scene, model: Model):
+        self.groups = []
+        fixed = np.zeros(model.n_nodes, np.int32)
+        for spec in scene.fem_bodies:
+            start = model.body(spec.name).node_start
+            for d in spec.drives:
+                idx = d.nodes + start
+                self.groups.append((idx, d, spec.positions[d.nodes].copy()))
+                fixed[idx] = 1
+        self.fixed_np = fixed
+        self.count = int(fixed.sum())
+        self.index = np.concatenate([g[0] for g in self.groups]) if self.groups else np.zeros(0, np.int64)
+
+    def values(self, t: float, dt: float, integrator: str) -> tuple[np.ndarray, np.ndarray]:
+        """(k, 3) v̂ and (k, 3) end-of-step velocity of all prescribed nodes for the step from t."""
+        v_hat, v_end = [], []
+        for k, (idx, d, x_now) in enumerate(self.groups):
+            if d.velocity is not None:
+                t_hat = t + (0.5 * dt if integrator == "midpoint" else dt)
+                vh = np.broadcast_to(np.asarray(d.velocity(t_hat), float), (len(idx), 3))
+                ve = np.broadcast_to(np.asarray(d.velocity(t + dt), float), (len(idx), 3))
+                x_next = x_now + dt * vh
+            else:
+                x_next = np.asarray(d.position(t + dt, self.groups[k][2] if t == 0 else self._x0[k]), float)
+                if x_next.shape != (len(idx), 3) or not np.isfinite(x_next).all():
+                    raise ParameterError(f"position drive returned shape {x_next.shape} or non-finite values "
+                                         f"at t={t + dt:g}; expected ({len(idx)}, 3)")
+                vh = (x_next - x_now) / dt
+                ve = vh
+            if not (np.isfinite(vh).all() and np.isfinite(ve).all()):
+                raise ParameterError(f"velocity drive returned non-finite values at t={t:g}")
+            self.groups[k] = (idx, d, x_next)
+            v_hat.append(vh)
+            v_end.append(ve)
+        return np.concatenate(v_hat), np.concatenate(v_end)
+
+    def freeze_initial(self) -> None:
+        self._x0 = [g[2].copy() for g in self.groups]
+
+
+class Simulator:
+    """Runs a Scene: ``step()`` advances one step, ``run()`` many with output.
+
+    arch / precision: see ``femcontact.backend.init`` (None keeps the current setting).
+    """
+
+    def __init__(self, scene: Scene, *, arch: Optional[str] = None, precision: Optional[str] = None):
+        if not isinstance(scene, Scene):
+            raise ParameterError(f"Simulator needs a femcontact.Scene, got {type(scene).__name__}")
+        if not scene.fem_bodies:
+            raise ParameterError("the scene has no bodies; add one with scene.add_fem_body(...)")
+        backend.init(arch, precision)
+        self.scene = scene
+        self.model = Model(scene)
+        self.state = State(self.model)
+        n = self.model.n_nodes
+        self.coef = integ.coefficients(scene.integrator, scene.dt)
+        self.A = BlockSparseMatrix(self.model.pattern)
+        self.b = backend.vec3_array(n)
+        self.v_hat = backend.vec3_array(n, self.model.initial_velocities)
+        self.linear = make_linear_solver(scene.linear_solver, n, tol=scene.linear_tol)
+        self.drives = _Drives(scene, self.model)
+        self.drives.freeze_initial()
+        self.fixed = backend.scalar_array(n, self.drives.fixed_np, dtype=ti.i32)
+        self.v_fixed = backend.vec3_array(n)
+        self.v_end = backend.vec3_array(n)
+        self._drive_index = backend.int_array(self.drives.index)
+        self._drive_vals = backend.vec3_array(self.drives.count)
+        self._drive_end = backend.vec3_array(self.drives.count)
+        self._static_force, self._timed_forces = self._collect_forces()
+        self.f_ext = backend.vec3_array(n, self._static_force)
+        self.stats: list[StepStats] = []
+        self.timers = {"assembly": 0.0, "solve": 0.0, "output": 0.0}
+        self._energy_out = backend.scalar_array(2)
+
+    # ------------------------------------------------------------------ setup
+    def _collect_forces(self):
+        static = np.zeros((self.model.n_nodes, 3))
+        timed = []
+        for spec in self.scene.fem_bodies:
+            start = self.model.body(spec.name).node_start
+            for f in spec.forces:
+                idx = f.nodes + start
+                m = self.model.mass_np[idx]
+                weights = (m / m.sum())[:, None] if f.mode == "total" else np.ones((len(idx), 1))
+                if callable(f.force):
+                    timed.append((idx, weights, f.force))
+                else:
+                    np.add.at(static, idx, weights * f.force)
+        return static, timed
+
+    def _update_forces(self, t: float) -> None:
+        if not self._timed_forces:
+            return
+        f = self._static_force.copy()
+        for idx, weights, fn in self._timed_forces:
+            value = np.asarray(fn(t), float)
+            if value.shape != (3,) or not np.isfinite(value).all():
+                raise ParameterError(f"force function returned {value!r} at t={t:g}; expected 3 finite numbers")
+            np.add.at(f, idx, weights * value)
+        self.f_ext.from_numpy(f.astype(backend.np_real()))
+
+    # ------------------------------------------------------------------ stepping
+    def assemble(self) -> None:
+        """Build A and b of the coming step (MATH.md §1) with prescribed nodes eliminated."""
+        m, c, s = self.model, self.coef, self.state
+        self._update_forces(s.time + (0.5 * self.scene.dt if self.scene.integrator == "midpoint" else 0.0))
+        if self.drives.count:
+            vh, ve = self.drives.values(s.time, self.scene.dt, self.scene.integrator)
+            real = backend.np_real()
+            self._drive_vals.from_numpy(vh.astype(real))
+            self._drive_end.from_numpy(ve.astype(real))
+            integ.scatter_prescribed(self._drive_index, self._drive_vals, self._drive_end, self.v_fixed, self.v_end,
+                         self.drives.count)
+        self.A.zero()
+        integ.assemble_nodes(m.mass, m.mass_alpha, s.v, self.f_ext, m.gravity_arr, self.A.diag, self.A.blocks,
+                             self.b, c.a_m, c.a_ma, c.b_m, c.b_f)
+        if m.n_tets:
+            fem.assemble_elastic(s.x, m.tets, m.dm_inv, m.vol, m.mu, m.lam, m.beta, m.tet_blocks, self.A.blocks,
+                                 self.b, c.a_k, c.a_kb, c.b_f)
+        if self.drives.count:
+            integ.eliminate_prescribed(self.A.indptr, self.A.indices, self.A.blocks, self.A.diag, self.b,
+                                       self.fixed, self.v_fixed, m.n_nodes)
+
+    def step(self) -> StepStats:
+        """Advance one time step."""
+        t0 = _time.perf_counter()
+        self.assemble()
+        t1 = _time.perf_counter()
+        lin = self.linear.solve(self.A, self.b, self.v_hat)
+        t2 = _time.perf_counter()
+        if not math.isfinite(lin.residual):
+            raise self._diverged("the linear solve produced non-finite values")
+        s = self.state
+        vmax2 = integ.advance(s.x, s.v, self.v_hat, self.fixed, self.v_end, self.scene.dt, self.coef.v_hat,
+                              self.coef.v_old)
+        s.time += self.scene.dt
+        s.step += 1
+        if not (vmax2 <= MAX_SPEED**2):
+            raise self._diverged(f"a node speed reached {math.sqrt(vmax2):.3g} m/s")
+        t3 = _time.perf_counter()
+        self.timers["assembly"] += t1 - t0
+        self.timers["solve"] += t2 - t1
+        st = StepStats(s.step, s.time, lin.iterations, lin.residual, 0, 1e3 * (t1 - t0), 1e3 * (t2 - t1),
+                       1e3 * (t3 - t0))
+        self.stats.append(st)
+        return st
+
+    def _diverged(self, what: str) -> SimulationError:
+        return SimulationError(
+            f"step {self.state.step + 1} (t = {self.state.time:.6g} s) diverged: {what}. Likely causes: dt = "
+            f"{self.scene.dt:g} s too large for the stiffest material (try a smaller --dt), an element "
+            "inverted by a violent load, or a prescribed motion with a jump. Frames written so far are intact.")
+
+    def run(self, duration: Optional[float] = None, steps: Optional[int] = None, out: Optional[str | Path] = None,
+            every: Optional[int] = None, progress: bool = False,
+            callback: Optional[Callable[["Simulator"], None]] = None) -> RunSummary:
+        """Advance ``steps`` steps (or ``duration`` s; default: the scene's duration).
+
+        out: folder for the VTK series (``out/run.pvd``); every: write a frame every k steps
+        (default from the scene's frame_dt, else every step); progress: show a progress bar;
+        callback(sim) is called after every step.
+        """
+        n_steps = self._count_steps(duration, steps)
+        if every is None:
+            every = max(1, round(self.scene.frame_dt / self.scene.dt)) if self.scene.frame_dt else 1
+        if not isinstance(every, int) or every < 1:
+            raise ParameterError(f"every must be a positive integer, got {every!r}")
+        writer = None
+        if out is not None:
+            from .io.vtk import SeriesWriter
+
+            writer = SeriesWriter(out)
+        start = _time.perf_counter()
+        it0 = len(self.stats)
+        bar = None
+        if progress:
+            from tqdm import tqdm
+
+            bar = tqdm(total=n_steps, unit="step", dynamic_ncols=True)
+        try:
+            if writer is not None and self.state.step == 0:
+                self._write(writer)
+            for k in range(n_steps):
+                st = self.step()
+                if callback is not None:
+                    callback(self)
+                if writer is not None and ((k + 1) % every == 0 or k + 1 == n_steps):
+                    self._write(writer)
+                if bar is not None:
+                    bar.update(1)
+                    bar.set_postfix_str(f"t={st.time:.4g}s {st.ms_total:.1f}ms/step it={st.iterations}")
+        finally:
+            if bar is not None:
+                bar.close()
+            if writer is not None:
+                writer.close()
+        wall = _time.perf_counter() - start
+        done = self.stats[it0:]
+        return RunSummary(self.model.n_dofs, len(done), self.state.time, wall, dict(self.timers),
+                          float(np.mean([s.iterations for s in done])) if done else 0.0,
+                          None if writer is None else Path(writer.pvd_path))
+
+    def _count_steps(self, duration, steps) -> int:
+        if steps is not None and duration is not None:
+            raise ParameterError("give either steps or duration, not both")
+        if steps is not None:
+            if not isinstance(steps, (int, np.integer)) or steps < 0:
+                raise ParameterError(f"steps must be a non-negative integer, got {steps!r}")
+            return int(steps)
+        duration = self.scene.duration if duration is None else duration
+        if not isinstance(duration, (int, float)) or not math.isfinite(duration) or duration < 0:
+            raise ParameterError(f"duration must be a non-negative number of seconds, got {duration!r}")
+        return int(round(duration / self.scene.dt))
+
+    # ------------------------------------------------------------------ output and queries
+    def frame_pieces(self) -> dict:
+        """The current frame as meshio meshes, one per body (for writers)."""
+        import meshio
+
+        x, v = self.state.positions(), self.state.velocities()
+        vm = self.von_mises()
+        pieces = {}
+        for b in self.model.bodies:
+            tets = self.model.tets_np[b.tets] - b.node_start
+            pieces[b.name] = meshio.Mesh(
+                x[b.nodes], [("tetra", tets)],
+                point_data={"displacement": x[b.nodes] - self.model.rest_positions[b.nodes], "velocity": v[b.nodes]},
+                cell_data={"von_mises": [vm[b.tets]]})
+        return pieces
+
+    def _write(self, writer) -> None:
+        t0 = _time.perf_counter()
+        writer.write(self.state.time, self.frame_pieces())
+        self.timers["output"] += _time.perf_counter() - t0
+
+    def von_mises(self) -> np.ndarray:
+        """(n_tets,) von Mises stress of every element, Pa."""
+        m = self.model
+        out = backend.scalar_array(m.n_tets)
+        fem.von_mises_stress(self.state.x, m.tets, m.dm_inv, m.mu, m.lam, out)
+        return out.to_numpy()[: m.n_tets].astype(np.float64)
+
+    def elastic_forces(self, x: Optional[np.ndarray] = None) -> np.ndarray:
+        """(n, 3) elastic nodal forces (N) at positions x (default: current)."""
+        m = self.model
+        xa = self.state.x if x is None else backend.vec3_array(m.n_nodes, x)
+        f = backend.vec3_array(m.n_nodes)
+        fem.elastic_forces(xa, m.tets, m.dm_inv, m.vol, m.mu, m.lam, f)
+        return f.to_numpy()[: m.n_nodes].astype(np.float64)
+
+    def energy(self) -> dict:
+        """Kinetic, elastic and gravitational potential energy (J) of the current state."""
+        m, s = self.model, self.state
+        self._energy_out.from_numpy(np.zeros(2, backend.np_real()))
+        integ.kinetic_and_gravity(m.mass, s.x, s.v, m.gravity_arr, self._energy_out)
+        kin, grav = (float(e) for e in self._energy_out.to_numpy()[:2])
+        elastic = float(fem.elastic_energy(s.x, m.tets, m.dm_inv, m.vol, m.mu, m.lam)) if m.n_tets else 0.0
+        return {"kinetic": kin, "elastic": elastic, "gravity": grav, "total": kin + elastic + grav}
+
+    def system_matrix(self):
+        """A of the most recently assembled step as a scipy CSR matrix (assembles if none yet)."""
+        if not self.stats:
+            self.assemble()
+        return self.A.to_scipy()
+
+    def body_positions(self, name: str) -> np.ndarray:
+        """(n, 3) current node positions of a body, m."""
+        return self.state.positions()[self._body(name).nodes]
+
+    def body_velocities(self, name: str) -> np.ndarray:
+        """(n, 3) current node velocities of a body, m/s."""
+        return self.state.velocities()[self._body(name).nodes]
+
+    def _body(self, name: str):
+        try:
+            return self.model.body(name)
+        except KeyError as exc:
+            raise ParameterError(str(exc.args[0])) from None
+
