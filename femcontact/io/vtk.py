@@ -1,0 +1,427 @@
+"""VTK time-series output: one ``.pvd`` collection listing per-frame ``.vtu``/``.vtp`` files.
+
+Layout of ``out_dir`` for ``SeriesWriter(out_dir, basename="run")``::
+
+    out_dir/run.pvd                          the collection (ParaView / PyVista open this)
+    out_dir/run/<piece>/<piece>_000000.vtu   a piece with volume cells (tets, ...)
+    out_dir/run/<piece>/<piece>_000000.vtp   a piece with only vertex/line/triangle/quad cells,
+                                             or a bare point cloud (no cells: vertex cells added)
+
+The frame number is the writer's frame counter, shared by every piece of a frame.
+A piece absent from a frame's ``pieces`` dict has no file (and no ``.pvd`` entry) for
+that frame; a piece given with zero points is written as a valid empty dataset.
+Files are VTK XML, binary (base64 inline), zlib-compressed optionally, written by
+VTK's own XML writers so ParaView and PyVista read them alike. Every file is
+written atomically (temp file in the same folder, fsync, ``os.replace``), so a
+killed run leaves a ``.pvd`` that is valid XML and lists only complete frames.
+"""
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Mapping
+
+import numpy as np
+
+from ..errors import ParameterError
+
+if TYPE_CHECKING:  # pragma: no cover
+    import meshio
+    import pyvista
+
+__all__ = ["SeriesWriter", "read_series", "sanitize_name", "atomic_write_bytes"]
+
+# Cell types a vtkPolyData holds, in the order vtkPolyData numbers its cells.
+_POLY_KIND = {"vertex": 0, "line": 1, "triangle": 2, "quad": 2, "polygon": 2}
+_FRAME_RE = r"_\d{6}\.vt[up]"
+_TMP_PREFIX = ".tmp-"
+
+
+def _umask_mode() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
+_FILE_MODE = _umask_mode()  # what a plain open() would give (mkstemp makes 0600)
+
+
+def sanitize_name(name: str) -> str:
+    """File-name-safe version of a piece name (letters, digits, ``_-.``; no leading dot)."""
+    s = re.sub(r"[^A-Za-z0-9_.\-]+", "_", str(name)).lstrip(".")
+    return s or "piece"
+
+
+def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
+    """Write ``data`` to ``path`` atomically: temp file in the same folder, fsync, os.replace."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=_TMP_PREFIX + path.name + ".", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, _FILE_MODE)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    _fsync_dir(path.parent)
+
+
+def _fsync_dir(d: Path) -> None:
+    try:
+        fd = os.open(d, os.O_RDONLY)
+    except OSError:  # pragma: no cover - e.g. platforms without directory fds
+        return
+    try:
+        os.fsync(fd)
+    except OSError:  # pragma: no cover
+        pass
+    finally:
+        os.close(fd)
+
+
+# ---------------------------------------------------------------------------
+# meshio.Mesh -> VTK dataset
+# ---------------------------------------------------------------------------
+
+def _vtk_type_table() -> dict[str, int]:
+    try:
+        from meshio._vtk_common import meshio_to_vtk_type
+
+        return dict(meshio_to_vtk_type)
+    except Exception:  # pragma: no cover - meshio internals moved
+        return {"vertex": 1, "line": 3, "triangle": 5, "polygon": 7, "quad": 9,
+                "tetra": 10, "hexahedron": 12, "wedge": 13, "pyramid": 14, "tetra10": 24}
+
+
+def _blocks(mesh: "meshio.Mesh") -> list[tuple[str, np.ndarray]]:
+    out = []
+    for block in mesh.cells:
+        data = np.asarray(block.data, dtype=np.int64)
+        if data.ndim == 1:
+            data = data.reshape(-1, 1)
+        out.append((block.type, data))
+    return out
+
+
+def _cell_array(conn_blocks: list[np.ndarray]):
+    """vtkCellArray from a list of (n_i, k_i) connectivity blocks (keeps numpy copies alive in VTK)."""
+    from vtkmodules.util.numpy_support import numpy_to_vtkIdTypeArray
+    from vtkmodules.vtkCommonDataModel import vtkCellArray
+
+    sizes = np.concatenate([np.full(len(b), b.shape[1], dtype=np.int64) for b in conn_blocks]) \
+        if conn_blocks else np.zeros(0, np.int64)
+    offsets = np.zeros(len(sizes) + 1, dtype=np.int64)
+    np.cumsum(sizes, out=offsets[1:])
+    conn = np.concatenate([b.ravel() for b in conn_blocks]) if conn_blocks else np.zeros(0, np.int64)
+    ca = vtkCellArray()
+    ca.SetData(numpy_to_vtkIdTypeArray(offsets.astype(np.int64), deep=True),
+               numpy_to_vtkIdTypeArray(conn.astype(np.int64), deep=True))
+    return ca
+
+
+def _vtk_array(name: str, values: Any, n: int, where: str, piece: str):
+    from vtkmodules.util.numpy_support import numpy_to_vtk
+
+    a = np.asarray(values)
+    if a.dtype == bool:
+        a = a.astype(np.uint8)
+    if a.dtype.kind not in "iuf":
+        raise ParameterError(f"piece {piece!r}: {where} {name!r} must be numeric, got dtype {a.dtype}")
+    if a.ndim == 0 or a.shape[0] != n:
+        raise ParameterError(
+            f"piece {piece!r}: {where} {name!r} has {a.shape[0] if a.ndim else 0} rows, expected {n}")
+    a = np.ascontiguousarray(a.reshape(n, -1) if a.ndim > 2 else a)
+    arr = numpy_to_vtk(a, deep=True)
+    arr.SetName(str(name))
+    return arr
+
+
+def _is_polydata(mesh: "meshio.Mesh") -> bool:
+    return all(b.type in _POLY_KIND for b in mesh.cells)
+
+
+def _to_vtk(mesh: "meshio.Mesh", piece: str, time: float, polydata: bool = True):
+    """Convert a meshio.Mesh to vtkPolyData (only vertex/line/surface cells) or vtkUnstructuredGrid."""
+    from vtkmodules.util.numpy_support import numpy_to_vtk
+    from vtkmodules.vtkCommonCore import vtkPoints
+    from vtkmodules.vtkCommonDataModel import vtkPolyData, vtkUnstructuredGrid
+
+    pts = np.asarray(mesh.points, dtype=np.float64)
+    if pts.size == 0:
+        pts = np.zeros((0, 3))
+    if pts.ndim != 2 or pts.shape[1] not in (2, 3):
+        raise ParameterError(f"piece {piece!r}: points must be (n, 3), got shape {pts.shape}")
+    if pts.shape[1] == 2:
+        pts = np.column_stack([pts, np.zeros(len(pts))])
+    n = len(pts)
+    vpts = vtkPoints()
+    vpts.SetData(numpy_to_vtk(np.ascontiguousarray(pts), deep=True))
+
+    blocks = _blocks(mesh)
+    for t, b in blocks:
+        if len(b) and (b.min() < 0 or b.max() >= n):
+            raise ParameterError(f"piece {piece!r}: {t} cells index points outside 0..{n - 1}")
+    order = list(range(len(blocks)))
+    if polydata and _is_polydata(mesh):
+        ds = vtkPolyData()
+        ds.SetPoints(vpts)
+        if not blocks and n:  # bare point cloud: one vertex cell per point so it renders everywhere
+            ds.SetVerts(_cell_array([np.arange(n, dtype=np.int64).reshape(-1, 1)]))
+        order = sorted(order, key=lambda i: _POLY_KIND[blocks[i][0]])  # vtkPolyData's cell order
+        for kind, setter in ((0, ds.SetVerts), (1, ds.SetLines), (2, ds.SetPolys)):
+            sel = [blocks[i][1] for i in order if _POLY_KIND[blocks[i][0]] == kind and len(blocks[i][1])]
+            if sel:
+                setter(_cell_array(sel))
+    else:
+        from vtkmodules.util.numpy_support import numpy_to_vtk as _n2v
+
+        table = _vtk_type_table()
+        ds = vtkUnstructuredGrid()
+        ds.SetPoints(vpts)
+        missing = [t for t, _ in blocks if t not in table]
+        if missing:
+            raise ParameterError(f"piece {piece!r}: cell types {missing} have no VTK equivalent")
+        if not blocks and n:  # bare point cloud: one vertex cell per point
+            blocks, order = [("vertex", np.arange(n, dtype=np.int64).reshape(-1, 1))], [0]
+        if blocks:
+            types = np.concatenate([np.full(len(b), table[t], dtype=np.uint8) for t, b in blocks])
+            ds.SetCells(_n2v(types, deep=True), _cell_array([b for _, b in blocks]))
+
+    for name, values in (mesh.point_data or {}).items():
+        ds.GetPointData().AddArray(_vtk_array(name, values, n, "point_data", piece))
+    n_cells = sum(len(b) for _, b in blocks)
+    if mesh.cell_data and not mesh.cells:
+        raise ParameterError(f"piece {piece!r}: cell_data given but the mesh has no cells")
+    for name, per_block in (mesh.cell_data or {}).items():
+        if isinstance(per_block, np.ndarray) and len(blocks) == 1 and per_block.ndim >= 1 \
+                and per_block.shape[0] == n_cells:
+            per_block = [per_block]
+        if len(per_block) != len(blocks):
+            raise ParameterError(
+                f"piece {piece!r}: cell_data {name!r} needs one array per cell block "
+                f"({len(blocks)}), got {len(per_block)}")
+        arrays = [np.asarray(per_block[i]) for i in order]
+        values = np.concatenate(arrays, axis=0) if arrays else np.zeros(0)
+        ds.GetCellData().AddArray(_vtk_array(name, values, n_cells, "cell_data", piece))
+    tv = numpy_to_vtk(np.array([time], dtype=np.float64), deep=True)
+    tv.SetName("TimeValue")
+    ds.GetFieldData().AddArray(tv)
+    return ds
+
+
+def _write_dataset(ds, path: Path, compress: bool) -> None:
+    """Write ``ds`` with VTK's XML writer to a temp file beside ``path``, fsync it, then os.replace."""
+    from vtkmodules.vtkIOXML import vtkXMLPolyDataWriter, vtkXMLUnstructuredGridWriter
+
+    # the temp name must end with the real suffix: VTK's XML writers silently write an empty
+    # file when the file name ends with "_" (which mkstemp's random part sometimes does)
+    fd, tmp = tempfile.mkstemp(prefix=_TMP_PREFIX + path.name + ".", suffix=path.suffix, dir=path.parent)
+    os.close(fd)
+    try:
+        w = vtkXMLPolyDataWriter() if ds.IsA("vtkPolyData") else vtkXMLUnstructuredGridWriter()
+        w.SetInputData(ds)
+        w.SetFileName(tmp)
+        # inline base64 binary: raw appended data is smaller but meshio misreads it whenever the
+        # raw bytes happen to parse as XML text; base64 is read reliably by meshio, ParaView, PyVista
+        w.SetDataModeToBinary()
+        w.SetHeaderTypeToUInt64()
+        if compress:
+            w.SetCompressorTypeToZLib()
+            w.SetCompressionLevel(1)
+        else:
+            w.SetCompressorTypeToNone()
+        if not w.Write() or os.path.getsize(tmp) == 0:
+            raise OSError(f"VTK could not write {path} (disk full or folder not writable?)")
+        with open(tmp, "rb+") as f:
+            os.fsync(f.fileno())
+        os.chmod(tmp, _FILE_MODE)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    _fsync_dir(path.parent)
+
+
+# ---------------------------------------------------------------------------
+# the writer
+# ---------------------------------------------------------------------------
+
+class SeriesWriter:
+    """Writes a ``.pvd`` time series of per-piece VTK XML files (see the module doc for the layout).
+
+    Re-running into the same folder with the same basename first removes that run's
+    old frame files and ``.pvd``; other files are never touched.
+    """
+
+    def __init__(self, out_dir: str | os.PathLike, basename: str = "run", *,
+                 compress: bool = False, polydata: bool = True) -> None:
+        """``compress``: zlib level 1 (≈2x smaller, slower). ``polydata``: write pieces with only
+        vertex/line/surface cells (and bare point clouds) as ``.vtp``; False writes every piece as
+        ``.vtu`` (meshio can read ``.vtu`` but not ``.vtp``; ParaView and PyVista read both)."""
+        self.out_dir = Path(out_dir)
+        self.polydata = bool(polydata)
+        self.basename = sanitize_name(basename)
+        self.compress = bool(compress)
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        self.data_dir = self.out_dir / self.basename
+        self._entries: list[tuple[float, int, str, str]] = []  # (time, part, name, relpath)
+        self._parts: dict[str, int] = {}      # piece name -> part index
+        self._dirs: dict[str, str] = {}       # piece name -> sanitized folder/file stem
+        self._n_frames = 0
+        self._last_time: float | None = None
+        self._closed = False
+        self._remove_previous_run()
+        self._write_pvd()
+
+    # -- properties ---------------------------------------------------------
+    @property
+    def pvd_path(self) -> Path:
+        """Path of the ``.pvd`` collection file."""
+        return self.out_dir / f"{self.basename}.pvd"
+
+    @property
+    def n_frames(self) -> int:
+        """Number of frames completely written."""
+        return self._n_frames
+
+    @property
+    def piece_names(self) -> list[str]:
+        """Piece names seen so far, in part-index order."""
+        return list(self._parts)
+
+    # -- public API ---------------------------------------------------------
+    def write(self, time: float, pieces: Mapping[str, "meshio.Mesh"]) -> None:
+        """Write one frame at ``time`` (strictly increasing) with ``pieces`` {name: meshio.Mesh}."""
+        if self._closed:
+            raise ParameterError("SeriesWriter is closed; open a new one to write more frames")
+        time = float(time)
+        if not np.isfinite(time):
+            raise ParameterError(f"frame time must be finite, got {time}")
+        if self._last_time is not None and time <= self._last_time:
+            raise ParameterError(
+                f"frame times must increase strictly: got {time} after {self._last_time}")
+        frame = self._n_frames
+        new_entries = []
+        for name, mesh in pieces.items():
+            name = str(name)
+            stem = self._stem(name)
+            ds = _to_vtk(mesh, name, time, self.polydata)
+            ext = ".vtp" if ds.IsA("vtkPolyData") else ".vtu"
+            folder = self.data_dir / stem
+            folder.mkdir(parents=True, exist_ok=True)
+            path = folder / f"{stem}_{frame:06d}{ext}"
+            _write_dataset(ds, path, self.compress)
+            new_entries.append((time, self._part(name), name, path.relative_to(self.out_dir).as_posix()))
+        self._entries.extend(new_entries)
+        self._n_frames += 1
+        self._last_time = time
+        self._write_pvd()
+
+    def close(self) -> None:
+        """Finish the series (the ``.pvd`` is already complete after every frame)."""
+        if not self._closed:
+            self._write_pvd()
+            self._closed = True
+
+    def __enter__(self) -> "SeriesWriter":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"SeriesWriter({str(self.pvd_path)!r}, n_frames={self._n_frames})"
+
+    # -- internals ----------------------------------------------------------
+    def _part(self, name: str) -> int:
+        if name not in self._parts:
+            self._parts[name] = len(self._parts)
+        return self._parts[name]
+
+    def _stem(self, name: str) -> str:
+        if name not in self._dirs:
+            base = sanitize_name(name)
+            stem, k = base, 2
+            used = set(self._dirs.values())
+            while stem in used:
+                stem, k = f"{base}_{k}", k + 1
+            self._dirs[name] = stem
+        return self._dirs[name]
+
+    def _write_pvd(self) -> None:
+        root = ET.Element("VTKFile", type="Collection", version="1.0", byte_order="LittleEndian",
+                          header_type="UInt64")
+        coll = ET.SubElement(root, "Collection")
+        for time, part, name, rel in self._entries:
+            ET.SubElement(coll, "DataSet", timestep=repr(time), part=str(part),
+                          name=name, file=rel)
+        ET.indent(root)
+        data = b'<?xml version="1.0"?>\n' + ET.tostring(root, encoding="utf-8") + b"\n"
+        atomic_write_bytes(self.pvd_path, data)
+
+    def _remove_previous_run(self) -> None:
+        """Delete the old .pvd, old frame files and stale temp files of this basename only."""
+        pvd = self.pvd_path
+        if pvd.exists():
+            pvd.unlink()
+        for tmp in self.out_dir.glob(f"{_TMP_PREFIX}{self.basename}.pvd.*"):
+            tmp.unlink(missing_ok=True)
+        if not self.data_dir.is_dir():
+            return
+        for folder in self.data_dir.iterdir():
+            if not folder.is_dir():
+                continue
+            pat = re.compile(re.escape(folder.name) + _FRAME_RE + "$")
+            tmp_pat = re.compile(re.escape(_TMP_PREFIX + folder.name) + _FRAME_RE + r"\..+$")
+            for f in folder.iterdir():
+                if f.is_file() and (pat.match(f.name) or tmp_pat.match(f.name)):
+                    f.unlink()
+            try:
+                folder.rmdir()  # only if now empty
+            except OSError:
+                pass
+
+
+# ---------------------------------------------------------------------------
+# reading back
+# ---------------------------------------------------------------------------
+
+def read_pvd_entries(pvd_path: str | os.PathLike) -> list[dict[str, Any]]:
+    """Parse a ``.pvd``: list of {time, part, name, file (absolute Path)} in file order."""
+    pvd_path = Path(pvd_path)
+    root = ET.parse(pvd_path).getroot()
+    coll = root.find("Collection")
+    if coll is None:
+        raise ValueError(f"{pvd_path} is not a VTK Collection file")
+    out = []
+    for el in coll.findall("DataSet"):
+        part = int(el.get("part", 0))
+        out.append({
+            "time": float(el.get("timestep", 0.0)),
+            "part": part,
+            "name": el.get("name") or f"part{part}",
+            "file": (pvd_path.parent / el.get("file")).resolve(),
+        })
+    return out
+
+
+def read_series(pvd_path: str | os.PathLike) -> list[tuple[float, dict[str, "pyvista.DataSet"]]]:
+    """Load every frame of a ``.pvd``: ``[(time, {piece name: pyvista dataset}), ...]`` sorted by time."""
+    import pyvista as pv
+
+    frames: dict[float, dict[str, Any]] = {}
+    for e in read_pvd_entries(pvd_path):
+        frames.setdefault(e["time"], {})[e["name"]] = pv.read(e["file"])
+    return sorted(frames.items(), key=lambda kv: kv[0])
