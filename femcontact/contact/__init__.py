@@ -1,0 +1,1 @@
+"""Contact: shapes and obstacles, detection, and the ContactSet every solver reads."""

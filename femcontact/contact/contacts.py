@@ -1,0 +1,142 @@
+"""ContactSet: the per-step contact data every solver reads (MATH.md §3, COND §III-A).
+
+Indexing: nodes ``0..n-1`` are the model's real 3-vector DOF blocks; ``n..n+V-1``
+are this step's virtual nodes. Every contact ``m`` acts between ``node_a[m]`` and
+``node_b[m]`` (``node_a = -1``: the static or moving world, an S-contact), with frame
+``frame[m]`` whose rows are (t1, t2, n), ``n`` pointing from side A into side B. Its
+contact velocity is
+
+    v_c = R_m (v_b - v_a)        (v_a = v_world[m] for an S-contact)
+
+so ``v_c[2] > 0`` is separating. ``phi[m]`` is the signed gap in m (negative when
+penetrating). Nodalization: no node (real or virtual) takes part in more than one
+contact, so ``Γ = J W Jᵀ`` is diagonal for a diagonal ``W`` (COND Prop. 2).
+
+A virtual node ``v`` is tied to the velocity ``J_v v̂ = Σ_k vn_weight[v, k] v̂[vn_node[v, k]]``
+of a point of a body (up to 4 terms, unused ones have node -1; an FEM triangle point
+uses barycentric weights times I, a rigid-body point ``[I, -[r]x]``) by the damper
+``f_v = -k_v (J_v v̂ - v̂_v)`` with gain ``vn_gain[v] = k_v`` (COND eqs. 14-15).
+
+Solvers write ``impulse[m]`` (contact frame, N s, whatever the integrator's λ
+scaling) and ``status[m]`` (OPEN, STICK, SLIP).
+
+Capacities grow (``ensure_capacity``) outside the step's kernels; a detection pass that
+overflows is rerun after growing, so contacts are never dropped.
+"""
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+import taichi as ti
+
+from .. import backend
+
+OPEN, STICK, SLIP = 0, 1, 2
+
+
+class ContactSet:
+    """Preallocated contact and virtual-node arrays; ``count`` and ``n_virtual`` are this step's sizes."""
+
+    def __init__(self, n_nodes: int, capacity: int = 256, virtual_capacity: int = 256):
+        backend.ensure_init()
+        self.n_nodes = int(n_nodes)
+        self.count = 0
+        self.n_virtual = 0
+        self.capacity = 0
+        self.virtual_capacity = 0
+        self._alloc_contacts(max(int(capacity), 1))
+        self._alloc_virtual(max(int(virtual_capacity), 1))
+
+    # ---------------------------------------------------------------- storage
+    def _alloc_contacts(self, cap: int) -> None:
+        self.capacity = cap
+        self.node_a = ti.ndarray(ti.i32, shape=cap)
+        self.node_b = ti.ndarray(ti.i32, shape=cap)
+        self.frame = backend.mat3_array(cap)
+        self.phi = backend.scalar_array(cap)
+        self.mu = ti.Vector.ndarray(2, float, shape=cap)
+        self.v_world = backend.vec3_array(cap)
+        self.point = backend.vec3_array(cap)
+        self.param = ti.ndarray(ti.i32, shape=cap)       # row of the model's contact-parameter table
+        self.impulse = backend.vec3_array(cap)
+        self.status = ti.ndarray(ti.i32, shape=cap)
+
+    def _alloc_virtual(self, cap: int) -> None:
+        self.virtual_capacity = cap
+        self.vn_node = ti.Vector.ndarray(4, ti.i32, shape=cap)
+        self.vn_weight = ti.Matrix.ndarray(3, 3, float, shape=(cap, 4))
+        self.vn_gain = backend.scalar_array(cap)
+
+    def ensure_capacity(self, contacts: int, virtual: int) -> bool:
+        """Grow (doubling) so that ``contacts`` and ``virtual`` fit; True if anything was reallocated.
+        Reallocation discards the arrays' contents: call it before (re)running detection."""
+        grown = False
+        if contacts > self.capacity:
+            self._alloc_contacts(max(contacts, 2 * self.capacity))
+            grown = True
+        if virtual > self.virtual_capacity:
+            self._alloc_virtual(max(virtual, 2 * self.virtual_capacity))
+            grown = True
+        return grown
+
+    @property
+    def n_total(self) -> int:
+        """Real plus virtual node count of this step (length of a solver's velocity vector)."""
+        return self.n_nodes + self.n_virtual
+
+    # ---------------------------------------------------------------- host views
+    def to_numpy(self) -> dict:
+        """This step's contacts as numpy arrays (world-frame impulse included), for output and tests."""
+        c = self.count
+        frame = self.frame.to_numpy()[:c].astype(np.float64)
+        imp = self.impulse.to_numpy()[:c].astype(np.float64)
+        return {
+            "node_a": self.node_a.to_numpy()[:c], "node_b": self.node_b.to_numpy()[:c],
+            "frame": frame, "normal": frame[:, 2, :] if c else np.zeros((0, 3)),
+            "phi": self.phi.to_numpy()[:c].astype(np.float64), "mu": self.mu.to_numpy()[:c].astype(np.float64),
+            "v_world": self.v_world.to_numpy()[:c].astype(np.float64),
+            "point": self.point.to_numpy()[:c].astype(np.float64), "param": self.param.to_numpy()[:c],
+            "impulse": imp, "impulse_world": np.einsum("mij,mi->mj", frame, imp) if c else np.zeros((0, 3)),
+            "status": self.status.to_numpy()[:c],
+        }
+
+    def virtual_to_numpy(self) -> dict:
+        v = self.n_virtual
+        return {"node": self.vn_node.to_numpy()[:v], "weight": self.vn_weight.to_numpy()[:v].astype(np.float64),
+                "gain": self.vn_gain.to_numpy()[:v].astype(np.float64)}
+
+    def jacobian(self, expand_virtual: bool = True) -> sp.csr_matrix:
+        """Contact Jacobian J (3c x 3N) with rows (t1, t2, n) per contact, as scipy CSR.
+
+        expand_virtual=True maps virtual nodes back onto real DOFs through J_v (N = n_nodes; what
+        the Newton path and tests use); False keeps virtual nodes as columns (N = n_nodes + n_virtual).
+        """
+        d = self.to_numpy()
+        vd = self.virtual_to_numpy()
+        ncols = self.n_nodes if expand_virtual else self.n_total
+        rows, cols, vals = [], [], []
+
+        def add(m, node, M):
+            if node < 0:
+                return
+            if node >= self.n_nodes and expand_virtual:
+                v = node - self.n_nodes
+                for k in range(4):
+                    j = vd["node"][v, k]
+                    if j >= 0:
+                        add(m, j, M @ vd["weight"][v, k])
+                return
+            r, cidx = np.meshgrid(3 * m + np.arange(3), 3 * node + np.arange(3), indexing="ij")
+            rows.append(r.ravel())
+            cols.append(cidx.ravel())
+            vals.append(M.ravel())
+
+        for m in range(self.count):
+            R = d["frame"][m]
+            add(m, int(d["node_b"][m]), R)
+            add(m, int(d["node_a"][m]), -R)
+        if not rows:
+            return sp.csr_matrix((3 * self.count, 3 * ncols))
+        J = sp.coo_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
+                          shape=(3 * self.count, 3 * ncols))
+        return J.tocsr()
