@@ -65,6 +65,11 @@ class Model:
         self.pattern = self._build_pattern()
 
     @property
+    def needs_contact(self) -> bool:
+        """True when anything in the scene can touch (obstacles, or more than one body)."""
+        return bool(getattr(self.scene, "obstacles", [])) or len(self.bodies) > 1
+
+    @property
     def n_dofs(self) -> int:
         return 3 * self.n_nodes
 

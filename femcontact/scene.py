@@ -147,14 +147,16 @@ class Scene:
     """What to simulate: bodies, materials, boundary conditions and step settings.
 
     dt: step size in s. gravity: (3,) m/s^2. integrator: "midpoint" (passive midpoint,
-    COND eq. 9) or "euler" (implicit Euler, SAP eq. 15). solver: contact solver name.
+    COND eq. 9) or "euler" (implicit Euler, SAP eq. 15). solver: contact solver name
+    ("cond", "sap", "lagged", "similar", "pgs", "incp"); solver_options: its options.
     duration: default simulated time in s when a run does not say. frame_dt: time between
     written frames in s (None: every step).
     """
 
     def __init__(self, dt: float = 1e-2, gravity=(0.0, 0.0, -9.81), integrator: str = "midpoint",
                  solver: str = "cond", duration: float = 1.0, frame_dt: Optional[float] = None,
-                 linear_solver: str = "auto", linear_tol: float = 1e-8, name: str = "scene"):
+                 linear_solver: str = "auto", linear_tol: float = 1e-8, solver_options: Optional[dict] = None,
+                 name: str = "scene"):
         from .solvers import check_solver_name
 
         self.dt = self._positive(dt, "dt")
@@ -169,6 +171,7 @@ class Scene:
         if linear_solver not in LINEAR_SOLVERS:
             raise ParameterError(f"unknown linear_solver {linear_solver!r}; choose one of {', '.join(LINEAR_SOLVERS)}")
         self.linear_solver = linear_solver
+        self.solver_options = dict(solver_options or {})
         self.name = name
         self.fem_bodies: list[FemBodySpec] = []
 

@@ -32,6 +32,7 @@ class StepStats:
     iterations: int = 0         # linear / contact solver iterations
     residual: float = 0.0       # final relative residual
     contacts: int = 0
+    ms_detection: float = 0.0
     ms_assembly: float = 0.0
     ms_solve: float = 0.0
     ms_total: float = 0.0
@@ -138,7 +139,18 @@ class Simulator:
         self._static_force, self._timed_forces = self._collect_forces()
         self.f_ext = backend.vec3_array(n, self._static_force)
         self.stats: list[StepStats] = []
-        self.timers = {"assembly": 0.0, "solve": 0.0, "output": 0.0}
+        self.timers = {"detection": 0.0, "assembly": 0.0, "solve": 0.0, "output": 0.0}
+        self.contacts = None
+        self.detector = None
+        self.contact_solver = None
+        if self.model.needs_contact:
+            from .contact.contacts import ContactSet
+            from .contact.detection import build_detector
+            from .solvers import make_contact_solver
+
+            self.contacts = ContactSet(n)
+            self.detector = build_detector(self.model)
+            self.contact_solver = make_contact_solver(scene.solver, self.model, scene.solver_options)
         self._energy_out = backend.scalar_array(2)
 
     # ------------------------------------------------------------------ setup
@@ -195,10 +207,21 @@ class Simulator:
         t0 = _time.perf_counter()
         self.assemble()
         t1 = _time.perf_counter()
-        lin = self.linear.solve(self.A, self.b, self.v_hat)
+        n_contacts = self.detector.detect(self.state, self.contacts, self.scene.dt) if self.detector else 0
+        t1b = _time.perf_counter()
+        if n_contacts:
+            from .solvers.base import StepProblem
+
+            problem = StepProblem(self.model, self.state, self.A, self.b, self.v_hat, self.fixed, self.contacts,
+                                  self.coef, self.scene.dt, self.scene.integrator)
+            lin = self.contact_solver.solve(problem)
+        else:
+            if self.contacts is not None:
+                self.contacts.count = 0
+            lin = self.linear.solve(self.A, self.b, self.v_hat)
         t2 = _time.perf_counter()
         if not math.isfinite(lin.residual):
-            raise self._diverged("the linear solve produced non-finite values")
+            raise self._diverged("the solver produced non-finite values")
         s = self.state
         vmax2 = integ.advance(s.x, s.v, self.v_hat, self.fixed, self.v_end, self.scene.dt, self.coef.v_hat,
                               self.coef.v_old)
@@ -208,9 +231,11 @@ class Simulator:
             raise self._diverged(f"a node speed reached {math.sqrt(vmax2):.3g} m/s")
         t3 = _time.perf_counter()
         self.timers["assembly"] += t1 - t0
-        self.timers["solve"] += t2 - t1
-        st = StepStats(s.step, s.time, lin.iterations, lin.residual, 0, 1e3 * (t1 - t0), 1e3 * (t2 - t1),
-                       1e3 * (t3 - t0))
+        self.timers["detection"] += t1b - t1
+        self.timers["solve"] += t2 - t1b
+        st = StepStats(s.step, s.time, lin.iterations, lin.residual, n_contacts, 1e3 * (t1b - t1),
+                       1e3 * (t1 - t0), 1e3 * (t2 - t1b), 1e3 * (t3 - t0))
+        self.last_solve = lin
         self.stats.append(st)
         return st
 
