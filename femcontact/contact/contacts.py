@@ -17,6 +17,13 @@ of a point of a body (up to 4 terms, unused ones have node -1; an FEM triangle p
 uses barycentric weights times I, a rigid-body point ``[I, -[r]x]``) by the damper
 ``f_v = -k_v (J_v v̂ - v̂_v)`` with gain ``vn_gain[v] = k_v`` (COND eqs. 14-15).
 
+``vn_gain`` is set by the solver that uses virtual nodes (COND, from the local scale of
+``A``); detection fills ``vn_node`` and ``vn_weight``. The Newton path expands virtual
+nodes through ``J_v`` instead (``jacobian(expand_virtual=True)``).
+
+``param[m]`` is a row of ``model.contact_params`` (numpy, one row per obstacle or body
+pair), columns ``CONTACT_PARAM_COLUMNS``; NaN means "automatic" (the solver picks).
+
 Solvers write ``impulse[m]`` (contact frame, N s, whatever the integrator's λ
 scaling) and ``status[m]`` (OPEN, STICK, SLIP).
 
@@ -32,6 +39,8 @@ import taichi as ti
 from .. import backend
 
 OPEN, STICK, SLIP = 0, 1, 2
+CONTACT_PARAM_COLUMNS = ("mu1", "mu2", "stiffness", "tau_d", "hc_dissipation", "stiction_tolerance", "sigma",
+                         "restitution")
 
 
 class ContactSet:
