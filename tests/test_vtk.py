@@ -38,9 +38,9 @@ def cloud(k: int) -> meshio.Mesh:
     return meshio.Mesh(pts, [], point_data={"impulse": np.ones((k + 2, 3)) * k})
 
 
-def write_series(out: Path, polydata: bool = True, basename: str = "run") -> Path:
+def write_series(out: Path, polydata: bool = True, basename: str = "run", compress: bool = True) -> Path:
     tm = box((1, 0.2, 0.2), 4)
-    with SeriesWriter(out, basename, polydata=polydata) as w:
+    with SeriesWriter(out, basename, polydata=polydata, compress=compress) as w:
         for k, t in enumerate(TIMES):
             w.write(t, {"body": body_mesh(tm, k), "contacts": cloud(k)})
         assert w.n_frames == 3
@@ -89,8 +89,10 @@ def test_series_loads_in_meshio_and_pyvista(tmp_path):
         assert not os.path.isabs(el.get("file"))
 
 
-def test_all_vtu_mode_is_meshio_readable(tmp_path):
-    pvd = write_series(tmp_path, polydata=False)
+@pytest.mark.parametrize("compress", [True, False])
+def test_all_vtu_mode_is_meshio_readable(tmp_path, compress):
+    pvd = write_series(tmp_path, polydata=False, compress=compress)
+    assert ("vtkZLibDataCompressor" in pvd.parent.joinpath("run/body/body_000000.vtu").read_text()) == compress
     for e in read_pvd_entries(pvd):
         assert e["file"].suffix == ".vtu"
         meshio.read(e["file"])
@@ -238,11 +240,10 @@ def test_write_is_fast(tmp_path):
     tm = box((1, 1, 1), (12, 12, 12))
     assert tm.n_tets >= 10_000
     with SeriesWriter(tmp_path) as w:
-        w.write(0.0, {"body": body_mesh(tm, 0)})  # warm-up (imports)
         dts = []
-        for k in range(1, 4):
+        for k in range(3):
             mesh = body_mesh(tm, k)
             t0 = time.perf_counter()
             w.write(float(k), {"body": mesh, "contacts": cloud(k)})
             dts.append(time.perf_counter() - t0)
-    assert min(dts) < 0.1, dts
+    assert sorted(dts)[1] < 0.1, dts  # median of 3

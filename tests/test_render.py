@@ -1,0 +1,130 @@
+"""Offscreen rendering of a .pvd series to pictures and movies.
+
+These tests do not skip when offscreen rendering is impossible: they fail with
+the reason (and what to install) from ensure_offscreen().
+"""
+from __future__ import annotations
+
+import argparse
+
+import meshio
+import numpy as np
+import pytest
+from PIL import Image
+
+from femcontact.errors import ParameterError
+from femcontact.io.render import add_render_command, ensure_offscreen, render_series
+from femcontact.io.vtk import SeriesWriter
+from femcontact.meshes import box
+
+
+@pytest.fixture(scope="module")
+def series(tmp_path_factory):
+    out = tmp_path_factory.mktemp("render")
+    tm = box((1, 0.2, 0.2), 4)
+    floor = meshio.Mesh(np.array([[-1, -1, -0.3], [1, -1, -0.3], [1, 1, -0.3], [-1, 1, -0.3]], float),
+                        [("triangle", np.array([[0, 1, 2], [0, 2, 3]]))])
+    s = np.linspace(-0.5, 0.5, 12)
+    with SeriesWriter(out) as w:
+        for k in range(3):
+            u = np.zeros_like(tm.vertices)
+            u[:, 2] = -0.1 * k * (tm.vertices[:, 0] + 0.5) ** 2
+            body = meshio.Mesh(tm.vertices + u, [("tetra", tm.tets)],
+                               point_data={"displacement": u, "velocity": u * 10},
+                               cell_data={"von_mises": [np.linspace(0, 1e5 * (k + 1), tm.n_tets)]})
+            rod = meshio.Mesh(np.column_stack([s, np.full_like(s, 0.4), 0.1 * np.sin(3 * s + k)]),
+                              [("line", np.column_stack([np.arange(11), np.arange(1, 12)]))],
+                              point_data={"radius": np.full(12, 0.02)})
+            pieces = {"beam": body, "floor": floor, "rod": rod}
+            if k:  # contacts appear after the first frame
+                pieces["contacts"] = meshio.Mesh((tm.vertices + u)[:k * 3], [])
+            w.write(0.05 * k, pieces)
+    return w.pvd_path
+
+
+def test_offscreen_rendering_works_here():
+    assert ensure_offscreen() in {"display", "egl", "osmesa", "xvfb", "user"}
+
+
+def _assert_nontrivial(path, size):
+    assert path.is_file() and path.stat().st_size > 5_000
+    img = np.asarray(Image.open(path).convert("RGB"))
+    assert img.shape[:2] == (size[1], size[0])
+    assert len(np.unique(img.reshape(-1, 3), axis=0)) > 50  # not a single colour
+    assert (img.reshape(-1, 3) != 255).any(axis=1).mean() > 0.02  # something drawn on white
+
+
+def test_png_of_last_and_first_frame(series, tmp_path):
+    out = render_series(series, tmp_path / "last.png", scalars="von_mises", window_size=(400, 300))
+    _assert_nontrivial(out, (400, 300))
+    first = render_series(series, tmp_path / "first.png", frame=0, window_size=(400, 300))
+    _assert_nontrivial(first, (400, 300))
+    a = np.asarray(Image.open(out).convert("RGB"), dtype=int)
+    b = np.asarray(Image.open(first).convert("RGB"), dtype=int)
+    assert np.abs(a - b).mean() > 1.0  # the beam moved / got coloured
+    assert not list(tmp_path.glob(".tmp-*"))
+
+
+def test_gif_of_three_frames(series, tmp_path):
+    out = render_series(series, tmp_path / "movie.gif", scalars="displacement", fps=10,
+                        window_size=(320, 240))
+    with Image.open(out) as im:
+        assert im.n_frames == 3 and im.size == (320, 240)
+    assert render_series(series, tmp_path / "every2.gif", every=2, window_size=(160, 120)).is_file()
+    with Image.open(tmp_path / "every2.gif") as im:
+        assert im.n_frames == 2
+
+
+def test_mp4_of_three_frames(series, tmp_path):
+    imageio_ffmpeg = pytest.importorskip("imageio_ffmpeg", reason="mp4 needs the optional imageio-ffmpeg")
+    out = render_series(series, tmp_path / "movie.mp4", fps=10, window_size=(321, 241), camera="xz")
+    reader = imageio_ffmpeg.read_frames(str(out))
+    meta = next(reader)
+    assert tuple(meta["size"]) == (320, 240)
+    assert sum(1 for _ in reader) == 3
+
+
+def test_bad_requests_say_what_is_wrong(series, tmp_path):
+    with pytest.raises(ParameterError, match="available"):
+        render_series(series, tmp_path / "x.png", scalars="no_such_array")
+    with pytest.raises(ParameterError, match="out of range"):
+        render_series(series, tmp_path / "x.png", frame=7)
+    with pytest.raises(ParameterError, match="picture"):
+        render_series(series, tmp_path / "x.stl")
+    with pytest.raises(FileNotFoundError):
+        render_series(tmp_path / "missing.pvd", tmp_path / "x.png")
+
+
+def test_cli_subcommand(series, tmp_path, capsys):
+    parser = argparse.ArgumentParser(prog="femcontact")
+    add_render_command(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["render", str(series), str(tmp_path / "cli.png"), "--frame", "-1",
+                              "--scalars", "von_mises", "--size", "320", "240"])
+    assert args.func(args) == 0
+    assert (tmp_path / "cli.png").stat().st_size > 5_000
+    args = parser.parse_args(["render", str(series), str(tmp_path / "bad.png"), "--scalars", "nope"])
+    assert args.func(args) == 1
+    assert "nope" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        parser.parse_args(["render", "--help"])
+    assert "--every" in capsys.readouterr().out
+
+
+def test_missing_opengl_gives_a_clear_error(tmp_path):
+    """With no usable EGL/OSMesa/display the error names the packages to install (checked in a child)."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "VTK_DEFAULT_OPENGL_WINDOW")}
+    env["__EGL_VENDOR_LIBRARY_FILENAMES"] = str(tmp_path / "no_vendor.json")  # hide Mesa's EGL
+    env["PATH"] = str(tmp_path)  # hide Xvfb
+    code = ("from femcontact.io.render import ensure_offscreen, RenderError\n"
+            "try:\n    print('OK', ensure_offscreen())\n"
+            "except RenderError as e:\n    print('ERR', e)\n")
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    if r.stdout.startswith("OK"):  # e.g. OSMesa installed: still fine
+        assert "osmesa" in r.stdout
+    else:
+        assert "apt-get install libegl1" in r.stdout and "Tried:" in r.stdout
