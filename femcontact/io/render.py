@@ -448,20 +448,19 @@ def add_render_command(subparsers: "argparse._SubParsersAction") -> argparse.Arg
         description="Render a femcontact .pvd result series offscreen with PyVista: a picture of one "
                     "frame (OUTPUT ending in .png/.jpg) or a movie over all frames (.gif, or .mp4 "
                     "with imageio-ffmpeg installed). FEM bodies are drawn with edges, contact points "
-                    "as spheres, rods as tubes, obstacles semi-transparent; the camera frames all frames.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+                    "as spheres, rods as tubes, obstacles semi-transparent; the camera frames all frames.")
     p.add_argument("pvd", metavar="PVD", help="the .pvd collection file written by a run")
     p.add_argument("output", metavar="OUTPUT", help="picture (.png, .jpg) or movie (.gif, .mp4) to write")
     p.add_argument("--frame", type=int, default=None, metavar="N",
                    help="frame index of a picture, negative counts from the end (default: last)")
     p.add_argument("--scalars", default=None, metavar="NAME",
                    help="point or cell array to colour by, e.g. von_mises or velocity (magnitude)")
-    p.add_argument("--every", type=int, default=1, metavar="K", help="movie: use every K-th frame")
-    p.add_argument("--fps", type=float, default=30.0, metavar="F", help="movie: frames per second")
+    p.add_argument("--every", type=int, default=1, metavar="K", help="movie: use every K-th frame (default: 1)")
+    p.add_argument("--fps", type=float, default=30.0, metavar="F", help="movie: frames per second (default: 30)")
     p.add_argument("--size", type=int, nargs=2, default=(1024, 768), metavar=("W", "H"),
-                   help="image size in pixels")
+                   help="image size in pixels (default: 1024 768)")
     p.add_argument("--camera", default=None,
-                   choices=["iso", "xy", "xz", "yz", "-xz", "-yz"], help="view direction (z up)")
+                   choices=["iso", "xy", "xz", "yz", "-xz", "-yz"], help="view direction, z up (default: iso)")
     p.set_defaults(func=_render_main)
     return p
 
