@@ -225,10 +225,10 @@ class Simulator:
         s = self.state
         vmax2 = integ.advance(s.x, s.v, self.v_hat, self.fixed, self.v_end, self.scene.dt, self.coef.v_hat,
                               self.coef.v_old)
-        s.time += self.scene.dt
-        s.step += 1
         if not (vmax2 <= MAX_SPEED**2):
             raise self._diverged(f"a node speed reached {math.sqrt(vmax2):.3g} m/s")
+        s.time += self.scene.dt
+        s.step += 1
         t3 = _time.perf_counter()
         self.timers["assembly"] += t1 - t0
         self.timers["detection"] += t1b - t1
@@ -241,7 +241,7 @@ class Simulator:
 
     def _diverged(self, what: str) -> SimulationError:
         return SimulationError(
-            f"step {self.state.step + 1} (t = {self.state.time:.6g} s) diverged: {what}. Likely causes: dt = "
+            f"step {self.state.step + 1} (from t = {self.state.time:.6g} s) diverged: {what}. Likely causes: dt = "
             f"{self.scene.dt:g} s too large for the stiffest material (try a smaller --dt), an element "
             "inverted by a violent load, or a prescribed motion with a jump. Frames written so far are intact.")
 
@@ -270,7 +270,7 @@ class Simulator:
         if progress:
             from tqdm import tqdm
 
-            bar = tqdm(total=n_steps, unit="step", dynamic_ncols=True)
+            bar = tqdm(total=n_steps, unit="step", dynamic_ncols=True, mininterval=0.5)
         try:
             if writer is not None and self.state.step == 0:
                 self._write(writer)

@@ -1,0 +1,36 @@
+"""VTK output of a run: .pvd + .vtu readable by meshio and PyVista with fields and times."""
+import meshio
+import numpy as np
+import pyvista as pv
+
+import femcontact as fc
+from femcontact.io.vtk import read_pvd_entries
+
+
+def test_run_writes_a_readable_time_series(tmp_path):
+    scene = fc.Scene(dt=1e-2, gravity=(0, 0, -9.81))
+    scene.add_fem_body(fc.meshes.box((0.1, 0.1, 0.1), 2), fc.Material(1e5, 0.3, 1000.0), name="cube")
+    sim = fc.Simulator(scene)
+    summary = sim.run(steps=10, out=tmp_path / "run1", every=5)
+    pvd = tmp_path / "run1" / "run.pvd"
+    assert summary.output == pvd and pvd.is_file()
+    entries = read_pvd_entries(pvd)
+    np.testing.assert_allclose([e["time"] for e in entries], [0.0, 0.05, 0.1], atol=1e-12)
+    last = meshio.read(pvd.parent / entries[-1]["file"])
+    assert last.points.shape == (27, 3) and last.cells_dict["tetra"].shape == (48, 4)
+    np.testing.assert_allclose(last.points, sim.body_positions("cube"), atol=1e-12)
+    assert {"displacement", "velocity"} <= set(last.point_data) and "von_mises" in last.cell_data
+    np.testing.assert_allclose(last.point_data["displacement"][:, 2], -0.5 * 9.81 * 0.1**2, rtol=1e-9)
+    reader = pv.get_reader(str(pvd))
+    np.testing.assert_allclose(reader.time_values, [0.0, 0.05, 0.1], atol=1e-12)
+    reader.set_active_time_value(reader.time_values[-1])
+    mesh = reader.read()[0]
+    assert mesh.n_points == 27 and "velocity" in mesh.point_data
+
+
+def test_rerun_into_the_same_folder_replaces_old_frames(tmp_path):
+    scene = fc.Scene(dt=1e-2)
+    scene.add_fem_body(fc.meshes.box((0.1, 0.1, 0.1), 1), fc.Material(1e5, 0.3, 1000.0), name="cube")
+    fc.Simulator(scene).run(steps=6, out=tmp_path)
+    fc.Simulator(scene).run(steps=2, out=tmp_path)
+    assert len(read_pvd_entries(tmp_path / "run.pvd")) == 3
