@@ -63,11 +63,25 @@ class Model:
         mats = np.concatenate(mats) if mats else np.zeros((0, 5))
         self._build_elements(mats)
         self.pattern = self._build_pattern()
+        self._build_contact()
+
+    # ------------------------------------------------------------------ contact (femcontact.contact)
+    def _build_contact(self) -> None:
+        """Static contact data: surfaces, obstacles, ``contact_params`` (rows x CONTACT_PARAM_COLUMNS),
+        entity pair table; see ``femcontact.contact.setup``."""
+        from .contact.setup import build_contact_data
+
+        self.contact = build_contact_data(self)
+        self.contact_params = self.contact.params
+        self.obstacles = self.contact.obstacles
 
     @property
     def needs_contact(self) -> bool:
-        """True when anything in the scene can touch (obstacles, or more than one body)."""
-        return bool(getattr(self.scene, "obstacles", [])) or len(self.bodies) > 1
+        """True when anything in the scene can touch (some body-body or body-obstacle pair is enabled)."""
+        c = getattr(self, "contact", None)
+        if c is None:
+            return bool(getattr(self.scene, "obstacles", [])) or len(self.bodies) > 1
+        return bool((c.pair_row >= 0).any())
 
     @property
     def n_dofs(self) -> int:

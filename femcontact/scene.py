@@ -150,13 +150,16 @@ class Scene:
     COND eq. 9) or "euler" (implicit Euler, SAP eq. 15). solver: contact solver name
     ("cond", "sap", "lagged", "similar", "pgs", "incp"); solver_options: its options.
     duration: default simulated time in s when a run does not say. frame_dt: time between
-    written frames in s (None: every step).
+    written frames in s (None: every step). friction: default friction coefficient mu (or
+    (mu1, mu2)) of body-body contacts and of obstacles added without one. contact_margin:
+    detection distance in m (contacts with gap phi < margin are reported, so the solvers see
+    them before touch); None: half the mean surface edge length of the scene's meshes.
     """
 
     def __init__(self, dt: float = 1e-2, gravity=(0.0, 0.0, -9.81), integrator: str = "midpoint",
                  solver: str = "cond", duration: float = 1.0, frame_dt: Optional[float] = None,
                  linear_solver: str = "auto", linear_tol: float = 1e-8, solver_options: Optional[dict] = None,
-                 name: str = "scene"):
+                 name: str = "scene", friction=0.5, contact_margin: Optional[float] = None):
         from .solvers import check_solver_name
 
         self.dt = self._positive(dt, "dt")
@@ -174,6 +177,14 @@ class Scene:
         self.solver_options = dict(solver_options or {})
         self.name = name
         self.fem_bodies: list[FemBodySpec] = []
+        # contact (femcontact.contact): obstacles, per-pair settings, defaults for body-body pairs
+        from .contact.obstacles import ContactParams
+
+        self.obstacles: list = []
+        self.contact_pairs: list = []
+        self.contact_defaults = ContactParams(friction=friction)
+        self.contact_defaults.row("Scene contact defaults")
+        self.contact_margin = self._margin(contact_margin)
 
     @staticmethod
     def _positive(value, what: str) -> float:
@@ -182,14 +193,14 @@ class Scene:
         return float(value)
 
     def _unique_name(self, name: Optional[str], prefix: str) -> str:
-        taken = {b.name for b in self.fem_bodies}
+        taken = {b.name for b in self.fem_bodies} | {o.name for o in getattr(self, "obstacles", [])}
         if name is None:
             k = len(taken)
             while f"{prefix}{k}" in taken:
                 k += 1
             return f"{prefix}{k}"
         if name in taken:
-            raise ParameterError(f"a body named {name!r} already exists in the scene")
+            raise ParameterError(f"a body or obstacle named {name!r} already exists in the scene")
         return name
 
     def add_fem_body(self, mesh: TetMesh, material: Material, position=(0.0, 0.0, 0.0), rotation=None,
@@ -215,3 +226,76 @@ class Scene:
             if b.name == name:
                 return b
         raise ParameterError(f"no body named {name!r}; bodies: {[b.name for b in self.fem_bodies]}")
+
+    # ------------------------------------------------------------------ contact
+    @staticmethod
+    def _margin(value) -> Optional[float]:
+        if value is None:
+            return None
+        if not isinstance(value, (int, float)) or not np.isfinite(value) or value < 0:
+            raise ParameterError(f"contact_margin must be a non-negative distance in m or None, got {value!r}")
+        return float(value)
+
+    def add_obstacle(self, shape, position=(0.0, 0.0, 0.0), rotation=None, *, motion=None, velocity=None,
+                     angular_velocity=None, friction=None, friction_axes=None, restitution: float = 0.0,
+                     stiffness=None, tau_d=None, hc_dissipation=None, stiction_tolerance=None, sigma=None,
+                     name: Optional[str] = None):
+        """Add a static or kinematic obstacle (infinite mass; its pose is prescribed).
+
+        shape: a ``femcontact.shapes`` shape (HalfSpace, Box, Sphere, Capsule, Cylinder,
+        TriangleMesh), placed by ``rotation`` (3x3, quaternion wxyz or scipy Rotation) then
+        ``position`` (m). Kinematic motion: ``motion(t) -> (position (3,), rotation)`` or constant
+        ``velocity`` (m/s) / ``angular_velocity`` (rad/s, world frame, about the obstacle origin).
+        friction: mu or (mu1, mu2) (default: the scene's); with (mu1, mu2), ``friction_axes`` is the
+        first tangent direction in the obstacle's frame (projected onto the tangent plane).
+        restitution in [0, 1]; stiffness (N/m), tau_d (s), hc_dissipation (s/m), stiction_tolerance
+        (m/s), sigma: Newton-path contact parameters, None = automatic. Returns the ObstacleSpec.
+        """
+        from .contact.obstacles import make_obstacle
+
+        name = self._unique_name(name, "obstacle")
+        params = self.contact_defaults.merged(friction=friction, restitution=restitution, stiffness=stiffness,
+                                              tau_d=tau_d, hc_dissipation=hc_dissipation,
+                                              stiction_tolerance=stiction_tolerance, sigma=sigma)
+        spec = make_obstacle(name, shape, position, rotation, motion, velocity, angular_velocity, params,
+                             friction_axes)
+        self.obstacles.append(spec)
+        return spec
+
+    def obstacle(self, name: str):
+        for o in self.obstacles:
+            if o.name == name:
+                return o
+        raise ParameterError(f"no obstacle named {name!r}; obstacles: {[o.name for o in self.obstacles]}")
+
+    def set_contact(self, name_a: str, name_b: str, *, enabled: bool = True, friction=None, friction_axes=None,
+                    restitution=None, stiffness=None, tau_d=None, hc_dissipation=None, stiction_tolerance=None,
+                    sigma=None) -> None:
+        """Contact settings of one pair of bodies or of a body and an obstacle (by name).
+
+        enabled=False: the pair never collides. Unset parameters keep the pair's defaults (the
+        scene's for two bodies, the obstacle's for body-obstacle). friction_axes: first tangent
+        direction (world frame for body pairs, obstacle frame for obstacles). Names are checked
+        when the model is built (so bodies may be added later).
+        """
+        from .contact.obstacles import ContactParams, friction_pair
+
+        what = f"set_contact({name_a!r}, {name_b!r})"
+        if not isinstance(name_a, str) or not isinstance(name_b, str) or name_a == name_b:
+            raise ParameterError(f"{what}: give the names of two different bodies/obstacles")
+        if friction is not None:
+            friction_pair(friction, what)
+        ContactParams(friction=0.0 if friction is None else friction,
+                      restitution=0.0 if restitution is None else restitution, stiffness=stiffness, tau_d=tau_d,
+                      hc_dissipation=hc_dissipation, stiction_tolerance=stiction_tolerance, sigma=sigma).row(what)
+        axes = None
+        if friction_axes is not None:
+            axes = np.asarray(friction_axes, float).reshape(-1, 3)[0] if np.size(friction_axes) >= 3 else None
+            if axes is None or not np.isfinite(axes).all() or np.linalg.norm(axes) < 1e-12:
+                raise ParameterError(f"{what}: friction_axes must be a non-zero 3-vector, got {friction_axes!r}")
+            axes = axes / np.linalg.norm(axes)
+        self.contact_pairs.append(dict(a=name_a, b=name_b, enabled=bool(enabled), friction_axes=axes,
+                                       overrides=dict(friction=friction, restitution=restitution,
+                                                      stiffness=stiffness, tau_d=tau_d,
+                                                      hc_dissipation=hc_dissipation,
+                                                      stiction_tolerance=stiction_tolerance, sigma=sigma)))

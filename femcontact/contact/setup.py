@@ -1,0 +1,103 @@
+"""Static contact data of a Model (numpy, built once): surfaces, obstacles, parameter table.
+
+Entities are numbered bodies first (0..B-1, in ``model.bodies`` order) then obstacles
+(B..B+O-1). ``pair_row[ea, eb]`` is the row of ``params`` (``model.contact_params``) used by a
+contact between entities ea and eb, or -1 when they never collide (a body with itself,
+obstacle with obstacle, pairs turned off with ``set_contact(..., enabled=False)``).
+
+Rows of ``params``: 0 = the scene's default for body-body pairs, 1..O = obstacles (their own
+parameters), then one row per ``set_contact`` call. ``axes[row]`` is the first friction axis
+(zero: none): in the obstacle's frame for rows used with an obstacle, world frame otherwise.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import ParameterError
+from ..meshes.surface import boundary_faces
+
+
+@dataclass
+class ContactData:
+    params: np.ndarray          # (rows, len(CONTACT_PARAM_COLUMNS))
+    axes: np.ndarray            # (rows, 3)
+    pair_row: np.ndarray        # (E, E) int32
+    surf_nodes: np.ndarray      # (S,) global node ids of surface vertices
+    surf_tris: np.ndarray       # (T, 3) global node ids, outward orientation
+    node_body: np.ndarray       # (n_nodes,) body index of every node
+    fixed: np.ndarray           # (n_nodes,) 1 for prescribed (pinned/driven) nodes
+    margin: float               # detection margin, m
+    mean_edge: float            # mean surface edge length, m
+    obstacles: list             # ObstacleSpec, in entity order
+    row_names: list             # human-readable owner of each params row
+
+
+def build_contact_data(model) -> ContactData:
+    scene = model.scene
+    obstacles = list(getattr(scene, "obstacles", []))
+    B, O = len(model.bodies), len(obstacles)
+    names = [b.name for b in model.bodies] + [o.name for o in obstacles]
+    E = B + O
+    defaults = getattr(scene, "contact_defaults", None)
+    from .obstacles import ContactParams
+
+    defaults = defaults or ContactParams()
+    rows = [defaults.row("scene contact defaults")]
+    axes = [np.zeros(3)]
+    row_names = ["bodies (default)"]
+    base_params = [defaults] * B + [o.params for o in obstacles]
+    pair_row = np.full((E, E), -1, np.int32)
+    pair_row[:B, :B] = 0
+    np.fill_diagonal(pair_row, -1)
+    for k, o in enumerate(obstacles):
+        rows.append(o.params.row(f"obstacle {o.name!r}"))
+        axes.append(np.zeros(3) if o.friction_axes is None else o.friction_axes)
+        row_names.append(o.name)
+        pair_row[:B, B + k] = pair_row[B + k, :B] = 1 + k
+    for pair in getattr(scene, "contact_pairs", []):
+        ids = []
+        for nm in (pair["a"], pair["b"]):
+            if nm not in names:
+                raise ParameterError(f"set_contact names {nm!r}, which is no body or obstacle of the scene "
+                                     f"(bodies and obstacles: {names})")
+            ids.append(names.index(nm))
+        ia, ib = ids
+        if ia >= B and ib >= B:
+            raise ParameterError(f"set_contact({pair['a']!r}, {pair['b']!r}): obstacles never collide with "
+                                 "each other; name at least one body")
+        if not pair["enabled"]:
+            pair_row[ia, ib] = pair_row[ib, ia] = -1
+            continue
+        base = base_params[ib] if ib >= B else base_params[ia]
+        p = base.merged(**pair["overrides"])
+        rows.append(p.row(f"set_contact({pair['a']!r}, {pair['b']!r})"))
+        ax = pair["friction_axes"]
+        if ax is None:
+            ob = ib if ib >= B else (ia if ia >= B else -1)
+            ax = obstacles[ob - B].friction_axes if ob >= 0 and obstacles[ob - B].friction_axes is not None \
+                else np.zeros(3)
+        axes.append(ax)
+        row_names.append(f"{pair['a']}-{pair['b']}")
+        pair_row[ia, ib] = pair_row[ib, ia] = len(rows) - 1
+
+    node_body = np.zeros(model.n_nodes, np.int32)
+    tris, edges = [], []
+    for bi, (b, spec) in enumerate(zip(model.bodies, scene.fem_bodies)):
+        node_body[b.nodes] = bi
+        f = boundary_faces(spec.mesh)
+        tris.append(f + b.node_start)
+        x = spec.positions
+        edges.append(np.linalg.norm(x[f] - x[np.roll(f, 1, axis=1)], axis=2).ravel())
+    surf_tris = np.concatenate(tris).astype(np.int32) if tris else np.zeros((0, 3), np.int32)
+    surf_nodes = np.unique(surf_tris).astype(np.int32)
+    mean_edge = float(np.concatenate(edges).mean()) if edges and sum(map(len, edges)) else 0.0
+    fixed = np.zeros(model.n_nodes, np.int32)
+    for b, spec in zip(model.bodies, scene.fem_bodies):
+        for d in spec.drives:
+            fixed[np.asarray(d.nodes, np.int64) + b.node_start] = 1
+    margin = getattr(scene, "contact_margin", None)
+    margin = 0.5 * mean_edge if margin is None else float(margin)
+    return ContactData(np.array(rows, float), np.array(axes, float), pair_row, surf_nodes, surf_tris, node_body,
+                       fixed, margin, mean_edge, obstacles, row_names)

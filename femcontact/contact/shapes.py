@@ -1,0 +1,415 @@
+"""Obstacle shapes: signed distance functions in the shape's own (local) frame.
+
+Every shape knows, in its local frame (metres):
+
+- ``sdf(points) -> (phi (k,), normal (k, 3))``: signed distance (negative inside) and the
+  outward unit normal (the gradient of the distance), in numpy, for the host and tests;
+- ``kind`` and ``packed()``: an integer code and 8 floats the detection kernels read
+  (``narrowphase.shape_sdf`` evaluates the same functions in Taichi);
+- ``surface(extent)``: a triangle surface (vertices, faces) for output (a half-space is a
+  finite square patch of half-size ``extent``).
+
+Shapes: HalfSpace, Box, Sphere, Capsule (axis local z), Cylinder (axis local z) and
+TriangleMesh (a closed triangle surface turned into a signed-distance grid at build time,
+trilinear lookup at run time). Pose (position, rotation, motion) belongs to the obstacle,
+not to the shape (``scene.add_obstacle``).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import ParameterError
+
+HALFSPACE, BOX, SPHERE, CAPSULE, CYLINDER, MESH = range(6)
+
+__all__ = ["Shape", "HalfSpace", "Box", "Sphere", "Capsule", "Cylinder", "TriangleMesh",
+           "closest_point_on_triangles"]
+
+
+def _positive(value, what: str) -> float:
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise ParameterError(f"{what} must be a positive number in metres, got {value!r}") from None
+    if not np.isfinite(v) or v <= 0:
+        raise ParameterError(f"{what} must be a positive number in metres, got {value!r}")
+    return v
+
+
+def _safe_normalize(v: np.ndarray, fallback=(0.0, 0.0, 1.0)) -> np.ndarray:
+    n = np.linalg.norm(v, axis=-1, keepdims=True)
+    out = np.where(n > 1e-300, v / np.where(n > 1e-300, n, 1.0), np.asarray(fallback, float))
+    return out
+
+
+class Shape:
+    """Base class of obstacle shapes (see module docstring)."""
+
+    kind = -1
+
+    def packed(self) -> np.ndarray:
+        raise NotImplementedError
+
+    def sdf(self, points) -> tuple[np.ndarray, np.ndarray]:
+        raise NotImplementedError
+
+    def surface(self, extent: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+        raise NotImplementedError
+
+    def bounding_radius(self) -> float:
+        """Radius (m) of a ball around the local origin holding the shape (inf for a half-space)."""
+        raise NotImplementedError
+
+
+class HalfSpace(Shape):
+    """The solid ``normal · p <= offset`` (local frame); ``normal`` is its outward unit normal."""
+
+    kind = HALFSPACE
+
+    def __init__(self, normal=(0.0, 0.0, 1.0), offset: float = 0.0):
+        n = np.asarray(normal, dtype=float)
+        if n.shape != (3,) or not np.isfinite(n).all() or np.linalg.norm(n) < 1e-12:
+            raise ParameterError(f"HalfSpace normal must be a non-zero 3-vector, got {normal!r}")
+        if not np.isfinite(float(offset)):
+            raise ParameterError(f"HalfSpace offset must be finite, got {offset!r}")
+        self.normal = n / np.linalg.norm(n)
+        self.offset = float(offset)
+
+    def packed(self):
+        return np.array([*self.normal, self.offset, 0, 0, 0, 0], float)
+
+    def sdf(self, points):
+        p = np.asarray(points, float).reshape(-1, 3)
+        return p @ self.normal - self.offset, np.tile(self.normal, (len(p), 1))
+
+    def surface(self, extent: float = 1.0):
+        n = self.normal
+        a = np.array([1.0, 0, 0]) if abs(n[0]) < 0.9 else np.array([0, 1.0, 0])
+        t1 = np.cross(n, a)
+        t1 /= np.linalg.norm(t1)
+        t2 = np.cross(n, t1)
+        c = self.offset * n
+        corners = [c + extent * (sx * t1 + sy * t2) for sx, sy in ((-1, -1), (1, -1), (1, 1), (-1, 1))]
+        return np.array(corners), np.array([[0, 1, 2], [0, 2, 3]])
+
+    def bounding_radius(self):
+        return np.inf
+
+
+class Box(Shape):
+    """Box centred at the local origin with half-extents (hx, hy, hz) in m."""
+
+    kind = BOX
+
+    def __init__(self, half_extents=(0.5, 0.5, 0.5)):
+        h = np.asarray(half_extents, dtype=float)
+        if h.shape != (3,):
+            raise ParameterError(f"Box half_extents must be three positive numbers, got {half_extents!r}")
+        self.half_extents = np.array([_positive(x, "Box half_extents") for x in h])
+
+    def packed(self):
+        return np.array([*self.half_extents, 0, 0, 0, 0, 0], float)
+
+    def sdf(self, points):
+        p = np.asarray(points, float).reshape(-1, 3)
+        h = self.half_extents
+        q = np.abs(p) - h
+        qp = np.maximum(q, 0.0)
+        out = np.linalg.norm(qp, axis=1)
+        inside = np.minimum(q.max(axis=1), 0.0)
+        phi = out + inside
+        sgn = np.where(p >= 0, 1.0, -1.0)
+        n_out = sgn * qp / np.where(out > 0, out, 1.0)[:, None]
+        k = np.argmax(q, axis=1)
+        n_in = np.zeros_like(p)
+        n_in[np.arange(len(p)), k] = sgn[np.arange(len(p)), k]
+        return phi, np.where((out > 0)[:, None], n_out, n_in)
+
+    def surface(self, extent: float = 1.0):
+        h = self.half_extents
+        v = np.array([[sx, sy, sz] for sz in (-1, 1) for sy in (-1, 1) for sx in (-1, 1)], float) * h
+        f = np.array([[0, 2, 1], [1, 2, 3], [4, 5, 6], [5, 7, 6], [0, 1, 4], [1, 5, 4],
+                      [2, 6, 3], [3, 6, 7], [0, 4, 2], [2, 4, 6], [1, 3, 5], [3, 7, 5]])
+        return v, f
+
+    def bounding_radius(self):
+        return float(np.linalg.norm(self.half_extents))
+
+
+def _revolve(profile_r, profile_z, n_theta=24):
+    """Closed surface of revolution about z from a profile (r, z) running bottom to top."""
+    th = np.linspace(0, 2 * np.pi, n_theta, endpoint=False)
+    rings = []
+    for r, z in zip(profile_r, profile_z):
+        rings.append(np.stack([r * np.cos(th), r * np.sin(th), np.full_like(th, z)], 1))
+    v = np.concatenate(rings)
+    faces = []
+    nr = len(profile_r)
+    for i in range(nr - 1):
+        for j in range(n_theta):
+            a, b = i * n_theta + j, i * n_theta + (j + 1) % n_theta
+            c, d = a + n_theta, b + n_theta
+            faces += [[a, b, d], [a, d, c]]
+    bottom, top = len(v), len(v) + 1
+    v = np.vstack([v, [0, 0, profile_z[0]], [0, 0, profile_z[-1]]])
+    for j in range(n_theta):
+        a, b = j, (j + 1) % n_theta
+        faces.append([bottom, b, a])
+        a, b = (nr - 1) * n_theta + j, (nr - 1) * n_theta + (j + 1) % n_theta
+        faces.append([top, a, b])
+    return v, np.array(faces)
+
+
+class Sphere(Shape):
+    """Ball of ``radius`` m centred at the local origin."""
+
+    kind = SPHERE
+
+    def __init__(self, radius: float = 0.5):
+        self.radius = _positive(radius, "Sphere radius")
+
+    def packed(self):
+        return np.array([self.radius, 0, 0, 0, 0, 0, 0, 0], float)
+
+    def sdf(self, points):
+        p = np.asarray(points, float).reshape(-1, 3)
+        d = np.linalg.norm(p, axis=1)
+        return d - self.radius, _safe_normalize(p)
+
+    def surface(self, extent: float = 1.0):
+        a = np.linspace(-np.pi / 2, np.pi / 2, 13)[1:-1]
+        return _revolve(self.radius * np.cos(a), self.radius * np.sin(a))
+
+    def bounding_radius(self):
+        return self.radius
+
+
+class Capsule(Shape):
+    """Segment from (0,0,-half_length) to (0,0,+half_length) swept by a ball of ``radius`` m."""
+
+    kind = CAPSULE
+
+    def __init__(self, radius: float = 0.1, half_length: float = 0.5):
+        self.radius = _positive(radius, "Capsule radius")
+        self.half_length = _positive(half_length, "Capsule half_length")
+
+    def packed(self):
+        return np.array([self.radius, self.half_length, 0, 0, 0, 0, 0, 0], float)
+
+    def sdf(self, points):
+        p = np.asarray(points, float).reshape(-1, 3)
+        c = np.zeros_like(p)
+        c[:, 2] = np.clip(p[:, 2], -self.half_length, self.half_length)
+        d = p - c
+        return np.linalg.norm(d, axis=1) - self.radius, _safe_normalize(d)
+
+    def surface(self, extent: float = 1.0):
+        a = np.linspace(-np.pi / 2, np.pi / 2, 12)[1:-1]
+        r = self.radius * np.cos(a)
+        z = self.radius * np.sin(a) + np.where(a < 0, -self.half_length, self.half_length)
+        return _revolve(r, z)
+
+    def bounding_radius(self):
+        return self.radius + self.half_length
+
+
+class Cylinder(Shape):
+    """Solid cylinder of ``radius`` m about local z, from z = -half_length to +half_length."""
+
+    kind = CYLINDER
+
+    def __init__(self, radius: float = 0.1, half_length: float = 0.5):
+        self.radius = _positive(radius, "Cylinder radius")
+        self.half_length = _positive(half_length, "Cylinder half_length")
+
+    def packed(self):
+        return np.array([self.radius, self.half_length, 0, 0, 0, 0, 0, 0], float)
+
+    def sdf(self, points):
+        p = np.asarray(points, float).reshape(-1, 3)
+        rho = np.hypot(p[:, 0], p[:, 1])
+        radial = np.zeros_like(p)
+        ok = rho > 1e-300
+        radial[ok, 0] = p[ok, 0] / rho[ok]
+        radial[ok, 1] = p[ok, 1] / rho[ok]
+        radial[~ok, 0] = 1.0
+        dr = rho - self.radius
+        dz = np.abs(p[:, 2]) - self.half_length
+        sz = np.where(p[:, 2] >= 0, 1.0, -1.0)
+        axial = np.zeros_like(p)
+        axial[:, 2] = sz
+        out = np.hypot(np.maximum(dr, 0), np.maximum(dz, 0))
+        phi = out + np.minimum(np.maximum(dr, dz), 0.0)
+        n_out = (radial * np.maximum(dr, 0)[:, None] + axial * np.maximum(dz, 0)[:, None]) / np.where(
+            out > 0, out, 1.0)[:, None]
+        n_in = np.where((dr > dz)[:, None], radial, axial)
+        return phi, np.where((out > 0)[:, None], n_out, n_in)
+
+    def surface(self, extent: float = 1.0):
+        return _revolve(np.full(2, self.radius), np.array([-self.half_length, self.half_length]), 32)
+
+    def bounding_radius(self):
+        return float(np.hypot(self.radius, self.half_length))
+
+
+# ---------------------------------------------------------------- triangle meshes
+def closest_point_on_triangles(p, a, b, c):
+    """Closest points on triangles (a, b, c) to points p, all (k, 3) (Ericson, RTCD 5.1.5).
+
+    Returns (q (k, 3), barycentric weights (k, 3) of a, b, c)."""
+    p, a, b, c = (np.asarray(x, float) for x in (p, a, b, c))
+    ab, ac, ap = b - a, c - a, p - a
+    d1, d2 = (ab * ap).sum(-1), (ac * ap).sum(-1)
+    bp = p - b
+    d3, d4 = (ab * bp).sum(-1), (ac * bp).sum(-1)
+    cp = p - c
+    d5, d6 = (ab * cp).sum(-1), (ac * cp).sum(-1)
+    va = d3 * d6 - d5 * d4
+    vb = d5 * d2 - d1 * d6
+    vc = d1 * d4 - d3 * d2
+    k = len(p)
+    w = np.zeros((k, 3))
+    done = np.zeros(k, bool)
+
+    def put(mask, wa, wb, wc):
+        m = mask & ~done
+        w[m, 0], w[m, 1], w[m, 2] = wa[m], wb[m], wc[m]
+        done[m] = True
+
+    one, zero = np.ones(k), np.zeros(k)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        put((d1 <= 0) & (d2 <= 0), one, zero, zero)
+        put((d3 >= 0) & (d4 <= d3), zero, one, zero)
+        v = d1 / (d1 - d3)
+        put((vc <= 0) & (d1 >= 0) & (d3 <= 0), 1 - v, v, zero)
+        put((d6 >= 0) & (d5 <= d6), zero, zero, one)
+        ww = d2 / (d2 - d6)
+        put((vb <= 0) & (d2 >= 0) & (d6 <= 0), 1 - ww, zero, ww)
+        ww = (d4 - d3) / ((d4 - d3) + (d5 - d6))
+        put((va <= 0) & ((d4 - d3) >= 0) & ((d5 - d6) >= 0), zero, 1 - ww, ww)
+        den = 1.0 / (va + vb + vc)
+        v, ww = vb * den, vc * den
+        put(np.ones(k, bool), 1 - v - ww, v, ww)
+    q = w[:, :1] * a + w[:, 1:2] * b + w[:, 2:] * c
+    return q, w
+
+
+class TriangleMesh(Shape):
+    """A closed, outward-oriented triangle surface (vertices (n,3) m, faces (k,3)) as an obstacle.
+
+    At construction its signed distance is sampled on a regular grid (``resolution`` cells along
+    the longest side, ``padding`` m around the bounding box; default padding = 10 % of the
+    longest side + 2 cells); lookups are trilinear, so distances are exact to about a cell size
+    near the surface. Outside the grid the distance is that of the nearest grid point plus the
+    distance to it (an overestimate that is exact far away in the grid's direction).
+    """
+
+    kind = MESH
+
+    def __init__(self, vertices, faces, resolution: int = 32, padding: float | None = None):
+        v = np.asarray(vertices, float).reshape(-1, 3)
+        f = np.asarray(faces, np.int64).reshape(-1, 3)
+        if len(v) < 4 or len(f) < 4 or not np.isfinite(v).all():
+            raise ParameterError("TriangleMesh needs a closed surface: at least 4 finite vertices and 4 faces")
+        if f.min() < 0 or f.max() >= len(v):
+            raise ParameterError("TriangleMesh faces refer to vertices that do not exist")
+        if not isinstance(resolution, (int, np.integer)) or resolution < 4:
+            raise ParameterError(f"TriangleMesh resolution must be an integer >= 4, got {resolution!r}")
+        lo, hi = v.min(0), v.max(0)
+        size = float((hi - lo).max())
+        if size <= 0:
+            raise ParameterError("TriangleMesh has zero size")
+        h = size / resolution
+        pad = (0.1 * size + 2 * h) if padding is None else float(padding)
+        if not np.isfinite(pad) or pad < 0:
+            raise ParameterError(f"TriangleMesh padding must be a non-negative number, got {padding!r}")
+        self.vertices, self.faces = v, f
+        self.origin = lo - pad
+        self.spacing = h
+        self.dims = np.ceil((hi + pad - self.origin) / h).astype(int) + 1
+        self.grid = self._sample()
+        if not (self.grid.min() < 0):
+            raise ParameterError("TriangleMesh has no inside: is the surface closed and outward-oriented?")
+
+    def _sample(self) -> np.ndarray:
+        from scipy.spatial import cKDTree
+
+        v, f, h = self.vertices, self.faces, self.spacing
+        nx, ny, nz = self.dims
+        xs, ys, zs = (self.origin[i] + h * np.arange(self.dims[i]) for i in range(3))
+        P = np.stack(np.meshgrid(xs, ys, zs, indexing="ij"), -1).reshape(-1, 3)
+        tri = v[f]
+        # unsigned distance: exact distance to the k triangles with the nearest centroids / vertices
+        cent = tri.mean(1)
+        k = min(len(f), 24)
+        tree = cKDTree(cent)
+        _, idx = tree.query(P, k=k)
+        idx = idx.reshape(len(P), k)
+        best = np.full(len(P), np.inf)
+        for j in range(k):
+            t = tri[idx[:, j]]
+            q, _ = closest_point_on_triangles(P, t[:, 0], t[:, 1], t[:, 2])
+            best = np.minimum(best, np.linalg.norm(P - q, axis=1))
+        # sign: parity of ray crossings along +z per (x, y) column (columns nudged off edges)
+        X, Y = np.meshgrid(xs + 1.234567e-7 * h, ys + 2.345678e-7 * h, indexing="ij")
+        diff = np.zeros((nx, ny, nz + 1), np.int64)
+        for a, b, c in tri:
+            x0, x1 = min(a[0], b[0], c[0]), max(a[0], b[0], c[0])
+            y0, y1 = min(a[1], b[1], c[1]), max(a[1], b[1], c[1])
+            i0, i1 = np.searchsorted(xs, x0), np.searchsorted(xs, x1, "right")
+            j0, j1 = np.searchsorted(ys, y0), np.searchsorted(ys, y1, "right")
+            if i0 >= i1 or j0 >= j1:
+                continue
+            px, py = X[i0:i1, j0:j1], Y[i0:i1, j0:j1]
+            det = (b[0] - a[0]) * (c[1] - a[1]) - (c[0] - a[0]) * (b[1] - a[1])
+            if abs(det) < 1e-300:
+                continue
+            l1 = ((px - a[0]) * (c[1] - a[1]) - (c[0] - a[0]) * (py - a[1])) / det
+            l2 = ((b[0] - a[0]) * (py - a[1]) - (px - a[0]) * (b[1] - a[1])) / det
+            inside = (l1 >= 0) & (l2 >= 0) & (l1 + l2 <= 1)
+            if not inside.any():
+                continue
+            zc = a[2] + l1 * (b[2] - a[2]) + l2 * (c[2] - a[2])
+            kz = np.searchsorted(zs, zc)          # grid nodes below the crossing: 0..kz-1
+            ii, jj = np.nonzero(inside)
+            np.add.at(diff, (ii + i0, jj + j0, np.zeros_like(ii)), 1)
+            np.add.at(diff, (ii + i0, jj + j0, kz[ii, jj]), -1)
+        crossings = np.cumsum(diff, axis=2)[:, :, :nz].reshape(-1)
+        sign = np.where(crossings % 2 == 1, -1.0, 1.0)
+        return (sign * best).reshape(nx, ny, nz)
+
+    def packed(self):
+        return np.array([*self.origin, self.spacing, *self.dims.astype(float), 0.0], float)
+
+    def _trilinear(self, p):
+        g, h = self.grid, self.spacing
+        hi = (self.dims - 1) * h + self.origin
+        pc = np.clip(p, self.origin, hi)
+        extra = np.linalg.norm(p - pc, axis=1)
+        u = (pc - self.origin) / h
+        i = np.clip(np.floor(u).astype(int), 0, self.dims - 2)
+        f = u - i
+        phi = np.zeros(len(p))
+        grad = np.zeros((len(p), 3))
+        for dx in (0, 1):
+            for dy in (0, 1):
+                for dz in (0, 1):
+                    val = g[i[:, 0] + dx, i[:, 1] + dy, i[:, 2] + dz]
+                    wx = f[:, 0] if dx else 1 - f[:, 0]
+                    wy = f[:, 1] if dy else 1 - f[:, 1]
+                    wz = f[:, 2] if dz else 1 - f[:, 2]
+                    phi += wx * wy * wz * val
+                    grad[:, 0] += (1 if dx else -1) * wy * wz * val / h
+                    grad[:, 1] += wx * (1 if dy else -1) * wz * val / h
+                    grad[:, 2] += wx * wy * (1 if dz else -1) * val / h
+        n = np.where((extra > 0)[:, None], p - pc, grad)
+        return phi + extra, _safe_normalize(n)
+
+    def sdf(self, points):
+        return self._trilinear(np.asarray(points, float).reshape(-1, 3))
+
+    def surface(self, extent: float = 1.0):
+        return self.vertices, self.faces
+
+    def bounding_radius(self):
+        return float(np.linalg.norm(self.vertices, axis=1).max())
