@@ -1,0 +1,596 @@
+"""COND: velocity-level fixed-point iteration with contact nodalization and diagonalization.
+
+Implements COND (papers/cond-lee-lee-lee.md) Alg. 1-3 on the step system ``A v̂ = b + Jᵀλ``
+(MATH.md §1, §3, §5), entirely in Taichi kernels:
+
+    v*      = v̂ˡ − W (A v̂ˡ − b)                          (COND eq. 18, A incl. virtual coupling eq. 15)
+    λ_m     = ProjectFC( −(η_m + φ̃_m) / (γ_m + ω) ),  η = J v*,  γ_m = w̄_a + w̄_b   (Alg. 2, eq. 23, 33)
+    v̂**     = v* + W Jᵀ λ                                 (eq. 22)
+    v̂ˡ⁺¹    = ν (u (v̂** − v̂ˡ) + v̂ˡ − v̂ˡ⁻¹) + v̂ˡ⁻¹       (Chebyshev, Alg. 3)
+
+One kernel launch and one scalar read-back per iteration (the kernel's phases: gradient with
+the matrix-free virtual-node damper, optional Barzilai–Borwein step, v*, the per-contact
+projection and update, the Chebyshev combination and the residual reductions).
+
+Unknowns are the real nodes ``0..n-1`` plus this step's virtual nodes ``n..n+V-1``; the
+virtual damper of COND eq. 14/15, ``f_v = −k_v (J_v v̂_o − v̂_v)``, is applied matrix-free.
+
+**Virtual-node gain k_v.** Per virtual node, ``k_v = virtual_gain · m_eff`` with
+``1/m_eff = Σ_k ‖W_k‖_F² / (3 d_k)``, ``d_k = tr(A_kk)/3`` the diagonal scale of node k's
+block of A and ``W_k`` the 3×3 weights of J_v: ``m_eff`` is the point's effective mass
+(units of A: kg/s for the midpoint rule, kg for Euler) under the block-Jacobi approximation
+``J_v D⁻¹ J_vᵀ``, so the damper's compliance ``1/k_v`` is ``1/virtual_gain`` of the point's own
+local compliance, whatever the body type and units (barycentric FEM weights or rigid
+``[I, −[r]×]``). Default virtual_gain = 10; larger is more exact (COND Prop. 1) and converges slower.
+
+**Step matrix W** (one scalar per node, so Γ = J W Jᵀ is diagonal, COND Prop. 2):
+``step="frobenius"``: ``w̄_i = tr(A_ii) / Σ_j ‖A_ij‖_F²`` (COND §IV-C.1), the virtual coupling's
+blocks added to the rows it touches (cross terms of a modified diagonal block dropped); the
+A-part is recomputed every ``recycle`` steps. ``step="bb"``: ``W = α W_F`` with the scalar α from
+the preconditioned Barzilai–Borwein rule (COND §IV-C.2), ``α = sᵀz / zᵀ W_F z`` (BB2), ``s = v̂ˡ−v̂ˡ⁻¹``,
+``z = A s`` (from successive gradients, no extra matvec), clamped to [0.01, 10]. W = 0 on
+prescribed nodes (they keep the value their eliminated rows give, ``A_ii⁻¹ b_i``).
+
+**Normal target (restitution and penetration).** The normal condition is
+``J_n v̂ ≥ t_m`` (COND eq. 11 with φ̃ = −t_m), built from the gap φ (m), the step-start normal
+velocity ``v_n,k = J_n v_k`` (m/s), restitution e (per contact from the ``restitution``
+column of ``model.contact_params`` via ``contacts.param``, else the option) and the
+penetration-recovery speed ``v_rec = min(recovery · |φ|/dt, max_recovery_speed)``:
+
+- midpoint (v_{k+1} = 2 v̂ − v_k), with ``t_e = ((1−e)/2) · min(v_n,k, 0)``:
+  ``φ ≥ 0``: ``t = min(−φ/dt, t_e)``  (speculative: may close the gap exactly within the step,
+  but an impact is never required to stop harder than the restitution bound, so the end
+  velocity is ≥ −e v_n,k and there is no bounce beyond e);
+  ``φ < 0``: ``t = t_e + v_rec``  (end velocity −e v_n,k + 2 v_rec at most: no popping).
+- implicit Euler (v_{k+1} = v̂): ``φ ≥ 0``: ``t = −φ/dt``; ``φ < 0``: ``t = max(v_rec, −e · min(v_n,k, 0))``.
+
+**Residual and stopping.** ``θ = ‖v̂ˡ⁺¹ − v̂ˡ‖₂ / max(‖v̂ˡ⁺¹‖₂, ‖D⁻¹b‖₂)`` over all (real and
+virtual) node velocities, ``D`` the diagonal of A: relative to the step's velocity scale,
+floored by the unconstrained velocity so a body at rest still has a scale. Stop when
+``θ < tol`` or after ``max_iter`` iterations. The returned v̂ is the last ``v̂**`` (which satisfies
+the surrogate Signorini–Coulomb conditions exactly with the returned λ, COND Remark 1).
+
+**Chebyshev** (Alg. 3): ν = 1 for the first ``chebyshev_start`` iterations; ϱ from COND eq. 34,
+``min(‖Δˡ‖/‖Δˡ⁻¹‖, 1)``, evaluated on those unaccelerated iterates (the largest of the last three
+ratios, at most 0.999) and then held for the step (on accelerated iterates the ratio measures the
+accelerated rate, not the spectral radius). If the residual grows 100× above its value when
+acceleration began, the recurrence restarts with a smaller ϱ. ``rho`` fixes ϱ instead.
+
+Options (``Scene(solver="cond", solver_options={...})``), validated in ``CondOptions``:
+operator "strict" | "proximal" (default strict); omega ≥ 0 (proximal regularization Ω = ω I,
+COND eq. 33, in units of J v̂ per λ; default 0); step "frobenius" | "bb"; recycle ≥ 1 (steps a
+Frobenius W is reused; default 1); chebyshev (default True); chebyshev_start (default 8);
+rho (None = estimate; else in (0, 1)); under_relaxation u in (0, 1] (default 0.9);
+tol (default 1e-6); max_iter (default 500); warm_start (default True: start from the incoming
+v̂, i.e. the previous step's solution; virtual nodes always from J_v v̂_o; λ needs no warm start
+because every iteration recomputes it from v*); restitution e in [0, 1] (default 0);
+recovery in [0, 1] (fraction of the penetration recovered per step, default 0.2);
+max_recovery_speed ≥ 0 (m/s, default 0.05); virtual_gain > 0 (default 10).
+"""
+import math
+import time
+from dataclasses import dataclass, fields
+from typing import Optional
+
+import numpy as np
+import taichi as ti
+
+from .. import backend
+from ..errors import ParameterError
+from .base import SolveStats
+from .projection import PROXIMAL, STRICT, project
+
+_BB_LO, _BB_HI = 0.01, 10.0
+_RHO_MAX = 0.999
+
+
+@dataclass
+class CondOptions:
+    operator: str = "strict"
+    omega: float = 0.0
+    step: str = "frobenius"
+    recycle: int = 1
+    chebyshev: bool = True
+    chebyshev_start: int = 8
+    rho: Optional[float] = None
+    under_relaxation: float = 0.9
+    tol: float = 1e-6
+    max_iter: int = 500
+    warm_start: bool = True
+    restitution: float = 0.0
+    recovery: float = 0.2
+    max_recovery_speed: float = 0.05
+    virtual_gain: float = 10.0
+
+    @classmethod
+    def from_dict(cls, options: Optional[dict]) -> "CondOptions":
+        options = dict(options or {})
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(options) - known)
+        if unknown:
+            raise ParameterError(f"unknown COND option(s) {', '.join(map(repr, unknown))}; "
+                                 f"known options: {', '.join(sorted(known))}")
+        o = cls(**options)
+        o.validate()
+        return o
+
+    def validate(self) -> None:
+        def num(name, lo=None, hi=None, lo_open=False, hi_open=False, integer=False):
+            val = getattr(self, name)
+            ok_type = isinstance(val, (int, np.integer)) if integer else isinstance(val, (int, float, np.number))
+            if isinstance(val, bool) or not ok_type or not math.isfinite(float(val)):
+                kind = "an integer" if integer else "a finite number"
+                raise ParameterError(f"COND option {name} must be {kind}, got {val!r}")
+            v = float(val)
+            bad = (lo is not None and (v <= lo if lo_open else v < lo)) or \
+                  (hi is not None and (v >= hi if hi_open else v > hi))
+            if bad:
+                lb = "" if lo is None else ("(" if lo_open else "[") + f"{lo:g}"
+                ub = "inf)" if hi is None else f"{hi:g}" + (")" if hi_open else "]")
+                raise ParameterError(f"COND option {name} must be in {lb or '(-inf'}, {ub}, got {val!r}")
+
+        if self.operator not in ("strict", "proximal"):
+            raise ParameterError(f"COND option operator must be 'strict' or 'proximal', got {self.operator!r}")
+        if self.step not in ("frobenius", "bb"):
+            raise ParameterError(f"COND option step must be 'frobenius' or 'bb' (Barzilai-Borwein), got {self.step!r}")
+        for name in ("chebyshev", "warm_start"):
+            if not isinstance(getattr(self, name), (bool, np.bool_)):
+                raise ParameterError(f"COND option {name} must be True or False, got {getattr(self, name)!r}")
+        num("omega", 0.0)
+        num("recycle", 1, integer=True)
+        num("chebyshev_start", 2, integer=True)
+        if self.rho is not None:
+            num("rho", 0.0, 1.0, lo_open=True, hi_open=True)
+        num("under_relaxation", 0.0, 1.0, lo_open=True)
+        num("tol", 0.0, lo_open=True)
+        num("max_iter", 1, integer=True)
+        num("restitution", 0.0, 1.0)
+        num("recovery", 0.0, 1.0)
+        num("max_recovery_speed", 0.0)
+        num("virtual_gain", 0.0, lo_open=True)
+
+
+# ---------------------------------------------------------------------------------------------- kernels
+@ti.kernel
+def cond_weights_base(indptr: ti.types.ndarray(), indices: ti.types.ndarray(), blocks: ti.types.ndarray(),
+                      diag: ti.types.ndarray(), tr: ti.types.ndarray(), rs: ti.types.ndarray(), n: ti.i32):
+    """Frobenius-rule ingredients of A's block rows (COND §IV-C.1): tr(A_ii) and Σ_j ‖A_ij‖_F²."""
+    for i in range(n):
+        s = 0.0
+        for k in range(indptr[i], indptr[i + 1]):
+            s += (blocks[k] * blocks[k]).sum()
+        tr[i] = blocks[diag[i]].trace()
+        rs[i] = s
+
+
+@ti.kernel
+def cond_setup(blocks: ti.types.ndarray(), diag: ti.types.ndarray(), b: ti.types.ndarray(),
+               fixed: ti.types.ndarray(), v_in: ti.types.ndarray(), v_old: ti.types.ndarray(),
+               tr: ti.types.ndarray(), rs: ti.types.ndarray(), tr2: ti.types.ndarray(), rs2: ti.types.ndarray(),
+               w0: ti.types.ndarray(), V: ti.types.ndarray(),
+               vn_node: ti.types.ndarray(), vn_weight: ti.types.ndarray(), vn_gain: ti.types.ndarray(),
+               node_a: ti.types.ndarray(), node_b: ti.types.ndarray(), frame: ti.types.ndarray(),
+               phi: ti.types.ndarray(), v_world: ti.types.ndarray(), param: ti.types.ndarray(),
+               rest_table: ti.types.ndarray(), mu: ti.types.ndarray(), cnode: ti.types.ndarray(),
+               cframe: ti.types.ndarray(), cdat: ti.types.ndarray(),
+               n0: ti.i32, nv: ti.i32, nc: ti.i32, n_rest: ti.i32, warm: ti.i32, midpoint: ti.i32,
+               gain: float, dt: float, e_default: float, recovery: float, vrec_max: float) -> float:
+    """Per-step setup: k_v, W (Frobenius), initial v̂ (real, prescribed, virtual) and the normal
+    targets (cdat[m] = (mu1, mu2, −t_m, v_world), see the module docstring). Returns ‖D⁻¹ b‖² (the velocity scale)."""
+    # virtual-node gains from the effective mass of the point (module docstring)
+    for q in range(nv):
+        inv_m = 0.0
+        for k in ti.static(range(4)):
+            j = vn_node[q][k]
+            if j >= 0:
+                d = ti.max(blocks[diag[j]].trace() / 3.0, 1e-300)
+                inv_m += (vn_weight[q, k] * vn_weight[q, k]).sum() / (3.0 * d)
+        kv = 0.0
+        if inv_m > 0.0:
+            kv = gain / inv_m
+        vn_gain[q] = kv
+    for i in range(n0):
+        tr2[i] = tr[i]
+        rs2[i] = rs[i]
+    # virtual coupling's contributions to the real rows (COND eq. 15 blocks)
+    for q in range(nv):
+        kv = vn_gain[q]
+        for k in ti.static(range(4)):
+            j = vn_node[q][k]
+            if j >= 0:
+                Wk = vn_weight[q, k]
+                tr2[j] += kv * (Wk * Wk).sum()
+                add = kv * kv * (Wk * Wk).sum()
+                for l in ti.static(range(4)):
+                    jl = vn_node[q][l]
+                    if jl >= 0:
+                        M = kv * (Wk.transpose() @ vn_weight[q, l])
+                        add += (M * M).sum()
+                rs2[j] += add
+    scale = 0.0
+    for i in range(n0):
+        D = blocks[diag[i]]
+        w = 0.0
+        if fixed[i] == 0 and rs2[i] > 0.0:
+            w = tr2[i] / rs2[i]
+        w0[i] = w
+        vi = v_in[i]
+        if fixed[i] != 0:
+            vi = D.inverse() @ b[i]
+        elif warm == 0:
+            vi = b[i] / (D.trace() / 3.0)
+        V[0, i] = vi
+        V[1, i] = vi
+        V[3, i] = ti.Vector.zero(float, 3)
+        V[4, i] = ti.Vector.zero(float, 3)
+        scale += (b[i] / ti.max(D.trace() / 3.0, 1e-300)).norm_sqr()
+    for q in range(nv):
+        kv = vn_gain[q]
+        sw = 0.0
+        vv = ti.Vector.zero(float, 3)
+        for k in ti.static(range(4)):
+            j = vn_node[q][k]
+            if j >= 0:
+                sw += (vn_weight[q, k] * vn_weight[q, k]).sum()
+                vv += vn_weight[q, k] @ V[0, j]
+        w = 0.0
+        if kv > 0.0:
+            w = 3.0 * kv / (kv * kv * (3.0 + sw))
+        w0[n0 + q] = w
+        V[0, n0 + q] = vv
+        V[1, n0 + q] = vv
+        V[3, n0 + q] = ti.Vector.zero(float, 3)
+        V[4, n0 + q] = ti.Vector.zero(float, 3)
+    # normal targets
+    for m in range(nc):
+        R = frame[m]
+        nb = node_b[m]
+        na = node_a[m]
+        vb = ti.Vector.zero(float, 3)
+        va = v_world[m]
+        if nb >= n0:
+            for k in ti.static(range(4)):
+                j = vn_node[nb - n0][k]
+                if j >= 0:
+                    vb += vn_weight[nb - n0, k] @ v_old[j]
+        elif nb >= 0:
+            vb = v_old[nb]
+        if na >= n0:
+            va = ti.Vector.zero(float, 3)
+            for k in ti.static(range(4)):
+                j = vn_node[na - n0][k]
+                if j >= 0:
+                    va += vn_weight[na - n0, k] @ v_old[j]
+        elif na >= 0:
+            va = v_old[na]
+        vnk = (R @ (vb - va))[2]
+        e = e_default
+        p = param[m]
+        if p >= 0 and p < n_rest:
+            r = rest_table[p]
+            if r == r:  # not NaN
+                e = ti.min(ti.max(r, 0.0), 1.0)
+        ph = phi[m]
+        vrec = ti.min(recovery * ti.abs(ph) / dt, vrec_max)
+        t = 0.0
+        if midpoint != 0:
+            te = 0.5 * (1.0 - e) * ti.min(vnk, 0.0)
+            if ph >= 0.0:
+                t = ti.min(-ph / dt, te)
+            else:
+                t = te + vrec
+        else:
+            if ph >= 0.0:
+                t = -ph / dt
+            else:
+                t = ti.max(vrec, -e * ti.min(vnk, 0.0))
+        cnode[m] = ti.Vector([na, nb])
+        cframe[m] = R
+        vw = v_world[m]
+        cdat[m] = ti.Vector([mu[m][0], mu[m][1], -t, vw[0], vw[1], vw[2]])
+    return scale
+
+
+@ti.kernel
+def cond_iterate(indptr: ti.types.ndarray(), indices: ti.types.ndarray(), blocks: ti.types.ndarray(),
+                 b: ti.types.ndarray(), w0: ti.types.ndarray(), V: ti.types.ndarray(),
+                 vn_node: ti.types.ndarray(), vn_weight: ti.types.ndarray(), vn_gain: ti.types.ndarray(),
+                 cnode: ti.types.ndarray(), cframe: ti.types.ndarray(), cdat: ti.types.ndarray(),
+                 lam: ti.types.ndarray(),
+                 n0: ti.i32, nv: ti.i32, nc: ti.i32, alpha_in: float, bb: ti.i32, nu: float, u: float,
+                 op: ti.i32, omega: float) -> ti.math.vec4:
+    """One VL-FPI iteration (COND Alg. 1/3). V rows: 0 v̂ˡ, 1 v̂ˡ⁻¹, 2 v*/v̂**, 3 gradient, 4 previous gradient.
+    Returns (‖v̂ˡ⁺¹−v̂ˡ‖², ‖v̂ˡ⁺¹‖², α, ‖v̂**−v̂ˡ‖²)."""
+    n = n0 + nv
+    # gradient g = A v̂ − b of the augmented system (COND eq. 15), virtual damper matrix-free
+    for i in range(n0):
+        acc = -b[i]
+        for k in range(indptr[i], indptr[i + 1]):
+            acc += blocks[k] @ V[0, indices[k]]
+        V[3, i] = acc
+    for q in range(nv):
+        d = -V[0, n0 + q]
+        for k in ti.static(range(4)):
+            j = vn_node[q][k]
+            if j >= 0:
+                d += vn_weight[q, k] @ V[0, j]
+        kd = vn_gain[q] * d
+        V[3, n0 + q] = -kd
+        for k in ti.static(range(4)):
+            j = vn_node[q][k]
+            if j >= 0:
+                V[3, j] += vn_weight[q, k].transpose() @ kd
+    # Barzilai-Borwein (BB2, preconditioned by W_F): α = sᵀz / zᵀ W_F z
+    alpha = alpha_in
+    if bb != 0:
+        sz = 0.0
+        zwz = 0.0
+        for i in range(n):
+            if w0[i] > 0.0:
+                s = V[0, i] - V[1, i]
+                z = V[3, i] - V[4, i]
+                sz += s.dot(z)
+                zwz += w0[i] * z.norm_sqr()
+            V[4, i] = V[3, i]
+        if sz > 0.0 and zwz > 0.0:
+            alpha = ti.min(ti.max(sz / zwz, 0.01), 10.0)
+    # v* = v̂ − W g
+    for i in range(n):
+        V[2, i] = V[0, i] - (alpha * w0[i]) * V[3, i]
+    # one-shot contact solve (Alg. 2) and v̂** = v* + W Jᵀ λ
+    for m in range(nc):
+        R = cframe[m]
+        na = cnode[m][0]
+        nb = cnode[m][1]
+        cd = cdat[m]
+        wb = alpha * w0[nb]
+        wa = 0.0
+        va = ti.Vector([cd[3], cd[4], cd[5]])
+        if na >= 0:
+            wa = alpha * w0[na]
+            va = V[2, na]
+        gam = wa + wb
+        lm = ti.Vector.zero(float, 3)
+        if gam > 0.0:
+            eta = R @ (V[2, nb] - va)
+            eta[2] += cd[2]
+            r = project(-eta / (gam + omega), cd[0], cd[1], op)
+            lm = ti.Vector([r[0], r[1], r[2]])
+            f = R.transpose() @ lm
+            V[2, nb] += wb * f
+            if na >= 0:
+                V[2, na] -= wa * f
+        lam[m] = lm
+    # Chebyshev combination (Alg. 3 line 9) and residual
+    out = ti.Vector.zero(float, 4)
+    for i in range(n):
+        vi = V[0, i]
+        vs = V[2, i]
+        vn = nu * (u * (vs - vi) + vi - V[1, i]) + V[1, i]
+        V[1, i] = vi
+        V[0, i] = vn
+        out += ti.Vector([(vn - vi).norm_sqr(), vn.norm_sqr(), 0.0, (vs - vi).norm_sqr()])
+    out[2] = alpha
+    return out
+
+
+@ti.kernel
+def cond_finish(V: ti.types.ndarray(), v_hat: ti.types.ndarray(), w0: ti.types.ndarray(),
+                cnode: ti.types.ndarray(), cframe: ti.types.ndarray(), cdat: ti.types.ndarray(),
+                lam: ti.types.ndarray(), impulse: ti.types.ndarray(), status: ti.types.ndarray(),
+                n0: ti.i32, nc: ti.i32, scale: float, alpha: float) -> ti.math.vec4:
+    """v̂ = v̂** (real part), impulses (scale·λ, N s) and status; returns the complementarity measures
+    (max |min(J_n v̂ − t, γ λ_n)|, max cone violation, max(|J_n v̂| + |t|), max ‖λ‖)."""
+    for i in range(n0):
+        v_hat[i] = V[2, i]
+    out = ti.Vector.zero(float, 4)
+    for m in range(nc):
+        R = cframe[m]
+        na = cnode[m][0]
+        nb = cnode[m][1]
+        cd = cdat[m]
+        va = ti.Vector([cd[3], cd[4], cd[5]])
+        wa = 0.0
+        if na >= 0:
+            va = V[2, na]
+            wa = alpha * w0[na]
+        gam = wa + alpha * w0[nb]
+        vc = R @ (V[2, nb] - va)
+        lm = lam[m]
+        gn = vc[2] + cd[2]
+        comp = ti.abs(ti.min(gn, gam * lm[2]))
+        m1 = cd[0]
+        m2 = cd[1]
+        ell = 0.0
+        if m1 > 0.0 and m2 > 0.0:
+            ell = ti.sqrt((lm[0] / m1) ** 2 + (lm[1] / m2) ** 2)
+        elif ti.abs(lm[0]) + ti.abs(lm[1]) > 0.0:
+            ell = 1e300
+        viol = ti.max(ell - lm[2], ti.max(-lm[2], 0.0))
+        ti.atomic_max(out[0], comp)
+        ti.atomic_max(out[1], viol)
+        ti.atomic_max(out[2], ti.abs(vc[2]) + ti.abs(cd[2]))
+        ti.atomic_max(out[3], lm.norm())
+        st = 0
+        if lm[2] > 0.0:
+            st = 1
+            if ell >= lm[2] * (1.0 - 1e-9) and (m1 > 0.0 or m2 > 0.0):
+                st = 2
+            if m1 <= 0.0 and m2 <= 0.0:
+                st = 2
+        status[m] = st
+        impulse[m] = scale * lm
+    return out
+
+
+# ---------------------------------------------------------------------------------------------- solver
+class CondSolver:
+    """COND contact solver (see the module docstring); one instance per Model, reused every step."""
+
+    name = "cond"
+
+    def __init__(self, model, options: Optional[dict] = None):
+        self.options = CondOptions.from_dict(options)
+        self.model = model
+        self.n0 = int(model.n_nodes)
+        self._cap = 0
+        self._alloc(self.n0 + 64)
+        self._tr = backend.scalar_array(self.n0)
+        self._rs = backend.scalar_array(self.n0)
+        self._tr2 = backend.scalar_array(self.n0)
+        self._rs2 = backend.scalar_array(self.n0)
+        self._ccap = 0
+        self._alloc_contacts(64)
+        self._steps_since_w = None
+        self._rest = None
+        self._rest_key = None
+        self.history: list[float] = []   # residual per iteration of the last solve
+        self.rho_estimate: Optional[float] = None
+
+    def _alloc(self, cap: int) -> None:
+        self._cap = cap
+        self.w0 = backend.scalar_array(cap)
+        self.V = ti.Vector.ndarray(3, float, shape=(5, cap))   # v̂ˡ, v̂ˡ⁻¹, v̂**, g, g_prev
+
+    def _alloc_contacts(self, cap: int) -> None:
+        self._ccap = cap
+        self.lam = backend.vec3_array(cap)
+        self.cnode = ti.Vector.ndarray(2, ti.i32, shape=cap)
+        self.cframe = backend.mat3_array(cap)
+        self.cdat = ti.Vector.ndarray(6, float, shape=cap)
+
+    def _restitution_table(self):
+        table = getattr(self.model, "contact_params", None)
+        if table is None:
+            key = None
+        else:
+            table = np.asarray(table, dtype=np.float64)
+            key = (table.shape, table.tobytes())
+        if self._rest is None or key != self._rest_key:
+            col = None
+            if table is not None and table.ndim == 2 and len(table):
+                from ..contact.contacts import CONTACT_PARAM_COLUMNS
+                if "restitution" in CONTACT_PARAM_COLUMNS and table.shape[1] > CONTACT_PARAM_COLUMNS.index("restitution"):
+                    col = table[:, CONTACT_PARAM_COLUMNS.index("restitution")]
+            if col is None:
+                col = np.full(1, np.nan)
+                self._n_rest = 0
+            else:
+                self._n_rest = len(col)
+            self._rest = backend.scalar_array(len(col), col)
+            self._rest_key = key
+        return self._rest, self._n_rest
+
+    # ------------------------------------------------------------------ API
+    def virtual_velocities(self) -> np.ndarray:
+        """(V, 3) virtual-node velocities v̂_v of the last solve (m/s)."""
+        nv = self._last_nv
+        return self.V.to_numpy()[2, self.n0:self.n0 + nv].astype(np.float64)
+
+    def lambdas(self) -> np.ndarray:
+        """(c, 3) the last solve's λ in the contact frame (midpoint: N; Euler: N s)."""
+        return self.lam.to_numpy()[: self._last_nc].astype(np.float64)
+
+    def solve(self, problem) -> SolveStats:
+        o = self.options
+        t_start = time.perf_counter()
+        c = problem.contacts
+        nc, nv = int(c.count), int(c.n_virtual)
+        n0 = self.n0
+        if nv and c.virtual_capacity < nv:
+            raise ParameterError("ContactSet.n_virtual exceeds its capacity")
+        if n0 + nv > self._cap:
+            self._alloc(max(n0 + nv, n0 + 2 * (self._cap - n0)))
+        if nc > self._ccap:
+            self._alloc_contacts(max(nc, 2 * self._ccap))
+        A = problem.A
+        if self._steps_since_w is None or self._steps_since_w >= o.recycle:
+            cond_weights_base(A.indptr, A.indices, A.blocks, A.diag, self._tr, self._rs, n0)
+            self._steps_since_w = 0
+        self._steps_since_w += 1
+        rest, n_rest = self._restitution_table()
+        midpoint = 1 if problem.integrator == "midpoint" else 0
+        scale2 = cond_setup(A.blocks, A.diag, problem.b, problem.fixed, problem.v_hat, problem.state.v,
+                            self._tr, self._rs, self._tr2, self._rs2, self.w0, self.V,
+                            c.vn_node, c.vn_weight, c.vn_gain, c.node_a, c.node_b, c.frame, c.phi, c.v_world,
+                            c.param, rest, c.mu, self.cnode, self.cframe, self.cdat, n0, nv, nc, n_rest, int(bool(o.warm_start)), midpoint,
+                            float(o.virtual_gain), float(problem.dt), float(o.restitution), float(o.recovery),
+                            float(o.max_recovery_speed))
+        vscale = max(math.sqrt(max(scale2, 0.0)), 1e-12)
+        op = STRICT if o.operator == "strict" else PROXIMAL
+        bb = 1 if o.step == "bb" else 0
+        u = float(o.under_relaxation)
+        omega = float(o.omega)
+        ls = int(o.chebyshev_start)
+        rho = o.rho
+        nu = 1.0
+        alpha = 1.0
+        dnorms: list[float] = []
+        self.history = []
+        converged = False
+        theta = math.inf
+        it = 0
+        cheb_on = bool(o.chebyshev)
+        accel_from = ls
+        theta_at_accel = None
+        restarts = 0
+        for it in range(1, o.max_iter + 1):
+            l = it - 1
+            if not cheb_on or l < accel_from or rho is None:
+                nu = 1.0
+            elif l == accel_from:
+                nu = 2.0 / (2.0 - rho * rho)
+            else:
+                nu = 4.0 / (4.0 - rho * rho * nu)
+            out = cond_iterate(A.indptr, A.indices, A.blocks, problem.b, self.w0, self.V, c.vn_node, c.vn_weight,
+                               c.vn_gain, self.cnode, self.cframe, self.cdat, self.lam, n0, nv, nc, alpha, bb, nu,
+                               u, op, omega)
+            dv2, vv2, alpha = float(out[0]), float(out[1]), float(out[2])
+            dn = math.sqrt(max(dv2, 0.0))
+            theta = dn / max(math.sqrt(max(vv2, 0.0)), vscale)
+            self.history.append(theta)
+            if not math.isfinite(theta):
+                break
+            if theta < o.tol:
+                converged = True
+                break
+            dnorms.append(dn)
+            if cheb_on and o.rho is None and l == accel_from - 1:
+                # COND eq. 34 on the unaccelerated iterates (largest of the last three ratios)
+                ratios = [dnorms[k] / dnorms[k - 1] for k in range(max(1, len(dnorms) - 3), len(dnorms))
+                          if dnorms[k - 1] > 0.0]
+                rho = min(max(ratios) if ratios else 0.0, 1.0, _RHO_MAX)
+                if rho <= 0.0:
+                    rho = None
+                self.rho_estimate = rho
+            if cheb_on and rho is not None and l == accel_from:
+                theta_at_accel = theta
+            if theta_at_accel is not None and l > accel_from and theta > 100.0 * theta_at_accel and restarts < 5:
+                restarts += 1
+                rho = 0.9 * rho
+                accel_from = l + 2
+                theta_at_accel = None
+        self._last_nc, self._last_nv = nc, nv
+        comp = cond_finish(self.V, problem.v_hat, self.w0, self.cnode, self.cframe, self.cdat, self.lam, c.impulse,
+                           c.status, n0, nc, float(problem.coef.impulse_scale), alpha)
+        comp_n = float(comp[0]) / max(float(comp[2]), 1e-300) if nc else 0.0
+        comp_c = float(comp[1]) / max(float(comp[3]), 1e-300) if nc else 0.0
+        elapsed = time.perf_counter() - t_start
+        extra = {"contacts": nc, "virtual_nodes": nv, "complementarity_normal": comp_n,
+                 "cone_violation": comp_c, "chebyshev_rho": rho if cheb_on else None,
+                 "alpha": alpha, "ms": 1e3 * elapsed,
+                 "us_per_iteration": 1e6 * elapsed / max(it, 1)}
+        return SolveStats(it, theta, converged, extra)
+
+
+def make_cond_solver(model, options: dict) -> CondSolver:
+    return CondSolver(model, options)
+
+
+def _register() -> None:
+    from . import CONTACT_SOLVERS
+
+    CONTACT_SOLVERS["cond"] = make_cond_solver
+
+
+_register()
