@@ -21,7 +21,7 @@ from ..assembly.sparse import BlockSparseMatrix
 from ..errors import ParameterError
 
 LINEAR_SOLVERS = ("auto", "pcg", "direct")
-DIRECT_MAX_DOFS = 30000
+DIRECT_MAX_DOFS = 5000  # SuperLU fill-in makes it slower than PCG above ~5k DOF (tools/bench_assembly.py)
 
 
 @dataclass
