@@ -1,0 +1,368 @@
+"""Newton path: SAP, Lagged and Similar contact solvers (SAP §IV, MATH.md §4).
+
+Each step minimizes over the end-of-step velocities v
+
+    ℓ(v) = ½ vᵀ Ã v − b̃ᵀ v + Σ_m ℓ_m(J_m v + v_w,m)
+
+(``v_w,m`` the world side's contribution for contacts against the static or moving world)
+by Newton's method on ``H = Ã + Jᵀ G J`` with an exact line search (safeguarded
+Newton–bisection, ``rtsafe``, on dℓ/dα using the O(n_c)-per-trial derivatives of SAP §IV-C),
+stopping when ``‖D ∇ℓ‖ < ε_a + ε_r max(‖D p‖, ‖D j_c‖)`` (SAP eq. 26, ``D = diag(M)^{-1/2}``,
+``p = Ã v``, ``j_c = Jᵀγ``) and reporting the momentum error e_m (SAP eq. 32). The contact
+models (cost, impulse, Hessian block per contact) live in ``solvers.contact_models``; the
+linear solve behind ``solvers.newton_linear``. This first version runs on the host in
+numpy/scipy, vectorized over contacts (no Python loop per contact).
+
+Scaling: both integrators are solved in impulse units (the units SAP and ICF are derived in).
+The step system ``A v̂ = b + Jᵀλ`` has ``v_{k+1} = c_h v̂ + c_o v_k`` and the impulse over
+the step is ``γ = s λ`` (``s = coef.impulse_scale``). Substituting ``v̂ = (v − c_o v_k)/c_h``
+for the end-of-step velocity ``v = v_{k+1}`` and multiplying by ``s`` gives
+
+    Ã v = b̃ + Jᵀγ,    Ã = (s/c_h) A,    b̃ = s b + (s c_o/c_h) A v_k.
+
+- implicit Euler (s = 1, c_h = 1, c_o = 0): Ã = A = M + dt D + dt² K, b̃ = b; unchanged.
+- passive midpoint (s = dt, c_h = 2, c_o = −1): Ã = (dt/2) A = M + (dt/2) D + (dt²/4) K,
+  b̃ = dt b − (dt/2) A v_k, γ = dt λ.
+
+So in both cases ``Ã ≈ M`` (what the Delassus estimate w_m, the regularizations of SAP
+eqs. 29–30 and the scaling D of eq. 26 assume) and the contact velocity entering ℓ_m is
+the *end-of-step* velocity v_{k+1}, as in SAP/ICF, not the midpoint v̂. Choosing v̂ instead
+would make every impact perfectly elastic under the midpoint rule (v_{n,k+1} = −v_{n,k},
+MATH.md §1) and let friction stop v̂ rather than the body. The price: under the midpoint
+rule positions advance by dt v̂ = dt (v_k + v_{k+1})/2, so during the one step of an impact
+the penetration predicted by the contact model (φ₀ + dt v_n,k+1) is off by dt v_n,k/2; the
+next step's gap φ₀ sees the actual position and the compliance pushes it out. At rest or in
+steady sliding the two integrators give the same contact state. ``v̂`` is written back as
+``(v − c_o v_k)/c_h``; prescribed nodes keep their prescribed v̂ exactly.
+
+Prescribed nodes (``fixed == 1``): their rows of A are already decoupled (diagonal block
+only), their end-of-step velocity is set once from that row, their Jacobian columns are
+zeroed for the derivatives (the drive absorbs the contact impulse), and their Newton
+direction is zero, so they never move off the prescribed velocity. Their velocity still
+enters the contact velocities.
+
+Parameters per contact (priority: the pair's row in ``model.contact_params`` when not NaN,
+then ``solver_options``, then the automatic value):
+
+- ``stiffness`` k (N/m). SAP: automatic = ∞, i.e. SAP's near-rigid regularization
+  ``R_n = β² w/(4π²)`` (eq. 29). Lagged/Similar: automatic = the same near-rigid estimate
+  ``k = 4π²/(β² w dt²)`` (the stiffness whose period is dt for the mass 1/w; the penetration
+  at rest is ``g dt²/(4π²)`` ≈ 25 µm at dt = 1e-2 s, independent of mass).
+- ``tau_d`` (s, SAP dissipation time scale): automatic = β dt/π (SAP eq. 28, critical damping).
+- ``hc_dissipation`` d (s/m, Lagged/Similar Hunt & Crossley): default 10 s/m.
+- ``stiction_tolerance`` v_s (m/s, Lagged/Similar): default 1e-4.
+- ``sigma`` (SAP eq. 30 friction regularization, also ICF's impact softening): 1e-3.
+- ``beta`` (eq. 29, options only): 1.
+- friction μ: ``contacts.mu`` (mean of the two axes: the Newton models are isotropic).
+- ``restitution`` is ignored by the Newton path (the models are inelastic; use dissipation).
+
+Delassus estimate per contact: ``w_m = tr(J_m M⁻¹ J_mᵀ)/3`` with the lumped masses
+(``model.mass_np``) on the expanded Jacobian (virtual nodes through their J_v weights;
+prescribed nodes have infinite mass).
+
+Solver options: ``rel_tol`` (ε_r, 1e-6), ``abs_tol`` (ε_a, 1e-14 in √J), ``max_iterations``
+(100), ``max_line_search_iterations`` (100), ``alpha_max`` (1.5), ``linear_solver``
+("auto", "direct", "cholmod", "splu", "pcg"; see ``newton_linear``).
+"""
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..contact.contacts import CONTACT_PARAM_COLUMNS, OPEN
+from ..errors import ParameterError, SimulationError
+from . import CONTACT_SOLVERS
+from .base import SolveStats, StepProblem
+from .contact_models import HuntCrossley, LaggedModel, SapModel, SimilarModel
+from .newton_linear import make_newton_linear_solver
+
+DEFAULTS = {
+    "rel_tol": 1e-6, "abs_tol": 1e-14, "max_iterations": 100, "max_line_search_iterations": 100,
+    "alpha_max": 1.5, "linear_solver": "auto", "stiffness": None, "tau_d": None, "hc_dissipation": 10.0,
+    "stiction_tolerance": 1e-4, "sigma": 1e-3, "beta": 1.0,
+}
+PHYSICAL = ("stiffness", "tau_d", "hc_dissipation", "stiction_tolerance", "sigma")
+
+
+def _check_params(kind: str, k, tau_d, d, vs, sigma, where: str) -> None:
+    """Raise a ParameterError for a bad contact parameter (NaN entries mean automatic and pass)."""
+    def bad(x, test):
+        x = np.atleast_1d(np.asarray(x, float))
+        return bool(np.any(~np.isnan(x) & ~test(x)))
+
+    if bad(k, lambda x: x > 0):
+        raise ParameterError(f"contact stiffness must be positive (N/m) or NaN for automatic, got "
+                             f"{np.atleast_1d(k)[~(np.atleast_1d(k) > 0)][:3].tolist()} {where}")
+    if bad(tau_d, lambda x: (x >= 0) & np.isfinite(x)):
+        raise ParameterError(f"SAP dissipation time scale tau_d must be >= 0 s, got {tau_d!r} {where}")
+    if bad(d, lambda x: (x >= 0) & np.isfinite(x)):
+        raise ParameterError(f"Hunt & Crossley dissipation must be >= 0 s/m, got {d!r} {where}")
+    if bad(vs, lambda x: (x > 0) & np.isfinite(x)):
+        raise ParameterError(f"stiction tolerance must be > 0 m/s (e.g. 1e-4), got {vs!r} {where}")
+    low = (lambda x: (x > 0) & np.isfinite(x)) if kind == "sap" else (lambda x: (x >= 0) & np.isfinite(x))
+    if bad(sigma, low):
+        need = "> 0" if kind == "sap" else ">= 0"
+        raise ParameterError(f"friction regularization sigma must be {need} for solver {kind!r}, got {sigma!r} {where}")
+
+
+class NewtonContactSolver:
+    """Convex Newton contact solver with contact model ``kind`` in ("sap", "lagged", "similar")."""
+
+    def __init__(self, model, options: dict, kind: str):
+        if kind not in ("sap", "lagged", "similar"):
+            raise ParameterError(f"unknown Newton contact model {kind!r}")
+        unknown = set(options) - set(DEFAULTS)
+        if unknown:
+            raise ParameterError(f"unknown option(s) {sorted(unknown)} for solver {kind!r}; "
+                                 f"known: {', '.join(sorted(DEFAULTS))}")
+        self.name = kind
+        self.kind = kind
+        self.model = model
+        self.opt = {**DEFAULTS, **options}
+        o = self.opt
+        for key in ("rel_tol", "abs_tol", "alpha_max", "beta"):
+            if not (isinstance(o[key], (int, float)) and math.isfinite(o[key]) and o[key] >= 0):
+                raise ParameterError(f"solver option {key} must be a non-negative number, got {o[key]!r}")
+        if o["beta"] <= 0 or o["alpha_max"] <= 0:
+            raise ParameterError("solver options beta and alpha_max must be positive")
+        for key in ("max_iterations", "max_line_search_iterations"):
+            if not isinstance(o[key], (int, np.integer)) or o[key] < 1:
+                raise ParameterError(f"solver option {key} must be a positive integer, got {o[key]!r}")
+        opt_vals = [np.nan if o[key] is None else o[key] for key in PHYSICAL]
+        _check_params(kind, *opt_vals, where="(solver_options)")
+        self._check_table()
+        self.linear = make_newton_linear_solver(o["linear_solver"], getattr(model, "n_dofs", 0))
+        self.last_stats = None
+
+    # ------------------------------------------------------------------ parameters
+    def _table(self):
+        table = getattr(self.model, "contact_params", None)
+        if table is None:
+            return None
+        table = np.asarray(table, dtype=float)
+        if table.ndim != 2 or table.shape[1] < len(CONTACT_PARAM_COLUMNS) or len(table) == 0:
+            return None
+        return table
+
+    def _check_table(self) -> None:
+        T = self._table()
+        if T is None:
+            return
+        col = {c: T[:, j] for j, c in enumerate(CONTACT_PARAM_COLUMNS)}
+        for name in ("mu1", "mu2"):
+            if np.any(~np.isnan(col[name]) & ~(col[name] >= 0)):
+                raise ParameterError(f"friction coefficient {name} must be >= 0, got {col[name].tolist()} "
+                                     "(model.contact_params)")
+        _check_params(self.kind, col["stiffness"], col["tau_d"], col["hc_dissipation"], col["stiction_tolerance"],
+                      col["sigma"], where="(model.contact_params)")
+
+    def contact_parameters(self, param_rows: np.ndarray) -> dict:
+        """Resolved per-contact parameters (NaN = automatic) for rows ``param_rows`` of the table."""
+        c = len(param_rows)
+        out = {name: np.full(c, np.nan) for name in PHYSICAL}
+        T = self._table()
+        if T is not None:
+            valid = (param_rows >= 0) & (param_rows < len(T))
+            for j, name in enumerate(CONTACT_PARAM_COLUMNS):
+                if name in out:
+                    out[name][valid] = T[param_rows[valid], j]
+        for name in PHYSICAL:
+            if self.opt[name] is not None:
+                out[name] = np.where(np.isnan(out[name]), float(self.opt[name]), out[name])
+        return out
+
+    def build_model(self, mu, w, phi0, vn0, param_rows, dt: float):
+        """The contact model of this step for per-contact friction ``mu``, Delassus estimate ``w``
+        (1/kg), previous gap ``phi0`` (m) and previous normal velocity ``vn0`` (m/s)."""
+        p = self.contact_parameters(param_rows)
+        if np.any(~(mu >= 0) | ~np.isfinite(mu)):
+            raise ParameterError(f"friction coefficients must be finite and >= 0, got {mu[~(mu >= 0)][:3].tolist()}")
+        _check_params(self.kind, p["stiffness"], p["tau_d"], p["hc_dissipation"], p["stiction_tolerance"],
+                      p["sigma"], where="(contact parameters)")
+        beta = float(self.opt["beta"])
+        sigma = np.where(np.isnan(p["sigma"]), 1e-3, p["sigma"])
+        R_t = sigma * w
+        if self.kind == "sap":
+            tau_d = np.where(np.isnan(p["tau_d"]), beta * dt / math.pi, p["tau_d"])
+            k = np.where(np.isnan(p["stiffness"]), np.inf, p["stiffness"])
+            with np.errstate(divide="ignore"):
+                R_n = np.maximum(beta**2 / (4 * math.pi**2) * w, 1.0 / (dt * k * (dt + tau_d)))
+            return SapModel(mu, np.maximum(R_t, 1e-300), R_n, -phi0 / (dt + tau_d))
+        k = np.where(np.isnan(p["stiffness"]), 4 * math.pi**2 / (beta**2 * w * dt * dt), p["stiffness"])
+        d = np.where(np.isnan(p["hc_dissipation"]), DEFAULTS["hc_dissipation"], p["hc_dissipation"])
+        vs = np.where(np.isnan(p["stiction_tolerance"]), DEFAULTS["stiction_tolerance"], p["stiction_tolerance"])
+        fe0 = -k * phi0
+        hc = HuntCrossley(k, d, fe0, dt)
+        n0 = dt * np.maximum(fe0, 0.0) * np.maximum(0.0, 1.0 - d * vn0)
+        eps = np.maximum(vs, mu * R_t * n0)
+        if self.kind == "lagged":
+            return LaggedModel(hc, mu, n0, eps)
+        return SimilarModel(hc, mu, eps)
+
+    # ------------------------------------------------------------------ the solve
+    def solve(self, problem: StepProblem) -> SolveStats:
+        t_start = time.perf_counter()
+        model, contacts, coef = problem.model, problem.contacts, problem.coef
+        n = model.n_nodes
+        c = int(contacts.count)
+        dt = float(problem.dt)
+        s, ch, co = float(coef.impulse_scale), float(coef.v_hat), float(coef.v_old)
+        A = problem.A.to_scipy()
+        b = problem.b.to_numpy()[:n].astype(np.float64).ravel()
+        vk = problem.state.v.to_numpy()[:n].astype(np.float64).ravel()
+        fixed = problem.fixed.to_numpy()[:n] != 0
+        dof_fixed = np.repeat(fixed, 3)
+        At = ((s / ch) * A).tocsr()
+        bt = s * b + ((s * co / ch) * (A @ vk) if co != 0.0 else 0.0)
+
+        cd = contacts.to_numpy()
+        J = contacts.jacobian(expand_virtual=True).tocsr()
+        if J.shape != (3 * c, 3 * n):
+            raise SimulationError(f"contact Jacobian has shape {J.shape}, expected {(3 * c, 3 * n)}")
+        frame = cd["frame"]
+        world_v = np.einsum("mij,mj->mi", frame, cd["v_world"]) if c else np.zeros((0, 3))
+        off = np.where((cd["node_a"] < 0)[:, None], -world_v, 0.0) + np.where((cd["node_b"] < 0)[:, None],
+                                                                                   world_v, 0.0)
+        Jf = (J @ sp.diags((~dof_fixed).astype(np.float64))).tocsr() if fixed.any() else J
+
+        # warm start (end-of-step velocity) and prescribed values
+        v_prev_hat = problem.v_hat.to_numpy()[:n].astype(np.float64).ravel()
+        v = ch * v_prev_hat + co * vk if co == 0.0 else vk.copy()
+        if fixed.any():
+            Dfix = problem.A.diagonal_blocks()[fixed].astype(np.float64)
+            vhat_fixed = np.linalg.solve(Dfix, b.reshape(n, 3)[fixed][:, :, None])[:, :, 0]
+            v.reshape(n, 3)[fixed] = ch * vhat_fixed + co * vk.reshape(n, 3)[fixed]
+
+        # per-contact data
+        mass = np.asarray(model.mass_np, dtype=np.float64)[:n]
+        minv = np.where(fixed | ~(mass > 0), 0.0, 1.0 / np.where(mass > 0, mass, 1.0))
+        minv_dof = np.repeat(minv, 3)
+        w = (Jf.multiply(Jf) @ minv_dof).reshape(c, 3).sum(axis=1) / 3.0
+        if np.any(w <= 0):
+            w_fallback = w[w > 0].min() if np.any(w > 0) else 1.0 / max(mass.max(initial=0.0), 1e-12)
+            w = np.where(w > 0, w, w_fallback)
+        vc_prev = (J @ vk).reshape(c, 3) + off
+        mu = cd["mu"].mean(axis=1) if c else np.zeros(0)
+        cm = self.build_model(mu, w, cd["phi"], vc_prev[:, 2], cd["param"].astype(np.int64), dt)
+
+        D = np.where(dof_fixed, 0.0, np.sqrt(minv_dof))
+        o = self.opt
+        costs, alphas, errors = [], [], []
+        ls_total = 0
+        converged = False
+        ms_linear = 0.0
+        it = 0
+        e_m = 0.0
+        while True:
+            vc = (J @ v).reshape(c, 3) + off
+            cost_m, gamma, G, status = cm.evaluate(vc, hessian=True)
+            Av = At @ v
+            r = Av - bt
+            jc = Jf.T @ gamma.ravel()
+            grad = r - jc
+            grad[dof_fixed] = 0.0
+            costs.append(float(0.5 * v @ Av - bt @ v + cost_m.sum()))
+            gnorm = float(np.linalg.norm(D * grad))
+            scale = max(float(np.linalg.norm(D * Av)), float(np.linalg.norm(D * jc)))
+            e_m = gnorm / scale if scale > 0 else gnorm
+            errors.append(e_m)
+            if not math.isfinite(gnorm):
+                raise SimulationError(f"{self.kind}: non-finite gradient at Newton iteration {it}")
+            if gnorm < o["abs_tol"] + o["rel_tol"] * scale:
+                converged = True
+                break
+            if it >= o["max_iterations"]:
+                break
+            Gs = sp.bsr_matrix((G, np.arange(c), np.arange(c + 1)), shape=(3 * c, 3 * c))
+            H = (At + Jf.T @ Gs @ Jf).tocsc()
+            t0 = time.perf_counter()
+            dv = self.linear.solve(H, -grad)
+            ms_linear += 1e3 * (time.perf_counter() - t0)
+            dv[dof_fixed] = 0.0
+            dvc = (Jf @ dv).reshape(c, 3)
+            dp = At @ dv
+            alpha, nls = self._line_search(cm, vc, dvc, float(dv @ r), float(dv @ dp), float(dv @ grad))
+            ls_total += nls
+            alphas.append(alpha)
+            it += 1
+            if alpha == 0.0:
+                # no descent left: the gradient is at round-off level
+                converged = e_m < 1e3 * max(o["rel_tol"], 1e-12)
+                break
+            v = v + alpha * dv
+
+        # outputs: v̂, impulses (N s, contact frame), status
+        v_hat = (v - co * vk) / ch
+        if fixed.any():
+            v_hat.reshape(n, 3)[fixed] = vhat_fixed
+        out = problem.v_hat.to_numpy()
+        out[:n] = v_hat.reshape(n, 3)
+        problem.v_hat.from_numpy(out)
+        imp = contacts.impulse.to_numpy()
+        imp[:c] = gamma
+        contacts.impulse.from_numpy(imp)
+        st = contacts.status.to_numpy()
+        st[:c] = status
+        contacts.status.from_numpy(st)
+        ms = 1e3 * (time.perf_counter() - t_start)
+        stats = SolveStats(it, e_m, converged, {
+            "line_search_iterations": ls_total, "momentum_error": e_m, "contacts": c, "cost": costs,
+            "momentum_errors": errors, "alphas": alphas, "ms_linear": ms_linear, "ms_solve": ms,
+            "linear_solver": self.linear.name, "open": int(np.sum(status == OPEN)),
+        })
+        self.last_stats = stats
+        return stats
+
+    def _line_search(self, cm, vc, dvc, c0: float, c1: float, d0: float):
+        """Exact line search: root of dℓ/dα = c0 + α c1 − Δv_cᵀγ(α) on (0, α_max] (SAP §IV-B/C).
+
+        c0 = Δvᵀ(Ã v − b̃), c1 = Δvᵀ Δp, d0 = dℓ/dα(0). Safeguarded Newton–bisection (rtsafe).
+        Returns (α, trials)."""
+        if not d0 < 0:
+            return 0.0, 0
+
+        def deriv(a):
+            _, g, G, _ = cm.evaluate(vc + a * dvc, hessian=True)
+            d = c0 + a * c1 - float(np.einsum("ci,ci->", dvc, g))
+            dd = c1 + float(np.einsum("ci,cij,cj->", dvc, G, dvc))
+            return d, dd
+
+        a_max = float(self.opt["alpha_max"])
+        trials = 1
+        d_max, dd_max = deriv(a_max)
+        if d_max <= 0:
+            return a_max, trials
+        lo, hi = 0.0, a_max
+        tol = 1e-10 * abs(d0)
+        a = 1.0 if a_max > 1.0 else 0.5 * a_max
+        step_old = hi - lo
+        for _ in range(int(self.opt["max_line_search_iterations"])):
+            d, dd = deriv(a)
+            trials += 1
+            if abs(d) <= tol:
+                break
+            if d < 0:
+                lo = a
+            else:
+                hi = a
+            a_newton = a - d / dd if dd > 0 else np.nan
+            if not (lo < a_newton < hi) or abs(2 * d) > abs(step_old * dd):
+                a_new = 0.5 * (lo + hi)
+            else:
+                a_new = a_newton
+            step_old = abs(a_new - a)
+            a = a_new
+            if hi - lo <= 1e-14 * hi:
+                break
+        return a, trials
+
+
+def _factory(kind):
+    return lambda model, options: NewtonContactSolver(model, options, kind)
+
+
+for _kind in ("sap", "lagged", "similar"):
+    CONTACT_SOLVERS[_kind] = _factory(_kind)

@@ -1,0 +1,287 @@
+"""Newton path (SAP, Lagged, Similar): contact models against finite differences, Newton
+convergence, and known answers on a cube resting on / pushed along a plane (contacts filled by hand)."""
+import math
+
+import numpy as np
+import pytest
+
+import femcontact as fc
+from femcontact.assembly import integrator as integ
+from femcontact.contact.contacts import OPEN, SLIP, STICK, ContactSet
+from femcontact.errors import ParameterError
+from femcontact.solvers import make_contact_solver
+from femcontact.solvers.base import StepProblem
+from femcontact.solvers.contact_models import HuntCrossley, LaggedModel, SapModel, SimilarModel
+from femcontact.solvers.newton_linear import make_newton_linear_solver
+
+G_ACC = 9.81
+RNG = np.random.default_rng(7)
+
+
+# --------------------------------------------------------------------------- contact models
+def _models(c):
+    mu = RNG.uniform(0.2, 1.0, c)
+    w = RNG.uniform(0.5, 2.0, c)
+    dt = 1e-2
+    sap = SapModel(mu, 1e-2 * w, 0.05 * w, RNG.uniform(-0.02, 0.02, c))
+    k = RNG.uniform(1e3, 1e5, c)
+    hc = HuntCrossley(k, RNG.uniform(0.0, 20.0, c), k * RNG.uniform(-1e-3, 2e-3, c), dt)
+    n0 = np.maximum(hc.fe0, 0) * dt
+    eps = np.full(c, 1e-2)
+    return [sap, LaggedModel(hc, mu, n0, eps), SimilarModel(hc, mu, eps)]
+
+
+@pytest.mark.parametrize("which", [0, 1, 2], ids=["sap", "lagged", "similar"])
+def test_model_gradient_and_hessian_match_finite_differences(which):
+    c = 400
+    model = _models(c)[which]
+    vc = RNG.normal(0, 0.05, (c, 3))
+    cost, gamma, G, status = model.evaluate(vc)
+    h = 1e-7
+    fd_grad = np.zeros((c, 3))
+    fd_hess = np.zeros((c, 3, 3))
+    for i in range(3):
+        e = np.zeros(3)
+        e[i] = h
+        cp, gp, _, _ = model.evaluate(vc + e)
+        cmn, gm, _, _ = model.evaluate(vc - e)
+        fd_grad[:, i] = (cp - cmn) / (2 * h)
+        fd_hess[:, :, i] = -(gp - gm) / (2 * h)     # G = -∂γ/∂v_c
+    scale_g = np.abs(gamma).max(axis=1, keepdims=True) + 1e-12
+    np.testing.assert_array_less(np.abs(fd_grad + gamma) / scale_g, 1e-5)      # γ = -∇ℓ_m
+    scale_h = np.abs(G).max(axis=(1, 2), keepdims=True) + 1e-12
+    err = np.abs(fd_hess - G) / scale_h
+    # kinks (region boundaries) are measure zero; random points should not hit them
+    assert np.quantile(err.max(axis=(1, 2)), 0.99) < 1e-4, err.max()
+    np.testing.assert_allclose(G, np.transpose(G, (0, 2, 1)), atol=1e-12 * np.abs(G).max())
+    assert np.all(np.linalg.eigvalsh(G) >= -1e-9 * np.abs(G).max(axis=(1, 2))[:, None] - 1e-12)
+    assert np.all(cost >= -1e-12)
+    assert set(np.unique(status)) <= {OPEN, STICK, SLIP}
+
+
+def test_hunt_crossley_cost_is_zero_when_open_and_derivative_is_impulse():
+    k, d, dt = np.array([1e4]), np.array([5.0]), 1e-2
+    hc = HuntCrossley(k, d, np.array([10.0]), dt)
+    v = np.linspace(-0.5, 0.5, 201)
+    hcs = HuntCrossley(np.full_like(v, 1e4), np.full_like(v, 5.0), np.full_like(v, 10.0), dt)
+    n, dn = hcs.impulse(v)
+    assert np.all(hcs.cost(v)[v >= hc.v_hat[0]] == 0) and np.all(hcs.cost(v)[v < hc.v_hat[0]] > 0)
+    fd = (hcs.cost(v + 1e-7) - hcs.cost(v - 1e-7)) / 2e-7
+    np.testing.assert_allclose(-fd, n, atol=1e-6 * n.max())
+
+
+# --------------------------------------------------------------------------- scenes
+def _cube_sim(solver="lagged", integrator="euler", size=0.1, res=2, E=1e7, gap=0.0, options=None, mass_density=1000.0):
+    scene = fc.Scene(dt=1e-2, integrator=integrator, solver=solver, solver_options=options or {})
+    mesh = fc.meshes.box(size=(size, size, size), resolution=res, center=(0, 0, size / 2 + gap))
+    body = scene.add_fem_body(mesh, fc.Material(youngs_modulus=E, poisson_ratio=0.3, density=mass_density,
+                                                rayleigh_beta=1e-3), name="cube")
+    sim = fc.Simulator(scene)
+    return sim, body
+
+
+def _fill_plane_contacts(sim, contacts, mu=0.5, belt=(0.0, 0.0, 0.0), margin=0.02):
+    """One S-contact per node within ``margin`` of the plane z = 0, normal +z."""
+    x = sim.state.positions()
+    nodes = np.nonzero(x[:, 2] < margin)[0]
+    c = len(nodes)
+    contacts.ensure_capacity(c, 1)
+    cap = contacts.capacity
+    na = np.full(cap, -1, np.int32)
+    nb = np.full(cap, -1, np.int32)
+    nb[:c] = nodes
+    frame = np.tile(np.eye(3), (cap, 1, 1))
+    phi = np.zeros(cap)
+    phi[:c] = x[nodes, 2]
+    mus = np.zeros((cap, 2))
+    mus[:c] = mu
+    vw = np.zeros((cap, 3))
+    vw[:c] = belt
+    contacts.node_a.from_numpy(na)
+    contacts.node_b.from_numpy(nb)
+    contacts.frame.from_numpy(frame)
+    contacts.phi.from_numpy(phi)
+    contacts.mu.from_numpy(mus)
+    contacts.v_world.from_numpy(vw)
+    contacts.param.from_numpy(np.full(cap, -1, np.int32))
+    contacts.count = c
+    return nodes
+
+
+def _step(sim, solver, contacts, **fill):
+    sim.assemble()
+    _fill_plane_contacts(sim, contacts, **fill)
+    problem = StepProblem(sim.model, sim.state, sim.A, sim.b, sim.v_hat, sim.fixed, contacts, sim.coef,
+                          sim.scene.dt, sim.scene.integrator)
+    stats = solver.solve(problem)
+    s = sim.state
+    integ.advance(s.x, s.v, sim.v_hat, sim.fixed, sim.v_end, sim.scene.dt, sim.coef.v_hat, sim.coef.v_old)
+    s.time += sim.scene.dt
+    s.step += 1
+    return stats
+
+
+def _solver(sim, kind, options=None):
+    return make_contact_solver(kind, sim.model, options or {})
+
+
+# --------------------------------------------------------------------------- Newton behaviour
+@pytest.mark.parametrize("kind", ["sap", "lagged", "similar"])
+def test_cost_decreases_and_converges_quadratically(kind):
+    sim, body = _cube_sim(kind)
+    body_mass = sim.model.mass_np.sum()
+    # push sideways with more than friction so the contacts slide (smooth regime)
+    sim.scene.fem_bodies[0]  # noqa: B018
+    contacts = ContactSet(sim.model.n_nodes)
+    solver = _solver(sim, kind, {"rel_tol": 1e-12})
+    # start sliding fast so the solution is in the smooth sliding region
+    sim.state.v.from_numpy(np.tile([0.3, 0.1, -0.2], (sim.model.n_nodes, 1)))
+    sim.v_hat.from_numpy(np.tile([0.3, 0.1, -0.2], (sim.model.n_nodes, 1)))
+    stats = _step(sim, solver, contacts)
+    costs = np.array(stats.extra["cost"])
+    errs = np.array(stats.extra["momentum_errors"])
+    print(kind, "cost", costs, "\nerrors", errs, "\nalphas", stats.extra["alphas"])
+    assert stats.converged and body_mass > 0
+    assert np.all(np.diff(costs) <= 1e-12 * np.abs(costs).max())
+    # quadratic convergence near the solution: e_{k+1} <= C e_k^2 on the last steps that are above round-off
+    tail = errs[errs > 1e-13]
+    assert len(tail) >= 3
+    ratios = tail[1:] / tail[:-1] ** 2
+    print("e_{k+1}/e_k^2", ratios)
+    assert ratios[-1] < 1e3 and tail[-1] < 1e-3 * tail[-3]
+
+
+# --------------------------------------------------------------------------- known answers
+@pytest.mark.parametrize("kind,integrator", [("lagged", "euler"), ("sap", "euler"), ("similar", "euler"),
+                                             ("lagged", "midpoint"), ("sap", "midpoint")])
+def test_cube_rests_with_weight_supported(kind, integrator):
+    sim, _ = _cube_sim(kind, integrator)
+    contacts = ContactSet(sim.model.n_nodes)
+    solver = _solver(sim, kind)
+    weight_impulse = sim.model.mass_np.sum() * G_ACC * sim.scene.dt
+    its = []
+    for _ in range(40):
+        st = _step(sim, solver, contacts)
+        its.append(st.iterations)
+        assert st.converged
+    imp = contacts.to_numpy()["impulse"]
+    x = sim.state.positions()
+    print(kind, integrator, "normal sum / (m g dt)", imp[:, 2].sum() / weight_impulse, "min z", x[:, 2].min(),
+          "iterations", its[-5:])
+    assert abs(imp[:, 2].sum() / weight_impulse - 1) < 0.01
+    # no visible penetration: SAP's estimate g dt²/4π² ≈ 2.5e-5 m per contact node, times the ratio of the
+    # body's mass to the lumped mass of its contact nodes (nodalized contact), times (dt + τ_d)/dt for SAP,
+    # plus the body's own sag: ~2e-4 m on a 0.1 m cube, invisible
+    bottom = sim.state.positions()[:, 2] < 0.01
+    ratio = sim.model.mass_np.sum() / sim.model.mass_np[bottom].sum()
+    assert x[:, 2].min() > -3 * ratio * G_ACC * sim.scene.dt**2 / (4 * math.pi**2)
+    assert x[:, 2].min() > -5e-4
+    assert np.abs(sim.state.velocities()).max() < 1e-3
+
+
+def _pushed(kind, ratio, steps=10, integrator="euler", options=None):
+    mu = 0.5
+    sim, body = _cube_sim(kind, integrator)
+    m = sim.model.mass_np.sum()
+    F = ratio * mu * m * G_ACC
+    # re-create with the force (forces are collected at Simulator build)
+    scene = sim.scene
+    body.add_force((F, 0.0, 0.0), mode="total")
+    sim = fc.Simulator(scene)
+    contacts = ContactSet(sim.model.n_nodes)
+    solver = _solver(sim, kind, options)
+    vx = []
+    for _ in range(steps):
+        _step(sim, solver, contacts, mu=mu)
+        vx.append(sim.state.velocities()[:, 0].mean())
+    return sim, np.array(vx), F, m, mu
+
+
+@pytest.mark.parametrize("kind", ["lagged", "sap", "similar"])
+def test_pushed_box_slides_with_coulomb_acceleration(kind):
+    sim, vx, F, m, mu = _pushed(kind, 2.0, steps=12)
+    dt = sim.scene.dt
+    expect = (F / m - mu * G_ACC) * dt
+    dv = np.diff(vx)[-5:]
+    print(kind, "dv per step", dv, "expected", expect)
+    np.testing.assert_allclose(dv, expect, rtol=0.01)
+
+
+@pytest.mark.parametrize("kind,sigma", [("lagged", 0.0), ("similar", 0.0), ("lagged", 1e-3), ("sap", 1e-3)])
+def test_pushed_box_below_friction_sticks(kind, sigma):
+    """F = μ m g / 2: slip within the regularization. Lagged/Similar with σ = 0: the stiction tolerance v_s.
+    With σ > 0 (ICF's impact softening, SAP eq. 30) the bound per contact is μ σ w γ_n, i.e. SAP's σ μ g dt
+    times the ratio of the body's mass to the lumped mass of its contact nodes (nodalized contact)."""
+    sim, vx, F, m, mu = _pushed(kind, 0.5, steps=15, options={"sigma": sigma})
+    dt = sim.scene.dt
+    bottom = sim.state.positions()[:, 2] < 0.01
+    ratio = m / sim.model.mass_np[bottom].sum()
+    bound = max(1e-4, mu * sigma * G_ACC * dt * ratio) if kind != "sap" else mu * sigma * G_ACC * dt * ratio
+    print(kind, sigma, "slip speed", vx[-3:], "bound", bound, "mass ratio", ratio)
+    assert np.all(np.abs(vx[-5:]) <= bound)
+
+
+def test_bad_parameters_raise_clear_errors():
+    sim, _ = _cube_sim("lagged")
+    for opts, word in [({"stiffness": -1.0}, "stiffness"), ({"hc_dissipation": -1.0}, "dissipation"),
+                       ({"stiction_tolerance": 0.0}, "stiction"), ({"tau_d": -1.0}, "tau_d"),
+                       ({"sigma": -1.0}, "sigma"), ({"no_such_option": 1}, "unknown")]:
+        with pytest.raises(ParameterError, match=word):
+            _solver(sim, "lagged", opts)
+    with pytest.raises(ParameterError, match="sigma"):
+        _solver(sim, "sap", {"sigma": 0.0})
+    solver = _solver(sim, "lagged")
+    contacts = ContactSet(sim.model.n_nodes)
+    sim.assemble()
+    _fill_plane_contacts(sim, contacts, mu=-0.3)
+    problem = StepProblem(sim.model, sim.state, sim.A, sim.b, sim.v_hat, sim.fixed, contacts, sim.coef,
+                          sim.scene.dt, sim.scene.integrator)
+    with pytest.raises(ParameterError, match="friction"):
+        solver.solve(problem)
+
+
+def test_per_pair_parameter_table_is_used_and_checked():
+    from femcontact.contact.contacts import CONTACT_PARAM_COLUMNS
+    sim, _ = _cube_sim("lagged")
+    row = np.full(len(CONTACT_PARAM_COLUMNS), np.nan)
+    row[CONTACT_PARAM_COLUMNS.index("stiffness")] = -5.0
+    sim.model.contact_params = row[None]
+    with pytest.raises(ParameterError, match="stiffness"):
+        _solver(sim, "lagged")
+    row[CONTACT_PARAM_COLUMNS.index("stiffness")] = 1e3
+    sim.model.contact_params = row[None]
+    solver = _solver(sim, "lagged")
+    p = solver.contact_parameters(np.array([0, -1]))
+    assert p["stiffness"][0] == 1e3 and np.isnan(p["stiffness"][1])
+    assert p["stiction_tolerance"][0] == 1e-4
+
+
+@pytest.mark.parametrize("kind", ["direct", "splu", "pcg"])
+def test_newton_linear_solvers_agree(kind):
+    import scipy.sparse as sp
+    n = 60
+    M = sp.random(n, n, density=0.1, random_state=3)
+    H = (M @ M.T + 5 * sp.eye(n)).tocsc()
+    r = RNG.normal(size=n)
+    x = make_newton_linear_solver(kind, n).solve(H, r)
+    np.testing.assert_allclose(H @ x, r, atol=1e-8)
+
+
+@pytest.mark.parametrize("integrator", ["euler", "midpoint"])
+def test_prescribed_nodes_keep_their_velocity(integrator):
+    """A cube whose top is driven down at 0.05 m/s into the plane: driven nodes keep v̂ exactly, the
+    contacts push back on the free bottom nodes."""
+    scene = fc.Scene(dt=1e-2, integrator=integrator, solver="lagged")
+    mesh = fc.meshes.box(size=(0.1, 0.1, 0.1), resolution=2, center=(0, 0, 0.05))
+    body = scene.add_fem_body(mesh, fc.Material(youngs_modulus=1e5, poisson_ratio=0.3, density=1000.0), name="cube")
+    top = body.drive(lambda x: x[:, 2] > 0.099, velocity=lambda t: np.array([0.0, 0.0, -0.05]))
+    sim = fc.Simulator(scene)
+    solver = _solver(sim, "lagged")
+    contacts = ContactSet(sim.model.n_nodes)
+    for _ in range(10):
+        st = _step(sim, solver, contacts)
+        assert st.converged
+        np.testing.assert_allclose(sim.v_hat.to_numpy()[top], np.tile([0, 0, -0.05], (len(top), 1)), atol=1e-12)
+    assert contacts.to_numpy()["impulse"][:, 2].sum() > 0
+    x = sim.state.positions()
+    assert x[:, 2].min() > -2e-3 and x[:, 2].max() < 0.0951    # squeezed 5 mm, bottom held near the plane
