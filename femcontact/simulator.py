@@ -308,7 +308,46 @@ class Simulator:
 
     # ------------------------------------------------------------------ output and queries
     def frame_pieces(self) -> dict:
-        """The current frame as meshio meshes, one per body (for writers)."""
+        """The current frame as meshio meshes, one per body (for writers); with contact, also one
+        triangle piece per obstacle (its surface in the current pose; a half-space as a square patch
+        sized to the scene) and a ``contacts`` point cloud (vertex cells at the contact points, point
+        data ``normal``, ``impulse`` (world frame, N s), ``force`` (= impulse/dt, N), ``gap`` (m),
+        ``state`` (0 open, 1 stick, 2 slip))."""
+        pieces = self._body_pieces()
+        if self.detector is not None:
+            pieces.update(self._contact_pieces())
+        return pieces
+
+    def _contact_pieces(self) -> dict:
+        import meshio
+
+        pieces = {}
+        x = self.state.positions()
+        lo, hi = (x.min(0), x.max(0)) if len(x) else (np.zeros(3), np.ones(3))
+        extent = max(float(np.max(hi - lo)), 1e-3)
+        for ob in self.model.obstacles:
+            c, R = ob.pose(self.state.time)
+            v, f = ob.shape.surface(extent)
+            if ob.shape.kind == 0:  # half-space: centre the patch under the bodies
+                n = R @ ob.shape.normal
+                mid = 0.5 * (lo + hi)
+                plane_pt = c + R @ (ob.shape.offset * ob.shape.normal)
+                shift = (mid - plane_pt) - np.dot(mid - plane_pt, n) * n
+                pts = v @ R.T + c + shift
+            else:
+                pts = v @ R.T + c
+            pieces[ob.name] = meshio.Mesh(np.asarray(pts, float), [("triangle", np.asarray(f, np.int64))])
+        d = self.contacts.to_numpy() if self.contacts is not None else None
+        k = int(len(d["phi"])) if d is not None else 0
+        imp = d["impulse_world"] if k else np.zeros((0, 3))
+        pieces["contacts"] = meshio.Mesh(
+            d["point"] if k else np.zeros((0, 3)), [("vertex", np.arange(k, dtype=np.int64)[:, None])],
+            point_data={"normal": d["normal"] if k else np.zeros((0, 3)), "impulse": imp,
+                        "force": imp / self.scene.dt, "gap": d["phi"] if k else np.zeros(0),
+                        "state": (d["status"] if k else np.zeros(0)).astype(np.int32)})
+        return pieces
+
+    def _body_pieces(self) -> dict:
         import meshio
 
         x, v = self.state.positions(), self.state.velocities()

@@ -222,6 +222,21 @@ def detect_bodies(x: ti.types.ndarray(), surf: ti.types.ndarray(), n_surf: ti.i3
                           c_node_a, c_node_b, c_frame, c_phi, c_mu, c_vw, c_point, c_param, c_imp, c_status)
 
 
+@ti.kernel
+def sdf_points(points: ti.types.ndarray(), n: ti.i32, o: ti.i32, obs_kind: ti.types.ndarray(),
+               obs_f: ti.types.ndarray(), obs_pose: ti.types.ndarray(), grid: ti.types.ndarray(),
+               out_phi: ti.types.ndarray(), out_n: ti.types.ndarray()):
+    """World-frame signed distance and outward normal of obstacle o at n points (tests, queries)."""
+    for j in range(n):
+        R = ti.Matrix([[obs_pose[o, 0], obs_pose[o, 1], obs_pose[o, 2]],
+                       [obs_pose[o, 3], obs_pose[o, 4], obs_pose[o, 5]],
+                       [obs_pose[o, 6], obs_pose[o, 7], obs_pose[o, 8]]])
+        c = ti.Vector([obs_pose[o, 9], obs_pose[o, 10], obs_pose[o, 11]])
+        phi, nl = shape_sdf(obs_kind[o, 0], obs_f, o, grid, obs_kind[o, 1], R.transpose() @ (points[j] - c))
+        out_phi[j] = phi
+        out_n[j] = R @ nl
+
+
 class Detector:
     """Per-step contact detection for a Model; ``detect(state, contacts, dt)`` fills the ContactSet
     and returns the number of contacts."""
@@ -295,6 +310,18 @@ class Detector:
         if self.n_obs:
             self.obs_pose.from_numpy(self.pose_np.astype(backend.np_real()))
         return self.pose_np
+
+    def obstacle_sdf(self, name_or_index, points, t: float = 0.0) -> tuple:
+        """(phi (k,), normal (k, 3)) of one obstacle at world points (k, 3) at time t, evaluated by
+        the detection kernels' own SDF code."""
+        o = name_or_index if isinstance(name_or_index, int) else \
+            [ob.name for ob in self.obstacles].index(name_or_index)
+        self.update_obstacles(t, self.model.dt)
+        pts = np.asarray(points, float).reshape(-1, 3)
+        phi, nrm = backend.scalar_array(len(pts)), backend.vec3_array(len(pts))
+        sdf_points(backend.vec3_array(len(pts), pts), len(pts), o, self.obs_kind, self.obs_f, self.obs_pose,
+                   self.grid, phi, nrm)
+        return (phi.to_numpy()[:len(pts)].astype(np.float64), nrm.to_numpy()[:len(pts)].astype(np.float64))
 
     def obstacle_poses(self, t: float) -> list:
         """[(position, rotation)] of every obstacle at time t."""
