@@ -151,9 +151,42 @@ class CondOptions:
 
 
 # ---------------------------------------------------------------------------------------------- kernels
+# Packed work arrays (each ndarray argument costs ~8 µs per launch from Python here, so the
+# iteration kernel takes five):
+#   P  (i32)          indptr (n0+1) followed by the column indices of A's pattern
+#   V  (vec3, 8 × N)  rows 0 v̂ˡ, 1 v̂ˡ⁻¹, 2 v*/v̂**, 3 gradient, 4 previous gradient, 5 b, 6 (w̄, 0, 0)
+#   C  (f, c × 20)    per contact: frame R row-major [0:9], mu1 [9], mu2 [10], −t [11], v_world [12:15],
+#                     λ [15:18], node_a [18], node_b [19]
+#   VN (f, V × 41)    per virtual node: J_v nodes [0:4] (−1 unused), 3×3 weights [4:40] row-major, k_v [40]
+_P_STRIDE = 20
+_VN_STRIDE = 41
+
+
+@ti.func
+def _frame(C: ti.types.ndarray(), m: ti.i32) -> ti.math.mat3:
+    return ti.Matrix([[C[m, 0], C[m, 1], C[m, 2]], [C[m, 3], C[m, 4], C[m, 5]], [C[m, 6], C[m, 7], C[m, 8]]])
+
+
+@ti.func
+def _vweight(VN: ti.types.ndarray(), q: ti.i32, k: ti.template()) -> ti.math.mat3:
+    o = 4 + 9 * k
+    return ti.Matrix([[VN[q, o + 0], VN[q, o + 1], VN[q, o + 2]], [VN[q, o + 3], VN[q, o + 4], VN[q, o + 5]],
+                      [VN[q, o + 6], VN[q, o + 7], VN[q, o + 8]]])
+
+
 @ti.kernel
-def cond_weights_base(indptr: ti.types.ndarray(), indices: ti.types.ndarray(), blocks: ti.types.ndarray(),
-                      diag: ti.types.ndarray(), tr: ti.types.ndarray(), rs: ti.types.ndarray(), n: ti.i32):
+def cond_pattern(indptr: ti.types.ndarray(), indices: ti.types.ndarray(), P: ti.types.ndarray(), n: ti.i32,
+                 nnz: ti.i32):
+    """P = [indptr, indices] (A's fixed pattern, packed once per model)."""
+    for i in range(n + 1):
+        P[i] = indptr[i]
+    for k in range(nnz):
+        P[n + 1 + k] = indices[k]
+
+
+@ti.kernel
+def cond_weights_base(indptr: ti.types.ndarray(), blocks: ti.types.ndarray(), diag: ti.types.ndarray(),
+                      tr: ti.types.ndarray(), rs: ti.types.ndarray(), n: ti.i32):
     """Frobenius-rule ingredients of A's block rows (COND §IV-C.1): tr(A_ii) and Σ_j ‖A_ij‖_F²."""
     for i in range(n):
         s = 0.0
@@ -167,32 +200,38 @@ def cond_weights_base(indptr: ti.types.ndarray(), indices: ti.types.ndarray(), b
 def cond_setup(blocks: ti.types.ndarray(), diag: ti.types.ndarray(), b: ti.types.ndarray(),
                fixed: ti.types.ndarray(), v_in: ti.types.ndarray(), v_old: ti.types.ndarray(),
                tr: ti.types.ndarray(), rs: ti.types.ndarray(), tr2: ti.types.ndarray(), rs2: ti.types.ndarray(),
-               w0: ti.types.ndarray(), V: ti.types.ndarray(),
+               V: ti.types.ndarray(), VN: ti.types.ndarray(), C: ti.types.ndarray(),
                vn_node: ti.types.ndarray(), vn_weight: ti.types.ndarray(), vn_gain: ti.types.ndarray(),
                node_a: ti.types.ndarray(), node_b: ti.types.ndarray(), frame: ti.types.ndarray(),
-               phi: ti.types.ndarray(), v_world: ti.types.ndarray(), param: ti.types.ndarray(),
-               rest_table: ti.types.ndarray(), mu: ti.types.ndarray(), cnode: ti.types.ndarray(),
-               cframe: ti.types.ndarray(), cdat: ti.types.ndarray(),
+               phi: ti.types.ndarray(), v_world: ti.types.ndarray(), mu: ti.types.ndarray(),
+               param: ti.types.ndarray(), rest_table: ti.types.ndarray(),
                n0: ti.i32, nv: ti.i32, nc: ti.i32, n_rest: ti.i32, warm: ti.i32, midpoint: ti.i32,
                gain: float, dt: float, e_default: float, recovery: float, vrec_max: float) -> float:
-    """Per-step setup: k_v, W (Frobenius), initial v̂ (real, prescribed, virtual) and the normal
-    targets (cdat[m] = (mu1, mu2, −t_m, v_world), see the module docstring). Returns ‖D⁻¹ b‖² (the velocity scale)."""
-    # virtual-node gains from the effective mass of the point (module docstring)
+    """Per-step setup: k_v (written to the ContactSet too), W (Frobenius), initial v̂ (real,
+    prescribed, virtual), the packed contact rows and the normal targets t_m (module docstring).
+    Returns ‖D⁻¹ b‖² (the velocity scale of the residual)."""
+    # virtual nodes: gains from the effective mass of the point (module docstring), packed copy
     for q in range(nv):
         inv_m = 0.0
         for k in ti.static(range(4)):
             j = vn_node[q][k]
+            VN[q, k] = ti.cast(j, float)
+            Wk = vn_weight[q, k]
+            for r in ti.static(range(3)):
+                for c in ti.static(range(3)):
+                    VN[q, 4 + 9 * k + 3 * r + c] = Wk[r, c]
             if j >= 0:
                 d = ti.max(blocks[diag[j]].trace() / 3.0, 1e-300)
-                inv_m += (vn_weight[q, k] * vn_weight[q, k]).sum() / (3.0 * d)
+                inv_m += (Wk * Wk).sum() / (3.0 * d)
         kv = 0.0
         if inv_m > 0.0:
             kv = gain / inv_m
         vn_gain[q] = kv
+        VN[q, 40] = kv
     for i in range(n0):
         tr2[i] = tr[i]
         rs2[i] = rs[i]
-    # virtual coupling's contributions to the real rows (COND eq. 15 blocks)
+    # the virtual coupling's blocks (COND eq. 15) in the real rows they touch
     for q in range(nv):
         kv = vn_gain[q]
         for k in ti.static(range(4)):
@@ -202,8 +241,7 @@ def cond_setup(blocks: ti.types.ndarray(), diag: ti.types.ndarray(), b: ti.types
                 tr2[j] += kv * (Wk * Wk).sum()
                 add = kv * kv * (Wk * Wk).sum()
                 for l in ti.static(range(4)):
-                    jl = vn_node[q][l]
-                    if jl >= 0:
+                    if vn_node[q][l] >= 0:
                         M = kv * (Wk.transpose() @ vn_weight[q, l])
                         add += (M * M).sum()
                 rs2[j] += add
@@ -213,17 +251,19 @@ def cond_setup(blocks: ti.types.ndarray(), diag: ti.types.ndarray(), b: ti.types
         w = 0.0
         if fixed[i] == 0 and rs2[i] > 0.0:
             w = tr2[i] / rs2[i]
-        w0[i] = w
+        dscale = ti.max(D.trace() / 3.0, 1e-300)
         vi = v_in[i]
         if fixed[i] != 0:
             vi = D.inverse() @ b[i]
         elif warm == 0:
-            vi = b[i] / (D.trace() / 3.0)
+            vi = b[i] / dscale
         V[0, i] = vi
         V[1, i] = vi
         V[3, i] = ti.Vector.zero(float, 3)
         V[4, i] = ti.Vector.zero(float, 3)
-        scale += (b[i] / ti.max(D.trace() / 3.0, 1e-300)).norm_sqr()
+        V[5, i] = b[i]
+        V[6, i] = ti.Vector([w, 0.0, 0.0])
+        scale += (b[i] / dscale).norm_sqr()
     for q in range(nv):
         kv = vn_gain[q]
         sw = 0.0
@@ -236,12 +276,14 @@ def cond_setup(blocks: ti.types.ndarray(), diag: ti.types.ndarray(), b: ti.types
         w = 0.0
         if kv > 0.0:
             w = 3.0 * kv / (kv * kv * (3.0 + sw))
-        w0[n0 + q] = w
-        V[0, n0 + q] = vv
-        V[1, n0 + q] = vv
-        V[3, n0 + q] = ti.Vector.zero(float, 3)
-        V[4, n0 + q] = ti.Vector.zero(float, 3)
-    # normal targets
+        i = n0 + q
+        V[0, i] = vv
+        V[1, i] = vv
+        V[3, i] = ti.Vector.zero(float, 3)
+        V[4, i] = ti.Vector.zero(float, 3)
+        V[5, i] = ti.Vector.zero(float, 3)
+        V[6, i] = ti.Vector([w, 0.0, 0.0])
+    # contacts: packed rows and normal targets
     for m in range(nc):
         R = frame[m]
         nb = node_b[m]
@@ -284,89 +326,99 @@ def cond_setup(blocks: ti.types.ndarray(), diag: ti.types.ndarray(), b: ti.types
                 t = -ph / dt
             else:
                 t = ti.max(vrec, -e * ti.min(vnk, 0.0))
-        cnode[m] = ti.Vector([na, nb])
-        cframe[m] = R
+        for r in ti.static(range(3)):
+            for c in ti.static(range(3)):
+                C[m, 3 * r + c] = R[r, c]
         vw = v_world[m]
-        cdat[m] = ti.Vector([mu[m][0], mu[m][1], -t, vw[0], vw[1], vw[2]])
+        C[m, 9] = mu[m][0]
+        C[m, 10] = mu[m][1]
+        C[m, 11] = -t
+        C[m, 12] = vw[0]
+        C[m, 13] = vw[1]
+        C[m, 14] = vw[2]
+        C[m, 15] = 0.0
+        C[m, 16] = 0.0
+        C[m, 17] = 0.0
+        C[m, 18] = ti.cast(na, float)
+        C[m, 19] = ti.cast(nb, float)
     return scale
 
 
 @ti.kernel
-def cond_iterate(indptr: ti.types.ndarray(), indices: ti.types.ndarray(), blocks: ti.types.ndarray(),
-                 b: ti.types.ndarray(), w0: ti.types.ndarray(), V: ti.types.ndarray(),
-                 vn_node: ti.types.ndarray(), vn_weight: ti.types.ndarray(), vn_gain: ti.types.ndarray(),
-                 cnode: ti.types.ndarray(), cframe: ti.types.ndarray(), cdat: ti.types.ndarray(),
-                 lam: ti.types.ndarray(),
-                 n0: ti.i32, nv: ti.i32, nc: ti.i32, alpha_in: float, bb: ti.i32, nu: float, u: float,
-                 op: ti.i32, omega: float) -> ti.math.vec4:
-    """One VL-FPI iteration (COND Alg. 1/3). V rows: 0 v̂ˡ, 1 v̂ˡ⁻¹, 2 v*/v̂**, 3 gradient, 4 previous gradient.
+def cond_iterate(P: ti.types.ndarray(), blocks: ti.types.ndarray(), V: ti.types.ndarray(), C: ti.types.ndarray(),
+                 VN: ti.types.ndarray(), n0: ti.i32, nv: ti.i32, nc: ti.i32, alpha_in: float, bb: ti.i32,
+                 nu: float, u: float, op: ti.i32, omega: float) -> ti.math.vec4:
+    """One VL-FPI iteration (COND Alg. 1/3) on the packed arrays (see above).
     Returns (‖v̂ˡ⁺¹−v̂ˡ‖², ‖v̂ˡ⁺¹‖², α, ‖v̂**−v̂ˡ‖²)."""
     n = n0 + nv
     # gradient g = A v̂ − b of the augmented system (COND eq. 15), virtual damper matrix-free
     for i in range(n0):
-        acc = -b[i]
-        for k in range(indptr[i], indptr[i + 1]):
-            acc += blocks[k] @ V[0, indices[k]]
+        acc = -V[5, i]
+        for k in range(P[i], P[i + 1]):
+            acc += blocks[k] @ V[0, P[n0 + 1 + k]]
         V[3, i] = acc
     for q in range(nv):
         d = -V[0, n0 + q]
         for k in ti.static(range(4)):
-            j = vn_node[q][k]
+            j = ti.cast(VN[q, k], ti.i32)
             if j >= 0:
-                d += vn_weight[q, k] @ V[0, j]
-        kd = vn_gain[q] * d
+                d += _vweight(VN, q, k) @ V[0, j]
+        kd = VN[q, 40] * d
         V[3, n0 + q] = -kd
         for k in ti.static(range(4)):
-            j = vn_node[q][k]
+            j = ti.cast(VN[q, k], ti.i32)
             if j >= 0:
-                V[3, j] += vn_weight[q, k].transpose() @ kd
+                V[3, j] += _vweight(VN, q, k).transpose() @ kd
     # Barzilai-Borwein (BB2, preconditioned by W_F): α = sᵀz / zᵀ W_F z
     alpha = alpha_in
     if bb != 0:
         sz = 0.0
         zwz = 0.0
         for i in range(n):
-            if w0[i] > 0.0:
+            w = V[6, i][0]
+            if w > 0.0:
                 s = V[0, i] - V[1, i]
                 z = V[3, i] - V[4, i]
                 sz += s.dot(z)
-                zwz += w0[i] * z.norm_sqr()
+                zwz += w * z.norm_sqr()
             V[4, i] = V[3, i]
         if sz > 0.0 and zwz > 0.0:
             alpha = ti.min(ti.max(sz / zwz, 0.01), 10.0)
     # v* = v̂ − W g
     for i in range(n):
-        V[2, i] = V[0, i] - (alpha * w0[i]) * V[3, i]
+        V[2, i] = V[0, i] - (alpha * V[6, i][0]) * V[3, i]
     # one-shot contact solve (Alg. 2) and v̂** = v* + W Jᵀ λ
     for m in range(nc):
-        R = cframe[m]
-        na = cnode[m][0]
-        nb = cnode[m][1]
-        cd = cdat[m]
-        wb = alpha * w0[nb]
+        R = _frame(C, m)
+        na = ti.cast(C[m, 18], ti.i32)
+        nb = ti.cast(C[m, 19], ti.i32)
+        wb = alpha * V[6, nb][0]
         wa = 0.0
-        va = ti.Vector([cd[3], cd[4], cd[5]])
+        va = ti.Vector([C[m, 12], C[m, 13], C[m, 14]])
         if na >= 0:
-            wa = alpha * w0[na]
+            wa = alpha * V[6, na][0]
             va = V[2, na]
         gam = wa + wb
         lm = ti.Vector.zero(float, 3)
         if gam > 0.0:
             eta = R @ (V[2, nb] - va)
-            eta[2] += cd[2]
-            r = project(-eta / (gam + omega), cd[0], cd[1], op)
+            eta[2] += C[m, 11]
+            r = project(-eta / (gam + omega), C[m, 9], C[m, 10], op)
             lm = ti.Vector([r[0], r[1], r[2]])
             f = R.transpose() @ lm
             V[2, nb] += wb * f
             if na >= 0:
                 V[2, na] -= wa * f
-        lam[m] = lm
+        C[m, 15] = lm[0]
+        C[m, 16] = lm[1]
+        C[m, 17] = lm[2]
     # Chebyshev combination (Alg. 3 line 9) and residual
     out = ti.Vector.zero(float, 4)
     for i in range(n):
         vi = V[0, i]
         vs = V[2, i]
-        vn = nu * (u * (vs - vi) + vi - V[1, i]) + V[1, i]
+        vl = V[1, i]
+        vn = nu * (u * (vs - vi) + vi - vl) + vl
         V[1, i] = vi
         V[0, i] = vn
         out += ti.Vector([(vn - vi).norm_sqr(), vn.norm_sqr(), 0.0, (vs - vi).norm_sqr()])
@@ -375,32 +427,30 @@ def cond_iterate(indptr: ti.types.ndarray(), indices: ti.types.ndarray(), blocks
 
 
 @ti.kernel
-def cond_finish(V: ti.types.ndarray(), v_hat: ti.types.ndarray(), w0: ti.types.ndarray(),
-                cnode: ti.types.ndarray(), cframe: ti.types.ndarray(), cdat: ti.types.ndarray(),
+def cond_finish(V: ti.types.ndarray(), C: ti.types.ndarray(), v_hat: ti.types.ndarray(),
                 lam: ti.types.ndarray(), impulse: ti.types.ndarray(), status: ti.types.ndarray(),
                 n0: ti.i32, nc: ti.i32, scale: float, alpha: float) -> ti.math.vec4:
-    """v̂ = v̂** (real part), impulses (scale·λ, N s) and status; returns the complementarity measures
-    (max |min(J_n v̂ − t, γ λ_n)|, max cone violation, max(|J_n v̂| + |t|), max ‖λ‖)."""
+    """v̂ = v̂** (real part), λ, impulses (scale·λ, N s) and status; returns the complementarity
+    measures (max |min(J_n v̂ − t, γ λ_n)|, max cone violation, max(|J_n v̂| + |t|), max ‖λ‖)."""
     for i in range(n0):
         v_hat[i] = V[2, i]
     out = ti.Vector.zero(float, 4)
     for m in range(nc):
-        R = cframe[m]
-        na = cnode[m][0]
-        nb = cnode[m][1]
-        cd = cdat[m]
-        va = ti.Vector([cd[3], cd[4], cd[5]])
+        R = _frame(C, m)
+        na = ti.cast(C[m, 18], ti.i32)
+        nb = ti.cast(C[m, 19], ti.i32)
+        va = ti.Vector([C[m, 12], C[m, 13], C[m, 14]])
         wa = 0.0
         if na >= 0:
             va = V[2, na]
-            wa = alpha * w0[na]
-        gam = wa + alpha * w0[nb]
+            wa = alpha * V[6, na][0]
+        gam = wa + alpha * V[6, nb][0]
         vc = R @ (V[2, nb] - va)
-        lm = lam[m]
-        gn = vc[2] + cd[2]
+        lm = ti.Vector([C[m, 15], C[m, 16], C[m, 17]])
+        gn = vc[2] + C[m, 11]
         comp = ti.abs(ti.min(gn, gam * lm[2]))
-        m1 = cd[0]
-        m2 = cd[1]
+        m1 = C[m, 9]
+        m2 = C[m, 10]
         ell = 0.0
         if m1 > 0.0 and m2 > 0.0:
             ell = ti.sqrt((lm[0] / m1) ** 2 + (lm[1] / m2) ** 2)
@@ -409,16 +459,17 @@ def cond_finish(V: ti.types.ndarray(), v_hat: ti.types.ndarray(), w0: ti.types.n
         viol = ti.max(ell - lm[2], ti.max(-lm[2], 0.0))
         ti.atomic_max(out[0], comp)
         ti.atomic_max(out[1], viol)
-        ti.atomic_max(out[2], ti.abs(vc[2]) + ti.abs(cd[2]))
+        ti.atomic_max(out[2], ti.abs(vc[2]) + ti.abs(C[m, 11]))
         ti.atomic_max(out[3], lm.norm())
         st = 0
         if lm[2] > 0.0:
             st = 1
-            if ell >= lm[2] * (1.0 - 1e-9) and (m1 > 0.0 or m2 > 0.0):
-                st = 2
             if m1 <= 0.0 and m2 <= 0.0:
                 st = 2
+            elif ell >= lm[2] * (1.0 - 1e-9):
+                st = 2
         status[m] = st
+        lam[m] = lm
         impulse[m] = scale * lm
     return out
 
@@ -441,79 +492,90 @@ class CondSolver:
         self._rs2 = backend.scalar_array(self.n0)
         self._ccap = 0
         self._alloc_contacts(64)
+        self._vcap = 0
+        self._alloc_virtual(16)
+        self._P = None
+        self._P_key = None
         self._steps_since_w = None
         self._rest = None
         self._rest_key = None
-        self.history: list[float] = []   # residual per iteration of the last solve
+        self._last_nc = self._last_nv = 0
+        self.history: list[float] = []   # residual θ per iteration of the last solve
         self.rho_estimate: Optional[float] = None
 
     def _alloc(self, cap: int) -> None:
         self._cap = cap
-        self.w0 = backend.scalar_array(cap)
-        self.V = ti.Vector.ndarray(3, float, shape=(5, cap))   # v̂ˡ, v̂ˡ⁻¹, v̂**, g, g_prev
+        self.V = ti.Vector.ndarray(3, float, shape=(7, cap))
 
     def _alloc_contacts(self, cap: int) -> None:
         self._ccap = cap
+        self.C = ti.ndarray(float, shape=(cap, _P_STRIDE))
         self.lam = backend.vec3_array(cap)
-        self.cnode = ti.Vector.ndarray(2, ti.i32, shape=cap)
-        self.cframe = backend.mat3_array(cap)
-        self.cdat = ti.Vector.ndarray(6, float, shape=cap)
+
+    def _alloc_virtual(self, cap: int) -> None:
+        self._vcap = cap
+        self.VN = ti.ndarray(float, shape=(cap, _VN_STRIDE))
+
+    def _pattern(self, A):
+        if self._P is None or self._P_key is not A.pattern:
+            n, nnz = A.n, A.pattern.nnzb
+            self._P = ti.ndarray(ti.i32, shape=n + 1 + max(nnz, 1))
+            cond_pattern(A.indptr, A.indices, self._P, n, nnz)
+            self._P_key = A.pattern
+        return self._P
 
     def _restitution_table(self):
         table = getattr(self.model, "contact_params", None)
-        if table is None:
-            key = None
-        else:
+        key = None
+        if table is not None:
             table = np.asarray(table, dtype=np.float64)
             key = (table.shape, table.tobytes())
         if self._rest is None or key != self._rest_key:
             col = None
             if table is not None and table.ndim == 2 and len(table):
                 from ..contact.contacts import CONTACT_PARAM_COLUMNS
-                if "restitution" in CONTACT_PARAM_COLUMNS and table.shape[1] > CONTACT_PARAM_COLUMNS.index("restitution"):
-                    col = table[:, CONTACT_PARAM_COLUMNS.index("restitution")]
-            if col is None:
-                col = np.full(1, np.nan)
-                self._n_rest = 0
-            else:
-                self._n_rest = len(col)
-            self._rest = backend.scalar_array(len(col), col)
+                k = CONTACT_PARAM_COLUMNS.index("restitution")
+                if table.shape[1] > k:
+                    col = table[:, k]
+            self._n_rest = 0 if col is None else len(col)
+            self._rest = backend.scalar_array(max(self._n_rest, 1), np.full(1, np.nan) if col is None else col)
             self._rest_key = key
         return self._rest, self._n_rest
 
     # ------------------------------------------------------------------ API
     def virtual_velocities(self) -> np.ndarray:
         """(V, 3) virtual-node velocities v̂_v of the last solve (m/s)."""
-        nv = self._last_nv
-        return self.V.to_numpy()[2, self.n0:self.n0 + nv].astype(np.float64)
+        return self.V.to_numpy()[2, self.n0:self.n0 + self._last_nv].astype(np.float64)
 
     def lambdas(self) -> np.ndarray:
         """(c, 3) the last solve's λ in the contact frame (midpoint: N; Euler: N s)."""
         return self.lam.to_numpy()[: self._last_nc].astype(np.float64)
 
     def solve(self, problem) -> SolveStats:
+        """Solve one step (StepProblem); v̂ is written to problem.v_hat, impulses and status to the contacts."""
         o = self.options
         t_start = time.perf_counter()
         c = problem.contacts
         nc, nv = int(c.count), int(c.n_virtual)
         n0 = self.n0
-        if nv and c.virtual_capacity < nv:
-            raise ParameterError("ContactSet.n_virtual exceeds its capacity")
         if n0 + nv > self._cap:
             self._alloc(max(n0 + nv, n0 + 2 * (self._cap - n0)))
         if nc > self._ccap:
             self._alloc_contacts(max(nc, 2 * self._ccap))
+        if nv > self._vcap:
+            self._alloc_virtual(max(nv, 2 * self._vcap))
         A = problem.A
+        P = self._pattern(A)
         if self._steps_since_w is None or self._steps_since_w >= o.recycle:
-            cond_weights_base(A.indptr, A.indices, A.blocks, A.diag, self._tr, self._rs, n0)
+            cond_weights_base(A.indptr, A.blocks, A.diag, self._tr, self._rs, n0)
             self._steps_since_w = 0
         self._steps_since_w += 1
         rest, n_rest = self._restitution_table()
         midpoint = 1 if problem.integrator == "midpoint" else 0
         scale2 = cond_setup(A.blocks, A.diag, problem.b, problem.fixed, problem.v_hat, problem.state.v,
-                            self._tr, self._rs, self._tr2, self._rs2, self.w0, self.V,
-                            c.vn_node, c.vn_weight, c.vn_gain, c.node_a, c.node_b, c.frame, c.phi, c.v_world,
-                            c.param, rest, c.mu, self.cnode, self.cframe, self.cdat, n0, nv, nc, n_rest, int(bool(o.warm_start)), midpoint,
+                            self._tr, self._rs, self._tr2, self._rs2, self.V, self.VN, self.C,
+                            c.vn_node, c.vn_weight, c.vn_gain, c.node_a, c.node_b, c.frame, c.phi, c.v_world, c.mu,
+                            c.param, rest, n0, nv, nc, n_rest, int(bool(o.warm_start)), midpoint,
                             float(o.virtual_gain), float(problem.dt), float(o.restitution), float(o.recovery),
                             float(o.max_recovery_speed))
         vscale = max(math.sqrt(max(scale2, 0.0)), 1e-12)
@@ -521,7 +583,6 @@ class CondSolver:
         bb = 1 if o.step == "bb" else 0
         u = float(o.under_relaxation)
         omega = float(o.omega)
-        ls = int(o.chebyshev_start)
         rho = o.rho
         nu = 1.0
         alpha = 1.0
@@ -531,20 +592,19 @@ class CondSolver:
         theta = math.inf
         it = 0
         cheb_on = bool(o.chebyshev)
-        accel_from = ls
+        accel_from = int(o.chebyshev_start)
         theta_at_accel = None
         restarts = 0
+        t_loop = time.perf_counter()
         for it in range(1, o.max_iter + 1):
             l = it - 1
-            if not cheb_on or l < accel_from or rho is None:
+            if not cheb_on or rho is None or l < accel_from:
                 nu = 1.0
             elif l == accel_from:
                 nu = 2.0 / (2.0 - rho * rho)
             else:
                 nu = 4.0 / (4.0 - rho * rho * nu)
-            out = cond_iterate(A.indptr, A.indices, A.blocks, problem.b, self.w0, self.V, c.vn_node, c.vn_weight,
-                               c.vn_gain, self.cnode, self.cframe, self.cdat, self.lam, n0, nv, nc, alpha, bb, nu,
-                               u, op, omega)
+            out = cond_iterate(P, A.blocks, self.V, self.C, self.VN, n0, nv, nc, alpha, bb, nu, u, op, omega)
             dv2, vv2, alpha = float(out[0]), float(out[1]), float(out[2])
             dn = math.sqrt(max(dv2, 0.0))
             theta = dn / max(math.sqrt(max(vv2, 0.0)), vscale)
@@ -556,7 +616,7 @@ class CondSolver:
                 break
             dnorms.append(dn)
             if cheb_on and o.rho is None and l == accel_from - 1:
-                # COND eq. 34 on the unaccelerated iterates (largest of the last three ratios)
+                # COND eq. 34 on the unaccelerated iterates (the largest of the last three ratios)
                 ratios = [dnorms[k] / dnorms[k - 1] for k in range(max(1, len(dnorms) - 3), len(dnorms))
                           if dnorms[k - 1] > 0.0]
                 rho = min(max(ratios) if ratios else 0.0, 1.0, _RHO_MAX)
@@ -566,21 +626,21 @@ class CondSolver:
             if cheb_on and rho is not None and l == accel_from:
                 theta_at_accel = theta
             if theta_at_accel is not None and l > accel_from and theta > 100.0 * theta_at_accel and restarts < 5:
-                restarts += 1
+                restarts += 1      # divergent acceleration: restart the recurrence with a smaller ϱ
                 rho = 0.9 * rho
                 accel_from = l + 2
                 theta_at_accel = None
+        loop_s = time.perf_counter() - t_loop
         self._last_nc, self._last_nv = nc, nv
-        comp = cond_finish(self.V, problem.v_hat, self.w0, self.cnode, self.cframe, self.cdat, self.lam, c.impulse,
-                           c.status, n0, nc, float(problem.coef.impulse_scale), alpha)
+        comp = cond_finish(self.V, self.C, problem.v_hat, self.lam, c.impulse, c.status, n0, nc,
+                           float(problem.coef.impulse_scale), alpha)
         comp_n = float(comp[0]) / max(float(comp[2]), 1e-300) if nc else 0.0
         comp_c = float(comp[1]) / max(float(comp[3]), 1e-300) if nc else 0.0
         elapsed = time.perf_counter() - t_start
         extra = {"contacts": nc, "virtual_nodes": nv, "complementarity_normal": comp_n,
                  "cone_violation": comp_c, "chebyshev_rho": rho if cheb_on else None,
-                 "alpha": alpha, "ms": 1e3 * elapsed,
-                 "us_per_iteration": 1e6 * elapsed / max(it, 1)}
-        return SolveStats(it, theta, converged, extra)
+                 "alpha": alpha, "ms": 1e3 * elapsed, "us_per_iteration": 1e6 * loop_s / max(it, 1)}
+        return SolveStats(it, theta, converged and math.isfinite(theta), extra)
 
 
 def make_cond_solver(model, options: dict) -> CondSolver:
