@@ -1,9 +1,10 @@
 """femcontact: deformable bodies, cables and rigid bodies in frictional contact.
 
 Public API: Scene (builder), Material, Simulator (step loop and output), meshes
-(primitives, import), backend (arch and precision).
+(primitives, import), shapes (obstacle geometry), backend (arch and precision).
 """
 from . import backend, meshes
+from .contact import shapes
 from .errors import FemcontactError, MeshError, ParameterError, SimulationError
 from .materials import Material
 from .scene import Scene
@@ -11,5 +12,5 @@ from .simulator import RunSummary, Simulator, StepStats
 
 __version__ = "0.1.0"
 
-__all__ = ["Scene", "Material", "Simulator", "StepStats", "RunSummary", "meshes", "backend",
+__all__ = ["Scene", "Material", "Simulator", "StepStats", "RunSummary", "meshes", "shapes", "backend",
            "FemcontactError", "MeshError", "ParameterError", "SimulationError"]
