@@ -37,7 +37,7 @@ import numpy as np
 import taichi as ti
 
 from .. import backend
-from .broadphase import HashGrid, bucket, cell_of
+from .broadphase import HashGrid, body_boxes, bucket, cell_of, near_other_body, read4
 from .contacts import OPEN
 from .narrowphase import BOUND, OBS_F, OBS_POSE, closest_on_triangle, contact_frame, in_tet, shape_sdf
 from .shapes import MESH
@@ -122,18 +122,21 @@ def detect_obstacles(x: ti.types.ndarray(), surf: ti.types.ndarray(), n_surf: ti
 @ti.kernel
 def detect_bodies(x: ti.types.ndarray(), surf: ti.types.ndarray(), n_surf: ti.i32,
                   node_body: ti.types.ndarray(), fixed: ti.types.ndarray(), pair_row: ti.types.ndarray(),
-                  tris: ti.types.ndarray(), tri_start: ti.types.ndarray(), tri_entries: ti.types.ndarray(),
-                  tets: ti.types.ndarray(), tet_start: ti.types.ndarray(), tet_entries: ti.types.ndarray(),
-                  h: float, size: ti.i32, mus: ti.types.ndarray(), axes: ti.types.ndarray(), margin: float,
+                  tris: ti.types.ndarray(), tri_counts: ti.types.ndarray(), tri_entries: ti.types.ndarray(),
+                  tets: ti.types.ndarray(), tet_counts: ti.types.ndarray(), tet_entries: ti.types.ndarray(),
+                  h: float, size: ti.i32, box_lo: ti.types.ndarray(), box_hi: ti.types.ndarray(), n_bodies: ti.i32, mus: ti.types.ndarray(), axes: ti.types.ndarray(), margin: float,
                   n_nodes: ti.i32, claim: ti.types.ndarray(), counters: ti.types.ndarray(),
                   c_node_a: ti.types.ndarray(), c_node_b: ti.types.ndarray(), c_frame: ti.types.ndarray(),
                   c_phi: ti.types.ndarray(), c_mu: ti.types.ndarray(), c_vw: ti.types.ndarray(),
                   c_point: ti.types.ndarray(), c_param: ti.types.ndarray(), c_imp: ti.types.ndarray(),
                   c_status: ti.types.ndarray(), vn_node: ti.types.ndarray(), vn_weight: ti.types.ndarray()):
+    KT, KE = tri_entries.shape[1], tet_entries.shape[1]
     for s in range(n_surf):
         i = surf[s]
         bv = node_body[i]
         p = x[i]
+        if not near_other_body(p, p, bv, node_body, pair_row, box_lo, box_hi, n_bodies, margin):
+            continue
         sb = ti.Vector([-1] * SLOTS)          # body A of each slot
         sin = ti.Vector([0] * SLOTS)          # vertex inside A
         sd = ti.Vector([1e30] * SLOTS)        # best distance
@@ -141,8 +144,8 @@ def detect_bodies(x: ti.types.ndarray(), surf: ti.types.ndarray(), n_surf: ti.i3
         # 1. inside which other bodies? (tets of the vertex's cell)
         cc = cell_of(p, h)
         bk = bucket(cc[0], cc[1], cc[2], size)
-        for e in range(tet_start[bk], tet_start[bk + 1]):
-            t = tet_entries[e]
+        for e in range(ti.min(tet_counts[bk], KE)):
+            t = tet_entries[bk, e]
             tv = tets[t]
             ba = node_body[tv[0]]
             if ba != bv and pair_row[ba, bv] >= 0:
@@ -166,8 +169,8 @@ def detect_bodies(x: ti.types.ndarray(), surf: ti.types.ndarray(), n_surf: ti.i3
             c1 = cell_of(p + r, h)
             for ci, cj, ck in ti.ndrange((c0[0], c1[0] + 1), (c0[1], c1[1] + 1), (c0[2], c1[2] + 1)):
                 b2 = bucket(ci, cj, ck, size)
-                for e in range(tri_start[b2], tri_start[b2 + 1]):
-                    t = tri_entries[e]
+                for e in range(ti.min(tri_counts[b2], KT)):
+                    t = tri_entries[b2, e]
                     tv = tris[t]
                     ba = node_body[tv[0]]
                     if ba != bv and pair_row[ba, bv] >= 0:
@@ -291,14 +294,12 @@ class Detector:
             self.h = h
             t = cd.surf_tris
             self.tris_np = np.concatenate([t, t[:, 2:]], axis=1).astype(np.int32)
-            self.tri_grid = HashGrid(self.tris_np, h)
-            self.tet_grid = HashGrid(model.tets_np.astype(np.int32), h)
-            self.tet_grid.size = self.tri_grid.size = max(self.tri_grid.size, self.tet_grid.size)
-            for g in (self.tri_grid, self.tet_grid):
-                g.counts = ti.ndarray(ti.i32, shape=g.size)
-                g.counts.fill(0)
-                g.start = ti.ndarray(ti.i32, shape=g.size + 1)
-                g.cursor = ti.ndarray(ti.i32, shape=g.size)
+            n_items = len(t) + model.n_tets
+            size = int(2 ** int(np.clip(np.ceil(np.log2(max(n_items, 1))), 10, 20)))
+            self.tri_grid = HashGrid(self.tris_np, h, size)
+            self.tet_grid = HashGrid(model.tets_np.astype(np.int32), h, size)
+            self.box_lo = ti.ndarray(float, shape=(self.n_bodies, 3))
+            self.box_hi = ti.ndarray(float, shape=(self.n_bodies, 3))
         self.pose_np = np.zeros((O, OBS_POSE))
         self.last_time = None
 
@@ -332,11 +333,14 @@ class Detector:
         if self.n_obs:
             self.update_obstacles(state.time, dt)
         if self.has_bodies:
-            self.tri_grid.build(state.x)
-            self.tet_grid.build(state.x)
+            body_boxes(state.x, self.node_body, self.n_nodes, self.n_bodies, self.box_lo, self.box_hi)
         while True:
             self.counters.fill(0)
             self.claim.fill(0)
+            if self.has_bodies:
+                common = (self.node_body, self.pair_row, self.box_lo, self.box_hi, self.n_bodies)
+                self.tri_grid.build(state.x, *common, self.margin + self.h, self.counters, 2)
+                self.tet_grid.build(state.x, *common, self.margin, self.counters, 3)
             c = contacts
             args = (self.claim, self.counters, c.node_a, c.node_b, c.frame, c.phi, c.mu, c.v_world, c.point,
                     c.param, c.impulse, c.status, c.vn_node, c.vn_weight)
@@ -347,9 +351,14 @@ class Detector:
             if self.has_bodies:
                 tg, eg = self.tri_grid, self.tet_grid
                 detect_bodies(state.x, self.surf, self.n_surf, self.node_body, self.fixed, self.pair_row,
-                              tg.items, tg.start, tg.entries, eg.items, eg.start, eg.entries, self.h, tg.size,
-                              self.mus, self.axes, self.margin, self.n_nodes, *args)
-            n_c, n_v = (int(v) for v in self.counters.to_numpy()[:2])
+                              tg.items, tg.counts, tg.entries, eg.items, eg.counts, eg.entries, self.h, tg.size,
+                              self.box_lo, self.box_hi, self.n_bodies, self.mus, self.axes, self.margin, self.n_nodes, *args)
+            n_c, n_v, fill_t, fill_e = (int(v) for v in read4(self.counters))
+            if self.has_bodies and (fill_t > self.tri_grid.slots or fill_e > self.tet_grid.slots):
+                for g, fill in ((self.tri_grid, fill_t), (self.tet_grid, fill_e)):
+                    if fill > g.slots:
+                        g.alloc(max(fill, 2 * g.slots))
+                continue
             if n_c <= contacts.capacity and n_v <= contacts.virtual_capacity:
                 contacts.count, contacts.n_virtual = n_c, n_v
                 return n_c
