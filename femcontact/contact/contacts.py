@@ -119,33 +119,34 @@ class ContactSet:
 
         expand_virtual=True maps virtual nodes back onto real DOFs through J_v (N = n_nodes; what
         the Newton path and tests use); False keeps virtual nodes as columns (N = n_nodes + n_virtual).
+        Vectorized over contacts: each contact side contributes ``±R_m`` (real node) or
+        ``±R_m W_vk`` for each link k of its virtual node.
         """
         d = self.to_numpy()
-        vd = self.virtual_to_numpy()
-        ncols = self.n_nodes if expand_virtual else self.n_total
-        rows, cols, vals = [], [], []
-
-        def add(m, node, M):
-            if node < 0:
-                return
-            if node >= self.n_nodes and expand_virtual:
-                v = node - self.n_nodes
+        c, n = self.count, self.n_nodes
+        ncols = n if expand_virtual else self.n_total
+        R = d["frame"]
+        m_idx, nodes, mats = [], [], []
+        for side, sign in (("node_b", 1.0), ("node_a", -1.0)):
+            node = d[side].astype(np.int64)
+            real = (node >= 0) & ((node < n) | (not expand_virtual))
+            m_idx.append(np.flatnonzero(real))
+            nodes.append(node[real])
+            mats.append(sign * R[real])
+            virt = np.flatnonzero((node >= n) & expand_virtual)
+            if virt.size:
+                vd = self.virtual_to_numpy()
+                v = node[virt] - n
                 for k in range(4):
-                    j = vd["node"][v, k]
-                    if j >= 0:
-                        add(m, j, M @ vd["weight"][v, k])
-                return
-            r, cidx = np.meshgrid(3 * m + np.arange(3), 3 * node + np.arange(3), indexing="ij")
-            rows.append(r.ravel())
-            cols.append(cidx.ravel())
-            vals.append(M.ravel())
-
-        for m in range(self.count):
-            R = d["frame"][m]
-            add(m, int(d["node_b"][m]), R)
-            add(m, int(d["node_a"][m]), -R)
-        if not rows:
-            return sp.csr_matrix((3 * self.count, 3 * ncols))
-        J = sp.coo_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
-                          shape=(3 * self.count, 3 * ncols))
+                    links = vd["node"][v, k]
+                    ok = links >= 0
+                    m_idx.append(virt[ok])
+                    nodes.append(links[ok].astype(np.int64))
+                    mats.append(sign * np.einsum("mij,mjk->mik", R[virt[ok]], vd["weight"][v[ok], k]))
+        m_idx, nodes, mats = np.concatenate(m_idx), np.concatenate(nodes), np.concatenate(mats)
+        if m_idx.size == 0:
+            return sp.csr_matrix((3 * c, 3 * ncols))
+        rows = (3 * m_idx[:, None, None] + np.arange(3)[None, :, None]) + np.zeros((1, 1, 3), np.int64)
+        cols = (3 * nodes[:, None, None] + np.arange(3)[None, None, :]) + np.zeros((1, 3, 1), np.int64)
+        J = sp.coo_matrix((mats.ravel(), (rows.ravel(), cols.ravel())), shape=(3 * c, 3 * ncols))
         return J.tocsr()
