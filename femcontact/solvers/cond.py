@@ -42,6 +42,10 @@ penetration-recovery speed ``v_rec = min(recovery · |φ|/dt, max_recovery_speed
   but an impact is never required to stop harder than the restitution bound, so the end
   velocity is ≥ −e v_n,k and there is no bounce beyond e);
   ``φ < 0``: ``t = t_e + v_rec``  (end velocity −e v_n,k + 2 v_rec at most: no popping).
+  Friction acts on the end-of-step tangential velocity: the tangential part of η gets the bias
+  ``−½ J_t v_k``, so stick means ``J_t v̂ = ½ J_t v_k`` (``v_{k+1,t} = 0``) and slip opposes
+  ``v_{k+1,t}``. (With stick as ``J_t v̂ = 0``, as in COND eq. 11, a stuck midpoint node keeps
+  ``v_{k+1,t} = −v_{k,t}``: an undamped ±v flip every step.)
 - implicit Euler (v_{k+1} = v̂): ``φ ≥ 0``: ``t = −φ/dt``; ``φ < 0``: ``t = max(v_rec, −e · min(v_n,k, 0))``.
 
 **Residual and stopping.** ``θ = ‖v̂ˡ⁺¹ − v̂ˡ‖₂ / max(‖v̂ˡ⁺¹‖₂, ‖D⁻¹b‖₂)`` over all (real and
@@ -156,9 +160,9 @@ class CondOptions:
 #   P  (i32)          indptr (n0+1) followed by the column indices of A's pattern
 #   V  (vec3, 8 × N)  rows 0 v̂ˡ, 1 v̂ˡ⁻¹, 2 v*/v̂**, 3 gradient, 4 previous gradient, 5 b, 6 (w̄, 0, 0)
 #   C  (f, c × 20)    per contact: frame R row-major [0:9], mu1 [9], mu2 [10], −t [11], v_world [12:15],
-#                     λ [15:18], node_a [18], node_b [19]
+#                     λ [15:18], node_a [18], node_b [19], tangential bias [20:22]
 #   VN (f, V × 41)    per virtual node: J_v nodes [0:4] (−1 unused), 3×3 weights [4:40] row-major, k_v [40]
-_P_STRIDE = 20
+_P_STRIDE = 22
 _VN_STRIDE = 41
 
 
@@ -305,7 +309,8 @@ def cond_setup(blocks: ti.types.ndarray(), diag: ti.types.ndarray(), b: ti.types
                     va += vn_weight[na - n0, k] @ v_old[j]
         elif na >= 0:
             va = v_old[na]
-        vnk = (R @ (vb - va))[2]
+        vck = R @ (vb - va)
+        vnk = vck[2]
         e = e_default
         p = param[m]
         if p >= 0 and p < n_rest:
@@ -341,6 +346,8 @@ def cond_setup(blocks: ti.types.ndarray(), diag: ti.types.ndarray(), b: ti.types
         C[m, 17] = 0.0
         C[m, 18] = ti.cast(na, float)
         C[m, 19] = ti.cast(nb, float)
+        C[m, 20] = -0.5 * vck[0] if midpoint != 0 else 0.0
+        C[m, 21] = -0.5 * vck[1] if midpoint != 0 else 0.0
     return scale
 
 
@@ -401,8 +408,7 @@ def cond_iterate(P: ti.types.ndarray(), blocks: ti.types.ndarray(), V: ti.types.
         gam = wa + wb
         lm = ti.Vector.zero(float, 3)
         if gam > 0.0:
-            eta = R @ (V[2, nb] - va)
-            eta[2] += C[m, 11]
+            eta = R @ (V[2, nb] - va) + ti.Vector([C[m, 20], C[m, 21], C[m, 11]])
             r = project(-eta / (gam + omega), C[m, 9], C[m, 10], op)
             lm = ti.Vector([r[0], r[1], r[2]])
             f = R.transpose() @ lm
