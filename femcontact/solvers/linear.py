@@ -3,8 +3,8 @@
 - ``BlockJacobiPCG``: preconditioned conjugate gradients with a 3x3 block-Jacobi
   preconditioner in Taichi kernels (runs on any backend; three kernel launches and
   one scalar read-back per iteration, no per-node Python work).
-- ``DirectSolver``: sparse direct factorisation on the CPU (SciPy's SuperLU on the
-  exported CSR matrix); exact, and much faster than CG for small, stiff problems.
+- ``DirectSolver``: sparse direct factorisation on the CPU of the exported matrix (CHOLMOD
+  through cvxopt, else SciPy's SuperLU); exact, and faster than CG for small, stiff problems.
 
 ``make_linear_solver("auto", n)`` picks direct below ``DIRECT_MAX_DOFS`` on the CPU
 and PCG otherwise.
@@ -13,7 +13,6 @@ from dataclasses import dataclass
 import math
 
 import numpy as np
-import scipy.sparse.linalg as spla
 import taichi as ti
 
 from .. import backend
@@ -41,17 +40,22 @@ def make_linear_solver(kind: str, n: int, tol: float = 1e-8, max_iter: int = 500
 
 
 class DirectSolver:
-    """Sparse LU (SuperLU) of the exported matrix; the residual is reported, iterations = 1."""
+    """Sparse direct solve of the exported matrix: CHOLMOD's supernodal Cholesky when cvxopt is
+    installed, else SciPy's SuperLU (``newton_linear``, shared with the Newton path).
+    The residual is reported; iterations = 1."""
 
     name = "direct"
 
     def __init__(self, n: int):
+        from .newton_linear import make_newton_linear_solver
+
         self.n = n
+        self._factor = make_newton_linear_solver("direct")
 
     def solve(self, A: BlockSparseMatrix, b, x) -> LinearSolveStats:
-        K = A.to_scipy().tocsc()
+        K = A.to_scipy()
         rhs = b.to_numpy()[: self.n].astype(np.float64).ravel()
-        sol = spla.splu(K).solve(rhs) if self.n else rhs
+        sol = self._factor.solve(K, rhs) if self.n else rhs
         x.from_numpy(np.ascontiguousarray(sol.reshape(-1, 3), dtype=backend.np_real()))
         nb = np.linalg.norm(rhs)
         res = float(np.linalg.norm(K @ sol - rhs) / nb) if nb > 0 else 0.0
