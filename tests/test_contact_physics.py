@@ -1,0 +1,146 @@
+"""Frictional contact with known answers (issue 4; MATH.md §7), solved by COND.
+
+Each scene settles for 0.2 s before the measured phase so the contact set is established.
+"""
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import femcontact as fc
+
+G = 9.81
+SCENES = Path(__file__).resolve().parents[1] / "scenes"
+
+
+def load_scene(name):
+    spec = importlib.util.spec_from_file_location(f"scene_{name}", SCENES / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def stiff_cube_scene(mu=0.5, gravity=(0, 0, -G), force=None, solver="cond", integrator="midpoint"):
+    """A 1 kg, 0.1 m stiff cube resting on a floor with friction mu."""
+    scene = fc.Scene(dt=1e-2, gravity=gravity, solver=solver, integrator=integrator)
+    cube = scene.add_fem_body(fc.meshes.box((0.1, 0.1, 0.1), 2), fc.Material(1e7, 0.3, 1000.0, rayleigh_beta=1e-3),
+                              position=(0, 0, 0.05), name="cube")
+    if force is not None:
+        cube.add_force(force)
+    scene.add_obstacle(fc.shapes.HalfSpace(normal=(0, 0, 1)), friction=mu, name="ground")
+    return scene
+
+
+def centre(sim, name):
+    m = sim.model.mass_np[sim.model.body(name).nodes]
+    return (m[:, None] * sim.body_positions(name)).sum(0) / m.sum()
+
+
+@pytest.mark.parametrize("ratio", [2.0, 0.5])
+def test_pushed_cube_follows_coulomb(ratio):
+    mu, t0 = 0.5, 0.2
+    sim = fc.Simulator(stiff_cube_scene(mu, force=lambda t: (ratio * mu * G if t >= t0 else 0.0, 0.0, 0.0)))
+    sim.run(duration=t0)
+    x0 = centre(sim, "cube")
+    sim.run(duration=1.0)
+    dx = centre(sim, "cube")[0] - x0[0]
+    if ratio > 1:
+        expected = 0.5 * (ratio * mu * G - mu * G) * 1.0**2
+        assert abs(dx - expected) < 0.02 * expected, (dx, expected)
+    else:
+        assert abs(dx) < 1e-4, dx
+
+
+@pytest.mark.parametrize("theta_deg, mu", [(20.0, 0.2), (20.0, 0.5)])
+def test_block_on_incline(theta_deg, mu):
+    """The incline is the floor with gravity tilted by theta (same physics, simpler geometry)."""
+    th = np.radians(theta_deg)
+    sim = fc.Simulator(stiff_cube_scene(mu, gravity=(G * np.sin(th), 0.0, -G * np.cos(th))))
+    sim.run(duration=0.2)
+    x0, v0 = centre(sim, "cube")[0], sim.body_velocities("cube")[:, 0].mean()
+    sim.run(duration=0.5)
+    dx = centre(sim, "cube")[0] - x0
+    if mu > np.tan(th):
+        assert abs(dx) < 1e-4, dx
+    else:
+        a = G * (np.sin(th) - mu * np.cos(th))
+        expected = v0 * 0.5 + 0.5 * a * 0.5**2
+        assert abs(dx - expected) < 0.02 * expected, (dx, expected)
+
+
+def test_dropped_cube_does_not_bounce_and_rests_without_penetration():
+    module = load_scene("cube_drop")
+    sim = fc.Simulator(module.build(youngs_modulus=1e7))   # stiff: no elastic rebound of its own
+    mesh_edge = fc.meshes.box((0.1, 0.1, 0.1), 4).mean_edge_length()
+    drop = sim.body_positions("cube")[:, 2].min()
+    touched, peak_after = False, 0.0
+    for _ in range(150):
+        sim.step()
+        zmin = sim.body_positions("cube")[:, 2].min()
+        touched = touched or zmin < 1e-3
+        if touched:
+            peak_after = max(peak_after, zmin)
+    assert touched
+    assert peak_after < 0.01 * drop, peak_after
+    assert sim.body_positions("cube")[:, 2].min() > -0.01 * mesh_edge
+
+
+def test_stacked_cubes_carry_their_weight_without_jitter():
+    module = load_scene("cube_stack")
+    sim = fc.Simulator(module.build())
+    sim.run(duration=1.5)
+    speeds = []
+    for _ in range(20):
+        sim.step()
+        speeds.append(np.abs(sim.state.velocities()).max())
+    c = sim.contacts.to_numpy()
+    ground = c["node_a"] == -1
+    weight_impulse = sim.model.mass_np.sum() * G * sim.scene.dt
+    assert abs(c["impulse"][ground, 2].sum() - weight_impulse) < 0.01 * weight_impulse
+    assert max(speeds) < 1e-4, max(speeds)
+
+
+def _squeeze(friction):
+    module = load_scene("ball_squeeze")
+    sim = fc.Simulator(module.build(friction=friction))
+    sim.run(duration=0.5 + 2.0)             # close, then lift at 0.1 m/s for 2 s
+    return sim, module
+
+
+@pytest.mark.slow
+@pytest.mark.sample
+def test_squeezed_ball_is_lifted_with_high_friction():
+    sim, module = _squeeze(1.0)
+    lift = module.LIFT_V * 2.0
+    z = centre(sim, "ball")[2]
+    assert abs(z - (module.RADIUS + lift)) < 0.1 * lift, z
+
+
+@pytest.mark.slow
+def test_squeezed_ball_slips_out_with_low_friction():
+    sim, module = _squeeze(0.05)
+    assert centre(sim, "ball")[2] < module.RADIUS + 0.02
+
+
+def test_anisotropic_box_is_slow_along_the_high_friction_axis():
+    module = load_scene("anisotropic_box")
+    sim = fc.Simulator(module.build())
+    sim.run(duration=0.5)
+    p_half = centre(sim, "box")
+    statuses, tangents = [], []
+    for _ in range(50):
+        sim.step()
+        c = sim.contacts.to_numpy()
+        slip = c["status"] == 2
+        if slip.any():
+            lam = c["impulse"][slip]
+            mu = c["mu"][slip]
+            # maximal-dissipation slip: the friction impulse lies on the ellipse boundary
+            on_ellipse = (lam[:, 0] / mu[:, 0]) ** 2 + (lam[:, 1] / mu[:, 1]) ** 2
+            tangents.append(np.abs(np.sqrt(on_ellipse) - lam[:, 2]).max() / lam[:, 2].max())
+    p_end = centre(sim, "box")
+    y_speed = p_half[1] / 0.5                       # first half: pushed along y (mu2 = 0.8)
+    x_speed = (p_end[0] - p_half[0]) / 0.5          # second half: pushed along x (mu1 = 0.2)
+    assert 0 < y_speed < x_speed / 3
+    assert tangents and max(tangents) < 1e-6
