@@ -4,7 +4,9 @@
 
 For each mesh size and with Chebyshev acceleration on and off, runs the mat-drag scene for
 0.4 s (the clamp lifts and starts pulling, the mat lies on the floor) and then measures
-``--steps`` steps. Prints DOF, mean contacts, dynamics (assembly) ms, detection ms, COND
+``--steps`` steps at a COND tolerance ``--tol`` (default 1e-5: looser thresholds stop the
+unaccelerated iteration early on a slowly converging stiff mat, which looks like "fewer
+iterations" but is a different answer). Prints DOF, mean contacts, dynamics (assembly) ms, detection ms, COND
 solver ms and iterations per step. COND paper for scale (C++/Eigen/OpenMP, quad-core
 desktop): soft mat 1.06 ms at 1081 DOF, 3.80 ms at 4438 DOF.
 """
@@ -27,9 +29,9 @@ def load_scene(name: str):
     return module
 
 
-def bench(build, steps: int, chebyshev: bool) -> dict:
+def bench(build, steps: int, chebyshev: bool, tol: float, max_iter: int) -> dict:
     scene = build()
-    scene.solver_options = {**scene.solver_options, "chebyshev": chebyshev}
+    scene.solver_options = {**scene.solver_options, "chebyshev": chebyshev, "tol": tol, "max_iter": max_iter}
     sim = fc.Simulator(scene)
     sim.run(duration=0.4)
     sim.stats.clear()
@@ -49,17 +51,20 @@ def main() -> None:
                     help="mat cells along its long side (12 ~ 1k DOF, 26 ~ 4.4k, 48 ~ 15k, 98 ~ 60k)")
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--scene", default="mat_drag", help="scene script with build(resolution=...)")
+    ap.add_argument("--tol", type=float, default=1e-5, help="COND stopping threshold (relative step norm)")
+    ap.add_argument("--max-iter", type=int, default=3000)
     ap.add_argument("--arch", default="cpu")
     ap.add_argument("--precision", default="f64")
     args = ap.parse_args()
     cfg = fc.backend.init(args.arch, args.precision)
     module = load_scene(args.scene)
-    print(f"backend {cfg['arch']} {cfg['precision']}; scene {args.scene}; {args.steps} measured steps")
+    print(f"backend {cfg['arch']} {cfg['precision']}; scene {args.scene}; {args.steps} measured steps; "
+          f"tol {args.tol:g}, max_iter {args.max_iter}")
     print(f"{'DOF':>7} {'contacts':>9} {'cheb':>5} {'dynamics ms':>12} {'detect ms':>10} {'solver ms':>10} "
           f"{'iters':>7} {'step ms':>8}")
     for n in args.sizes:
         for cheb in (True, False):
-            r = bench(lambda: module.build(resolution=n), args.steps, cheb)
+            r = bench(lambda: module.build(resolution=n), args.steps, cheb, args.tol, args.max_iter)
             print(f"{r['dof']:>7} {r['contacts']:>9.0f} {'on' if cheb else 'off':>5} {r['dynamics']:>12.2f} "
                   f"{r['detection']:>10.2f} {r['solver']:>10.2f} {r['iters']:>7.1f} {r['step']:>8.2f}", flush=True)
 
