@@ -76,9 +76,15 @@ class _Drives:
                 idx = d.nodes + start
                 self.groups.append((idx, d, spec.positions[d.nodes].copy()))
                 fixed[idx] = 1
-        self.fixed_np = fixed
-        self.count = int(fixed.sum())
         self.index = np.concatenate([g[0] for g in self.groups]) if self.groups else np.zeros(0, np.int64)
+        uniq, counts = np.unique(self.index, return_counts=True)
+        if np.any(counts > 1):
+            node = int(uniq[counts > 1][0])
+            body = next(b for b in model.bodies if b.node_start <= node < b.node_start + b.node_count)
+            raise ParameterError(f"node {node - body.node_start} of body {body.name!r} is prescribed by two pin/drive "
+                                 "calls; select disjoint node sets")
+        self.fixed_np = fixed
+        self.count = len(self.index)
 
     def values(self, t: float, dt: float, integrator: str) -> tuple[np.ndarray, np.ndarray]:
         """(k, 3) v̂ and (k, 3) end-of-step velocity of all prescribed nodes for the step from t."""

@@ -73,6 +73,15 @@ def test_bad_scene_parameters(kwargs, words):
         fc.Scene(**kwargs)
 
 
+def test_node_prescribed_twice_is_refused():
+    scene = _scene()
+    body = scene.add_fem_body(fc.meshes.box((0.1, 0.1, 0.1), 1), MAT, name="b")
+    body.pin("x < 0")
+    body.drive([0, 7], velocity=lambda t: (0.0, 0.0, 0.1))
+    with pytest.raises(ParameterError, match="node 0 of body 'b' is prescribed by two"):
+        fc.Simulator(scene)
+
+
 def test_diverging_run_names_the_step(tmp_path):
     scene = fc.Scene(dt=1e-2, gravity=(0, 0, 0))
     body = scene.add_fem_body(fc.meshes.box((0.1, 0.1, 0.1), 1), MAT, name="b")
