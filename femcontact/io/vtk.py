@@ -17,6 +17,7 @@ killed run leaves a ``.pvd`` that is valid XML and lists only complete frames.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import tempfile
@@ -55,14 +56,17 @@ def sanitize_name(name: str) -> str:
     return s or "piece"
 
 
-def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
-    """Write ``data`` to ``path`` atomically: temp file in the same folder, fsync, os.replace."""
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=_TMP_PREFIX + path.name + ".", dir=path.parent)
+@contextlib.contextmanager
+def _atomic_target(path: Path):
+    """Yield a temp file name beside ``path`` (same suffix); on success fsync it and ``os.replace`` it
+    onto ``path``, on any error remove it. The folder is fsynced after the rename."""
+    # the temp name keeps the real suffix: VTK's XML writers silently write an empty file when the
+    # file name ends with "_" (which mkstemp's random part sometimes does)
+    fd, tmp = tempfile.mkstemp(prefix=_TMP_PREFIX + path.name + ".", suffix=path.suffix, dir=path.parent)
+    os.close(fd)
     try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
+        yield tmp
+        with open(tmp, "rb+") as f:
             os.fsync(f.fileno())
         os.chmod(tmp, _FILE_MODE)
         os.replace(tmp, path)
@@ -73,6 +77,13 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
             pass
         raise
     _fsync_dir(path.parent)
+
+
+def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
+    """Write ``data`` to ``path`` atomically: temp file in the same folder, fsync, os.replace."""
+    with _atomic_target(Path(path)) as tmp:
+        with open(tmp, "wb") as f:
+            f.write(data)
 
 
 def _fsync_dir(d: Path) -> None:
@@ -222,11 +233,7 @@ def _write_dataset(ds, path: Path, compress: bool) -> None:
     """Write ``ds`` with VTK's XML writer to a temp file beside ``path``, fsync it, then os.replace."""
     from vtkmodules.vtkIOXML import vtkXMLPolyDataWriter, vtkXMLUnstructuredGridWriter
 
-    # the temp name must end with the real suffix: VTK's XML writers silently write an empty
-    # file when the file name ends with "_" (which mkstemp's random part sometimes does)
-    fd, tmp = tempfile.mkstemp(prefix=_TMP_PREFIX + path.name + ".", suffix=path.suffix, dir=path.parent)
-    os.close(fd)
-    try:
+    with _atomic_target(path) as tmp:
         w = vtkXMLPolyDataWriter() if ds.IsA("vtkPolyData") else vtkXMLUnstructuredGridWriter()
         w.SetInputData(ds)
         w.SetFileName(tmp)
@@ -241,17 +248,6 @@ def _write_dataset(ds, path: Path, compress: bool) -> None:
             w.SetCompressorTypeToNone()
         if not w.Write() or os.path.getsize(tmp) == 0:
             raise OSError(f"VTK could not write {path} (disk full or folder not writable?)")
-        with open(tmp, "rb+") as f:
-            os.fsync(f.fileno())
-        os.chmod(tmp, _FILE_MODE)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
-    _fsync_dir(path.parent)
 
 
 # ---------------------------------------------------------------------------
