@@ -16,6 +16,8 @@ not to the shape (``scene.add_obstacle``).
 """
 from __future__ import annotations
 
+import abc
+
 import numpy as np
 
 from ..errors import ParameterError
@@ -42,23 +44,38 @@ def _safe_normalize(v: np.ndarray, fallback=(0.0, 0.0, 1.0)) -> np.ndarray:
     return out
 
 
-class Shape:
+class Shape(abc.ABC):
     """Base class of obstacle shapes (see module docstring)."""
 
     kind = -1
 
+    @abc.abstractmethod
     def packed(self) -> np.ndarray:
-        raise NotImplementedError
+        """Parameters the detection kernels read (fixed-length float array)."""
 
+    @abc.abstractmethod
     def sdf(self, points) -> tuple[np.ndarray, np.ndarray]:
-        raise NotImplementedError
+        """Signed distance (m) and outward unit normal at (k, 3) points in the local frame."""
 
+    @abc.abstractmethod
     def surface(self, extent: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
-        raise NotImplementedError
+        """Triangle surface (vertices, faces) for output."""
 
+    @abc.abstractmethod
     def bounding_radius(self) -> float:
         """Radius (m) of a ball around the local origin holding the shape (inf for a half-space)."""
-        raise NotImplementedError
+
+
+class _AxialShape(Shape):
+    """A shape about local z given by a radius and a half length (capsule, cylinder)."""
+
+    def __init__(self, radius: float = 0.1, half_length: float = 0.5):
+        name = type(self).__name__
+        self.radius = _positive(radius, f"{name} radius")
+        self.half_length = _positive(half_length, f"{name} half_length")
+
+    def packed(self):
+        return np.array([self.radius, self.half_length, 0, 0, 0, 0, 0, 0], float)
 
 
 class HalfSpace(Shape):
@@ -184,17 +201,10 @@ class Sphere(Shape):
         return self.radius
 
 
-class Capsule(Shape):
+class Capsule(_AxialShape):
     """Segment from (0,0,-half_length) to (0,0,+half_length) swept by a ball of ``radius`` m."""
 
     kind = CAPSULE
-
-    def __init__(self, radius: float = 0.1, half_length: float = 0.5):
-        self.radius = _positive(radius, "Capsule radius")
-        self.half_length = _positive(half_length, "Capsule half_length")
-
-    def packed(self):
-        return np.array([self.radius, self.half_length, 0, 0, 0, 0, 0, 0], float)
 
     def sdf(self, points):
         p = np.asarray(points, float).reshape(-1, 3)
@@ -213,17 +223,10 @@ class Capsule(Shape):
         return self.radius + self.half_length
 
 
-class Cylinder(Shape):
+class Cylinder(_AxialShape):
     """Solid cylinder of ``radius`` m about local z, from z = -half_length to +half_length."""
 
     kind = CYLINDER
-
-    def __init__(self, radius: float = 0.1, half_length: float = 0.5):
-        self.radius = _positive(radius, "Cylinder radius")
-        self.half_length = _positive(half_length, "Cylinder half_length")
-
-    def packed(self):
-        return np.array([self.radius, self.half_length, 0, 0, 0, 0, 0, 0], float)
 
     def sdf(self, points):
         p = np.asarray(points, float).reshape(-1, 3)
