@@ -167,6 +167,21 @@ _VN_STRIDE = 41
 
 
 @ti.func
+def _side_velocity(node, n0, vn_node: ti.template(), vn_weight: ti.template(), v: ti.template(), world):
+    """Velocity of one side of a contact: a real node's v, a virtual node's J_v v, or ``world`` (node -1)."""
+    out = world
+    if node >= n0:
+        out = ti.Vector.zero(float, 3)
+        for k in ti.static(range(4)):
+            j = vn_node[node - n0][k]
+            if j >= 0:
+                out += vn_weight[node - n0, k] @ v[j]
+    elif node >= 0:
+        out = v[node]
+    return out
+
+
+@ti.func
 def _frame(C: ti.types.ndarray(), m: ti.i32) -> ti.math.mat3:
     return ti.Matrix([[C[m, 0], C[m, 1], C[m, 2]], [C[m, 3], C[m, 4], C[m, 5]], [C[m, 6], C[m, 7], C[m, 8]]])
 
@@ -292,23 +307,8 @@ def cond_setup(blocks: ti.types.ndarray(), diag: ti.types.ndarray(), b: ti.types
         R = frame[m]
         nb = node_b[m]
         na = node_a[m]
-        vb = ti.Vector.zero(float, 3)
-        va = v_world[m]
-        if nb >= n0:
-            for k in ti.static(range(4)):
-                j = vn_node[nb - n0][k]
-                if j >= 0:
-                    vb += vn_weight[nb - n0, k] @ v_old[j]
-        elif nb >= 0:
-            vb = v_old[nb]
-        if na >= n0:
-            va = ti.Vector.zero(float, 3)
-            for k in ti.static(range(4)):
-                j = vn_node[na - n0][k]
-                if j >= 0:
-                    va += vn_weight[na - n0, k] @ v_old[j]
-        elif na >= 0:
-            va = v_old[na]
+        vb = _side_velocity(nb, n0, vn_node, vn_weight, v_old, ti.Vector.zero(float, 3))
+        va = _side_velocity(na, n0, vn_node, vn_weight, v_old, v_world[m])
         vck = R @ (vb - va)
         vnk = vck[2]
         e = e_default
