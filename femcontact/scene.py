@@ -12,6 +12,7 @@ from .assembly.integrator import INTEGRATORS
 from .errors import MeshError, ParameterError
 from .materials import Material
 from .meshes.types import TetMesh
+from .meshes.validate import check_finite
 from .solvers.linear import LINEAR_SOLVERS
 from .selection import NodeSelector, select_nodes
 
@@ -48,10 +49,7 @@ def check_tet_mesh(mesh: TetMesh, name: str, rel_tol: float = 1e-12) -> None:
     """Refuse NaN coordinates, bad indices, inverted and zero-volume tets, naming them."""
     if mesh.n_tets == 0:
         raise MeshError(f"mesh of body {name!r} has no tetrahedra")
-    bad = np.flatnonzero(~np.isfinite(mesh.vertices).all(axis=1))
-    if bad.size:
-        raise MeshError(f"mesh of body {name!r} has NaN or infinite coordinates at vertex {int(bad[0])} "
-                        f"({bad.size} vertices in all)")
+    check_finite(mesh.vertices, f"mesh of body {name!r}")
     if mesh.tets.min() < 0 or mesh.tets.max() >= mesh.n_vertices:
         e = int(np.flatnonzero((mesh.tets < 0).any(1) | (mesh.tets >= mesh.n_vertices).any(1))[0])
         raise MeshError(f"tet {e} of body {name!r} refers to a vertex outside 0..{mesh.n_vertices - 1}")
