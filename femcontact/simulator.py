@@ -68,13 +68,15 @@ class _Drives:
     """Host side of prescribed nodes: which nodes, and their v̂ and end-of-step velocity per step."""
 
     def __init__(self, scene: Scene, model: Model):
-        self.groups = []
+        self.groups = []    # (global indices, drive, current positions of its nodes)
+        self.placed = []    # positions of each group's nodes at placement (x0 of position drives)
         fixed = np.zeros(model.n_nodes, np.int32)
         for spec in scene.fem_bodies:
             start = model.body(spec.name).node_start
             for d in spec.drives:
                 idx = d.nodes + start
                 self.groups.append((idx, d, spec.positions[d.nodes].copy()))
+                self.placed.append(spec.positions[d.nodes].copy())
                 fixed[idx] = 1
         self.index = np.concatenate([g[0] for g in self.groups]) if self.groups else np.zeros(0, np.int64)
         uniq, counts = np.unique(self.index, return_counts=True)
@@ -96,7 +98,7 @@ class _Drives:
                 ve = np.broadcast_to(np.asarray(d.velocity(t + dt), float), (len(idx), 3))
                 x_next = x_now + dt * vh
             else:
-                x_next = np.asarray(d.position(t + dt, self.groups[k][2] if t == 0 else self._x0[k]), float)
+                x_next = np.asarray(d.position(t + dt, self.placed[k]), float)
                 if x_next.shape != (len(idx), 3) or not np.isfinite(x_next).all():
                     raise ParameterError(f"position drive returned shape {x_next.shape} or non-finite values "
                                          f"at t={t + dt:g}; expected ({len(idx)}, 3)")
@@ -108,9 +110,6 @@ class _Drives:
             v_hat.append(vh)
             v_end.append(ve)
         return np.concatenate(v_hat), np.concatenate(v_end)
-
-    def freeze_initial(self) -> None:
-        self._x0 = [g[2].copy() for g in self.groups]
 
 
 class Simulator:
@@ -135,7 +134,6 @@ class Simulator:
         self.v_hat = backend.vec3_array(n, self.model.initial_velocities)
         self.linear = make_linear_solver(scene.linear_solver, n, tol=scene.linear_tol)
         self.drives = _Drives(scene, self.model)
-        self.drives.freeze_initial()
         self.fixed = backend.scalar_array(n, self.drives.fixed_np, dtype=ti.i32)
         self.v_fixed = backend.vec3_array(n)
         self.v_end = backend.vec3_array(n)
