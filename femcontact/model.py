@@ -20,7 +20,7 @@ class BodyRange:
     """Where one body lives in the global arrays."""
 
     name: str
-    kind: str          # "fem"
+    kind: str          # "fem" or "rigid" (blocks: centre-of-mass velocity, angular velocity)
     node_start: int
     node_count: int
     tet_start: int
@@ -55,15 +55,60 @@ class Model:
                                     spec.material.rayleigh_beta]], spec.mesh.n_tets, axis=0))
             node0 += spec.n_nodes
             tet0 += spec.mesh.n_tets
-        self.n_nodes = node0
+        self.n_fem_nodes = node0
         self.n_tets = tet0
+        node0 = self._add_rigid_bodies(node0, rest, vel)
+        self.n_nodes = node0
         self.rest_positions = np.concatenate(rest) if rest else np.zeros((0, 3))
         self.initial_velocities = np.concatenate(vel) if vel else np.zeros((0, 3))
         self.tets_np = np.concatenate(tets) if tets else np.zeros((0, 4), np.int64)
         mats = np.concatenate(mats) if mats else np.zeros((0, 5))
         self._build_elements(mats)
+        self._build_rotational()
+        self.coupling_pairs: list = []   # (rows, cols) block pairs added by couplings (joints)
         self.pattern = self._build_pattern()
         self._build_contact()
+
+    # ------------------------------------------------------------------ rigid bodies and rotational blocks
+    def _add_rigid_bodies(self, node0: int, rest: list, vel: list) -> int:
+        """Two blocks per rigid body (centre-of-mass velocity, world angular velocity); fills the
+        rotational-block tables (``rot_*_np``) that rods will share."""
+        self.rigid_specs = list(getattr(self.scene, "rigid_bodies", []))
+        rot_block, rot_inertia, rot_q = [], [], []
+        self.rigid_lin = np.zeros(len(self.rigid_specs), np.int64)
+        self._block_mass = []
+        from .bodies.rigid import quat_from_matrix
+
+        for k, spec in enumerate(self.rigid_specs):
+            self.bodies.append(BodyRange(spec.name, "rigid", node0, 2, self.n_tets, 0))
+            self.rigid_lin[k] = node0
+            rest.append(np.stack([spec.com, np.zeros(3)]))
+            vel.append(np.stack([spec.velocity, spec.angular_velocity]))
+            self._block_mass.append((node0, spec.mass))
+            rot_block.append(node0 + 1)
+            rot_inertia.append(spec.inertia)
+            rot_q.append(quat_from_matrix(spec.rotation))
+            node0 += 2
+        self.rot_block_np = np.array(rot_block, np.int64)
+        self.rot_inertia_np = np.array(rot_inertia, float).reshape(-1, 3, 3)
+        self.rot_q0_np = np.array(rot_q, float).reshape(-1, 4)
+        return node0
+
+    def _build_rotational(self) -> None:
+        n = len(self.rot_block_np)
+        self.n_rot = n
+        self.rot_block = backend.int_array(self.rot_block_np)
+        self.rot_inertia = backend.mat3_array(n)
+        if n:
+            self.rot_inertia.from_numpy(self.rot_inertia_np.astype(backend.np_real()))
+        self.is_rotational = np.zeros(self.n_nodes, bool)
+        self.is_rotational[self.rot_block_np] = True
+
+    def rigid_index(self, name: str) -> int:
+        for k, spec in enumerate(self.rigid_specs):
+            if spec.name == name:
+                return k
+        raise KeyError(f"no rigid body named {name!r}; rigid bodies: {[s.name for s in self.rigid_specs]}")
 
     # ------------------------------------------------------------------ contact (femcontact.contact)
     def _build_contact(self) -> None:
@@ -87,6 +132,11 @@ class Model:
     def n_dofs(self) -> int:
         return 3 * self.n_nodes
 
+    @property
+    def fem_bodies(self) -> list:
+        """(BodyRange, FemBodySpec) of every FEM body."""
+        return [(b, spec) for b, spec in zip(self.bodies, self.scene.fem_bodies)]
+
     def body(self, name: str) -> BodyRange:
         for b in self.bodies:
             if b.name == name:
@@ -103,6 +153,8 @@ class Model:
         node_mass = np.zeros(self.n_nodes)
         node_mass_alpha = np.zeros(self.n_nodes)
         np.add.at(node_mass, self.tets_np.ravel(), np.repeat(rho * vol / 4.0, 4))
+        for block, m in self._block_mass:
+            node_mass[block] = m
         np.add.at(node_mass_alpha, self.tets_np.ravel(), np.repeat(alpha * rho * vol / 4.0, 4))
         self.mass_np = node_mass
         real = backend.np_real()
@@ -122,10 +174,13 @@ class Model:
         t = self.tets_np
         rows = np.repeat(t, 4, axis=1).ravel()   # (a, b) pairs, a-major: a*4 + b
         cols = np.tile(t, (1, 4)).ravel()
+        for r, c in self.coupling_pairs:          # joints, rods: blocks they couple
+            rows = np.concatenate([rows, np.asarray(r, np.int64).ravel()])
+            cols = np.concatenate([cols, np.asarray(c, np.int64).ravel()])
         pattern = BlockPattern(self.n_nodes, rows, cols)
         import taichi as ti
 
-        blk = pattern.index(rows, cols).reshape(-1, 16).astype(np.int32)
+        blk = pattern.index(rows[: 16 * self.n_tets], cols[: 16 * self.n_tets]).reshape(-1, 16).astype(np.int32)
         self.tet_blocks = ti.ndarray(ti.i32, shape=(max(self.n_tets, 1), 16))
         if self.n_tets:
             self.tet_blocks.from_numpy(blk)

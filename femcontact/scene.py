@@ -13,6 +13,7 @@ from .errors import MeshError, ParameterError
 from .materials import Material
 from .meshes.types import TetMesh
 from .meshes.validate import check_finite
+from .contact.shapes import Shape
 from .solvers.linear import LINEAR_SOLVERS
 from .selection import NodeSelector, select_nodes
 
@@ -141,6 +142,71 @@ class FemBodySpec:
         return idx
 
 
+@dataclass
+class BodyForce:
+    """A force (3,) N or function t -> (3,) on a rigid body, at a body-frame point (None: the centre
+    of mass); or a torque (3,) N m (world frame) when ``torque`` is True."""
+
+    value: object
+    point: Optional[np.ndarray] = None
+    torque: bool = False
+
+
+@dataclass
+class RigidBodySpec:
+    """One rigid body as the user described it. Pose of the shape's own frame: ``position`` (m)
+    and ``rotation`` (3x3); the centre of mass sits at ``com_local`` in that frame. ``motion``
+    (t -> (position, rotation)) makes it kinematic (its pose is prescribed, infinite mass)."""
+
+    name: str
+    shape: object
+    mass: float
+    inertia: np.ndarray            # about the centre of mass, shape frame, kg m^2
+    com_local: np.ndarray
+    position: np.ndarray
+    rotation: np.ndarray
+    velocity: np.ndarray           # of the centre of mass, m/s
+    angular_velocity: np.ndarray   # world frame, rad/s
+    motion: Optional[Callable] = None
+    forces: list = field(default_factory=list)
+
+    @property
+    def kinematic(self) -> bool:
+        return self.motion is not None
+
+    @property
+    def com(self) -> np.ndarray:
+        """Initial centre of mass in the world, m."""
+        return self.position + self.rotation @ self.com_local
+
+    def add_force(self, force, point=None) -> None:
+        """Apply a world-frame force (3,) N, or a function t -> (3,), at a shape-frame ``point``
+        (m; None: the centre of mass, so no torque)."""
+        if not callable(force):
+            force = _vec3(force, f"force on {self.name!r}")
+        pt = None if point is None else _vec3(point, f"force point on {self.name!r}")
+        self.forces.append(BodyForce(force, pt))
+
+    def add_torque(self, torque) -> None:
+        """Apply a world-frame torque (3,) N m, or a function t -> (3,)."""
+        if not callable(torque):
+            torque = _vec3(torque, f"torque on {self.name!r}")
+        self.forces.append(BodyForce(torque, None, True))
+
+    def pose(self, t: float) -> tuple[np.ndarray, np.ndarray]:
+        """Prescribed (shape-frame origin, rotation) of a kinematic body at time t."""
+        from .contact.obstacles import _pose
+
+        try:
+            pos, rot = self.motion(float(t))
+        except ParameterError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - user code
+            raise ParameterError(f"motion of rigid body {self.name!r} failed at t={t:g}: must return "
+                                 f"(position (3,), rotation 3x3 or quaternion wxyz); got error {exc!r}") from None
+        return _pose(pos, rot, f"motion of rigid body {self.name!r} at t={t:g}")
+
+
 class Scene:
     """What to simulate: bodies, materials, boundary conditions and step settings.
 
@@ -175,6 +241,7 @@ class Scene:
         self.solver_options = dict(solver_options or {})
         self.name = name
         self.fem_bodies: list[FemBodySpec] = []
+        self.rigid_bodies: list[RigidBodySpec] = []
         # contact (femcontact.contact): obstacles, per-pair settings, defaults for body-body pairs
         from .contact.obstacles import ContactParams
 
@@ -191,7 +258,7 @@ class Scene:
         return float(value)
 
     def _unique_name(self, name: Optional[str], prefix: str) -> str:
-        taken = {b.name for b in self.fem_bodies} | {o.name for o in getattr(self, "obstacles", [])}
+        taken = {b.name for b in self.all_bodies} | {o.name for o in getattr(self, "obstacles", [])}
         if name is None:
             k = len(taken)
             while f"{prefix}{k}" in taken:
@@ -219,11 +286,60 @@ class Scene:
         self.fem_bodies.append(body)
         return body
 
-    def body(self, name: str) -> FemBodySpec:
-        for b in self.fem_bodies:
+    def add_rigid_body(self, shape, *, density: Optional[float] = None, mass: Optional[float] = None,
+                       inertia=None, position=(0.0, 0.0, 0.0), rotation=None, velocity=(0.0, 0.0, 0.0),
+                       angular_velocity=(0.0, 0.0, 0.0), motion: Optional[Callable] = None,
+                       name: Optional[str] = None) -> RigidBodySpec:
+        """Add a rigid body (MATH.md §2): 6 DOF, linear and angular velocity in the world frame.
+
+        shape: Box, Sphere, Capsule, Cylinder or TriangleMesh from ``femcontact.shapes``, placed
+        by ``rotation`` then ``position`` (of the shape's own origin). Mass properties from
+        ``density`` (kg/m^3), or ``mass`` (kg) with the shape's inertia scaled to it, or ``mass``
+        and ``inertia`` (3x3 or its diagonal, kg m^2, about the centre of mass, shape frame).
+        velocity: of the centre of mass (m/s); angular_velocity: world frame (rad/s).
+        motion(t) -> (position, rotation): a kinematic body that follows this pose (infinite mass).
+        Returns the body's spec (``add_force``, ``add_torque``).
+        """
+        from .bodies import rigid
+
+        name = self._unique_name(name, "rigid")
+        what = f"rigid body {name!r}"
+        if not isinstance(shape, Shape):
+            raise ParameterError(f"{what}: expected a shape from femcontact.shapes, got {type(shape).__name__}")
+        if motion is not None and not callable(motion):
+            raise ParameterError(f"{what}: motion must be a function t -> (position, rotation)")
+        if (density is None) == (mass is None) and motion is None:
+            raise ParameterError(f"{what}: give exactly one of density= (kg/m^3) or mass= (kg)")
+        for value, label in ((density, "density"), (mass, "mass")):
+            if value is not None and (not isinstance(value, (int, float)) or not np.isfinite(value) or value <= 0):
+                raise ParameterError(f"{what}: {label} must be a positive number, got {value!r}")
+        m1, com, I1 = rigid.mass_properties(shape, 1.0)
+        if density is not None:
+            m, I = m1 * density, I1 * density
+        else:
+            m = float(mass) if mass is not None else m1 * 1000.0
+            I = I1 * (m / m1)
+        if inertia is not None:
+            I = rigid.check_inertia(inertia, what)
+        R = as_rotation_matrix(rotation)
+        spec = RigidBodySpec(name, shape, float(m), I, com, _vec3(position, f"position of {what}"), R,
+                             _vec3(velocity, f"velocity of {what}"),
+                             _vec3(angular_velocity, f"angular_velocity of {what}"), motion)
+        if motion is not None:
+            spec.position, spec.rotation = spec.pose(0.0)
+        self.rigid_bodies.append(spec)
+        return spec
+
+    @property
+    def all_bodies(self) -> list:
+        """Every body in DOF order: FEM bodies, then rigid bodies."""
+        return [*self.fem_bodies, *getattr(self, "rigid_bodies", [])]
+
+    def body(self, name: str):
+        for b in self.all_bodies:
             if b.name == name:
                 return b
-        raise ParameterError(f"no body named {name!r}; bodies: {[b.name for b in self.fem_bodies]}")
+        raise ParameterError(f"no body named {name!r}; bodies: {[b.name for b in self.all_bodies]}")
 
     # ------------------------------------------------------------------ contact
     @staticmethod

@@ -16,7 +16,9 @@ from .assembly.sparse import BlockSparseMatrix
 from .bodies import fem
 from .errors import ParameterError, SimulationError
 from .model import Model
-from .scene import Scene
+from .bodies import rigid
+from .bodies.rigid import cayley_velocity
+from .scene import RigidBodySpec, Scene
 from .solvers.linear import make_linear_solver
 from .state import State
 
@@ -78,6 +80,12 @@ class _Drives:
                 self.groups.append((idx, d, spec.positions[d.nodes].copy()))
                 self.placed.append(spec.positions[d.nodes].copy())
                 fixed[idx] = 1
+        for spec in getattr(scene, "rigid_bodies", []):
+            if spec.kinematic:
+                idx = np.arange(2) + model.body(spec.name).node_start
+                self.groups.append((idx, spec, spec.pose(0.0)))
+                self.placed.append(None)
+                fixed[idx] = 1
         self.index = np.concatenate([g[0] for g in self.groups]) if self.groups else np.zeros(0, np.int64)
         uniq, counts = np.unique(self.index, return_counts=True)
         if np.any(counts > 1):
@@ -92,7 +100,13 @@ class _Drives:
         """(k, 3) v̂ and (k, 3) end-of-step velocity of all prescribed nodes for the step from t."""
         v_hat, v_end = [], []
         for k, (idx, d, x_now) in enumerate(self.groups):
-            if d.velocity is not None:
+            if isinstance(d, RigidBodySpec):
+                (c0, R0), (c1, R1) = x_now, d.pose(t + dt)
+                w = cayley_velocity(R0, R1, dt)
+                vh = np.stack([(c1 + R1 @ d.com_local - c0 - R0 @ d.com_local) / dt, w])
+                ve = vh
+                x_next = (c1, R1)
+            elif d.velocity is not None:
                 t_hat = t + (0.5 * dt if integrator == "midpoint" else dt)
                 vh = np.broadcast_to(np.asarray(d.velocity(t_hat), float), (len(idx), 3))
                 ve = np.broadcast_to(np.asarray(d.velocity(t + dt), float), (len(idx), 3))
@@ -121,8 +135,9 @@ class Simulator:
     def __init__(self, scene: Scene, *, arch: Optional[str] = None, precision: Optional[str] = None):
         if not isinstance(scene, Scene):
             raise ParameterError(f"Simulator needs a femcontact.Scene, got {type(scene).__name__}")
-        if not scene.fem_bodies:
-            raise ParameterError("the scene has no bodies; add one with scene.add_fem_body(...)")
+        if not scene.all_bodies:
+            raise ParameterError("the scene has no bodies; add one with scene.add_fem_body(...) or "
+                                 "scene.add_rigid_body(...)")
         backend.init(arch, precision)
         self.scene = scene
         self.model = Model(scene)
@@ -171,18 +186,36 @@ class Simulator:
                     timed.append((idx, weights, f.force))
                 else:
                     np.add.at(static, idx, weights * f.force)
+        self._rigid_forces = [(k, int(self.model.rigid_lin[k]), bf)
+                              for k, spec in enumerate(self.model.rigid_specs) for bf in spec.forces]
         return static, timed
 
     def _update_forces(self, t: float) -> None:
-        if not self._timed_forces:
+        if not (self._timed_forces or self._rigid_forces):
             return
         f = self._static_force.copy()
         for idx, weights, fn in self._timed_forces:
-            value = np.asarray(fn(t), float)
-            if value.shape != (3,) or not np.isfinite(value).all():
-                raise ParameterError(f"force function returned {value!r} at t={t:g}; expected 3 finite numbers")
-            np.add.at(f, idx, weights * value)
+            np.add.at(f, idx, weights * self._force_value(fn, t))
+        if self._rigid_forces:
+            R = rigid.quat_to_matrix(self.state.quaternions())
+            for k, lin, bf in self._rigid_forces:
+                value = self._force_value(bf.value, t)
+                if bf.torque:
+                    f[lin + 1] += value
+                    continue
+                f[lin] += value
+                if bf.point is not None:
+                    f[lin + 1] += np.cross(R[k] @ (bf.point - self.model.rigid_specs[k].com_local), value)
         self.f_ext.from_numpy(f.astype(backend.np_real()))
+
+    @staticmethod
+    def _force_value(fn, t: float) -> np.ndarray:
+        if not callable(fn):
+            return fn
+        value = np.asarray(fn(t), float)
+        if value.shape != (3,) or not np.isfinite(value).all():
+            raise ParameterError(f"force function returned {value!r} at t={t:g}; expected 3 finite numbers")
+        return value
 
     # ------------------------------------------------------------------ stepping
     def assemble(self) -> None:
@@ -199,6 +232,9 @@ class Simulator:
         self.A.zero()
         integ.assemble_nodes(m.mass, m.mass_alpha, s.v, self.f_ext, m.gravity_arr, self.A.diag, self.A.blocks,
                              self.b, c.a_m, c.a_ma, c.b_m, c.b_f)
+        if m.n_rot:
+            rigid.assemble_rotational(m.rot_block, m.rot_inertia, s.q, s.v, self.A.diag, self.A.blocks, self.b,
+                                      c.a_m, c.b_m, c.b_f)
         if m.n_tets:
             fem.assemble_elastic(s.x, m.tets, m.dm_inv, m.vol, m.mu, m.lam, m.beta, m.tet_blocks, self.A.blocks,
                                  self.b, c.a_k, c.a_kb, c.b_f)
@@ -229,6 +265,8 @@ class Simulator:
         s = self.state
         vmax2 = integ.advance(s.x, s.v, self.v_hat, self.fixed, self.v_end, self.scene.dt, self.coef.v_hat,
                               self.coef.v_old)
+        if self.model.n_rot:
+            rigid.advance_rotations(self.model.rot_block, s.q, self.v_hat, s.v, self.fixed, self.scene.dt)
         if not (vmax2 <= MAX_SPEED**2):
             raise self._diverged(f"a node speed reached {math.sqrt(vmax2):.3g} m/s")
         s.time += self.scene.dt
@@ -357,12 +395,19 @@ class Simulator:
         x, v = self.state.positions(), self.state.velocities()
         vm = self.von_mises()
         pieces = {}
-        for b in self.model.bodies:
+        for b, _ in self.model.fem_bodies:
             tets = self.model.tets_np[b.tets] - b.node_start
             pieces[b.name] = meshio.Mesh(
                 x[b.nodes], [("tetra", tets)],
                 point_data={"displacement": x[b.nodes] - self.model.rest_positions[b.nodes], "velocity": v[b.nodes]},
                 cell_data={"von_mises": [vm[b.tets]]})
+        for k, spec in enumerate(self.model.rigid_specs):
+            c, R = self.rigid_pose(spec.name)
+            v, f = spec.shape.surface()
+            lin, ang = self.rigid_velocity(spec.name)
+            pts = (v - spec.com_local) @ R.T + c
+            pieces[spec.name] = meshio.Mesh(pts, [("triangle", np.asarray(f, np.int64))],
+                                            point_data={"velocity": lin + np.cross(ang, pts - c)})
         return pieces
 
     def _write(self, writer) -> None:
@@ -386,11 +431,16 @@ class Simulator:
         return f.to_numpy()[: m.n_nodes].astype(np.float64)
 
     def energy(self) -> dict:
-        """Kinetic, elastic and gravitational potential energy (J) of the current state."""
+        """Kinetic (translational and rotational), elastic and gravitational potential energy (J)."""
         m, s = self.model, self.state
         self._energy_out.from_numpy(np.zeros(2, backend.np_real()))
         integ.kinetic_and_gravity(m.mass, s.x, s.v, m.gravity_arr, self._energy_out)
         kin, grav = (float(e) for e in self._energy_out.to_numpy()[:2])
+        if m.n_rot:
+            R = rigid.quat_to_matrix(s.quaternions())
+            w = s.velocities()[m.rot_block_np]
+            Om = np.einsum("kji,kj->ki", R, w)
+            kin += 0.5 * float(np.einsum("ki,kij,kj->", Om, m.rot_inertia_np, Om))
         elastic = float(fem.elastic_energy(s.x, m.tets, m.dm_inv, m.vol, m.mu, m.lam)) if m.n_tets else 0.0
         return {"kinetic": kin, "elastic": elastic, "gravity": grav, "total": kin + elastic + grav}
 
@@ -399,6 +449,39 @@ class Simulator:
         if not self.stats:
             self.assemble()
         return self.A.to_scipy()
+
+    def rigid_pose(self, name: str) -> tuple[np.ndarray, np.ndarray]:
+        """(centre of mass (3,) m, rotation (3, 3)) of a rigid body now."""
+        k = self._rigid(name)
+        lin = int(self.model.rigid_lin[k])
+        return self.state.positions()[lin], rigid.quat_to_matrix(self.state.quaternions()[k])
+
+    def rigid_velocity(self, name: str) -> tuple[np.ndarray, np.ndarray]:
+        """(centre-of-mass velocity (3,) m/s, angular velocity (3,) rad/s), world frame."""
+        lin = int(self.model.rigid_lin[self._rigid(name)])
+        v = self.state.velocities()
+        return v[lin], v[lin + 1]
+
+    def set_rigid_velocity(self, name: str, linear=None, angular=None) -> None:
+        """Set a rigid body's centre-of-mass velocity (m/s) and/or world angular velocity (rad/s) now
+        (e.g. to throw a settled object); the next step starts from it."""
+        from .scene import _vec3
+
+        lin = int(self.model.rigid_lin[self._rigid(name)])
+        v, real = self.state.velocities(), backend.np_real()
+        for k, value, what in ((lin, linear, "linear"), (lin + 1, angular, "angular")):
+            if value is not None:
+                v[k] = _vec3(value, f"{what} velocity of {name!r}")
+        self.state.v.from_numpy(v.astype(real))
+        v_hat = self.v_hat.to_numpy()
+        v_hat[: len(v)] = v
+        self.v_hat.from_numpy(v_hat.astype(real))
+
+    def _rigid(self, name: str) -> int:
+        try:
+            return self.model.rigid_index(name)
+        except KeyError as exc:
+            raise ParameterError(str(exc.args[0])) from None
 
     def body_positions(self, name: str) -> np.ndarray:
         """(n, 3) current node positions of a body, m."""

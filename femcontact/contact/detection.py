@@ -40,7 +40,8 @@ from .. import backend
 from .broadphase import HashGrid, body_boxes, bucket, cell_of, near_other_body, read4
 from .contacts import OPEN
 from .narrowphase import BOUND, OBS_F, OBS_POSE, closest_on_triangle, contact_frame, in_tet, shape_sdf
-from .shapes import MESH
+from ..bodies.rigid import contact_proxies, quat_matrix
+from .shapes import HALFSPACE, MESH
 
 MAX_RINGS = 8          # deep-penetration search: up to margin + MAX_RINGS * h around a vertex
 SLOTS = 2              # bodies A considered per vertex in D-contacts
@@ -60,6 +61,50 @@ def _claim_node(i, claim: ti.template(), counters: ti.template(), vn_node: ti.te
             for k in ti.static(range(1, 4)):
                 vn_weight[v, k] = ti.Matrix.zero(float, 3, 3)
     return node
+
+
+@ti.func
+def _pose_of(obs_pose: ti.template(), o):
+    """Rotation and origin of SDF entity o this step."""
+    R = ti.Matrix([[obs_pose[o, 0], obs_pose[o, 1], obs_pose[o, 2]],
+                   [obs_pose[o, 3], obs_pose[o, 4], obs_pose[o, 5]],
+                   [obs_pose[o, 6], obs_pose[o, 7], obs_pose[o, 8]]])
+    c = ti.Vector([obs_pose[o, 9], obs_pose[o, 10], obs_pose[o, 11]])
+    return R, c
+
+
+@ti.func
+def _rigid_point_node(lin, p, com, counters: ti.template(), vn_node: ti.template(), vn_weight: ti.template(),
+                      n_nodes):
+    """A new virtual node at world point p of the rigid body whose blocks are (lin, lin+1) and whose
+    centre of mass is com: J_v = [I, -[p - com]x] (MATH.md §2)."""
+    v = ti.atomic_add(counters[1], 1)
+    if v < vn_node.shape[0]:
+        r = p - com
+        vn_node[v] = ti.Vector([lin, lin + 1, -1, -1])
+        vn_weight[v, 0] = ti.Matrix.identity(float, 3)
+        vn_weight[v, 1] = -ti.Matrix([[0.0, -r[2], r[1]], [r[2], 0.0, -r[0]], [-r[1], r[0], 0.0]])
+        vn_weight[v, 2] = ti.Matrix.zero(float, 3, 3)
+        vn_weight[v, 3] = ti.Matrix.zero(float, 3, 3)
+    return n_nodes + v
+
+
+@ti.func
+def _world_side(o, q, obs_pose: ti.template(), sdf_rigid: ti.template(), counters: ti.template(),
+                vn_node: ti.template(), vn_weight: ti.template(), n_nodes):
+    """Side A of a contact at point q on SDF entity o: the world (node -1, with the obstacle's
+    velocity at q) for an obstacle, a new virtual node on the body for a rigid body."""
+    node = -1
+    vw = ti.Vector([0.0, 0.0, 0.0])
+    lin = sdf_rigid[o]
+    if lin < 0:
+        vl = ti.Vector([obs_pose[o, 12], obs_pose[o, 13], obs_pose[o, 14]])
+        w = ti.Vector([obs_pose[o, 15], obs_pose[o, 16], obs_pose[o, 17]])
+        vw = vl + w.cross(q - ti.Vector([obs_pose[o, 9], obs_pose[o, 10], obs_pose[o, 11]]))
+    else:
+        com = ti.Vector([obs_pose[o, 18], obs_pose[o, 19], obs_pose[o, 20]])
+        node = _rigid_point_node(lin, q, com, counters, vn_node, vn_weight, n_nodes)
+    return node, vw
 
 
 @ti.func
@@ -84,7 +129,8 @@ def _emit(node_a, node_b, R, phi_m, mu_m, vw, pt, row, counters: ti.template(), 
 @ti.kernel
 def detect_obstacles(x: ti.types.ndarray(), surf: ti.types.ndarray(), n_surf: ti.i32,
                      node_body: ti.types.ndarray(), fixed: ti.types.ndarray(), pair_row: ti.types.ndarray(),
-                     n_bodies: ti.i32, n_obs: ti.i32, obs_kind: ti.types.ndarray(), obs_f: ti.types.ndarray(),
+                     sdf_entity: ti.types.ndarray(), sdf_rigid: ti.types.ndarray(),
+                     n_obs: ti.i32, obs_kind: ti.types.ndarray(), obs_f: ti.types.ndarray(),
                      obs_pose: ti.types.ndarray(), grid: ti.types.ndarray(), mus: ti.types.ndarray(),
                      axes: ti.types.ndarray(), margin: float, n_nodes: ti.i32, claim: ti.types.ndarray(),
                      counters: ti.types.ndarray(), c_node_a: ti.types.ndarray(), c_node_b: ti.types.ndarray(),
@@ -97,12 +143,9 @@ def detect_obstacles(x: ti.types.ndarray(), surf: ti.types.ndarray(), n_surf: ti
         if fixed[i] == 0:
             xi = x[i]
             for o in range(n_obs):
-                row = pair_row[node_body[i], n_bodies + o]
+                row = pair_row[node_body[i], sdf_entity[o]]
                 if row >= 0:
-                    R = ti.Matrix([[obs_pose[o, 0], obs_pose[o, 1], obs_pose[o, 2]],
-                                   [obs_pose[o, 3], obs_pose[o, 4], obs_pose[o, 5]],
-                                   [obs_pose[o, 6], obs_pose[o, 7], obs_pose[o, 8]]])
-                    c = ti.Vector([obs_pose[o, 9], obs_pose[o, 10], obs_pose[o, 11]])
+                    R, c = _pose_of(obs_pose, o)
                     pl = R.transpose() @ (xi - c)
                     if pl.norm() <= obs_f[o, BOUND] + margin:
                         kind = obs_kind[o, 0]
@@ -110,12 +153,11 @@ def detect_obstacles(x: ti.types.ndarray(), surf: ti.types.ndarray(), n_surf: ti
                         if phi < margin:
                             n = R @ nl
                             q = xi - phi * n
-                            vl = ti.Vector([obs_pose[o, 12], obs_pose[o, 13], obs_pose[o, 14]])
-                            w = ti.Vector([obs_pose[o, 15], obs_pose[o, 16], obs_pose[o, 17]])
-                            vw = vl + w.cross(q - c)
+                            node_a, vw = _world_side(o, q, obs_pose, sdf_rigid, counters, vn_node, vn_weight,
+                                                     n_nodes)
                             F = contact_frame(n, R @ axes[row])
                             nb = _claim_node(i, claim, counters, vn_node, vn_weight, n_nodes)
-                            _emit(-1, nb, F, phi, mus[row], vw, q, row, counters, c_node_a, c_node_b, c_frame,
+                            _emit(node_a, nb, F, phi, mus[row], vw, q, row, counters, c_node_a, c_node_b, c_frame,
                                   c_phi, c_mu, c_vw, c_point, c_param, c_imp, c_status)
 
 
@@ -226,15 +268,119 @@ def detect_bodies(x: ti.types.ndarray(), surf: ti.types.ndarray(), n_surf: ti.i3
 
 
 @ti.kernel
+def rigid_poses(x: ti.types.ndarray(), v: ti.types.ndarray(), quat: ti.types.ndarray(), lin: ti.types.ndarray(),
+                com_local: ti.types.ndarray(), o0: ti.i32, n_rigid: ti.i32, obs_pose: ti.types.ndarray()):
+    """Rows o0.. of the SDF pose table from the rigid bodies' state (rigid k has quaternion k)."""
+    for k in range(n_rigid):
+        R = quat_matrix(quat[k])
+        com = x[lin[k]]
+        c = com - R @ com_local[k]
+        o = o0 + k
+        for a, bb in ti.static(ti.ndrange(3, 3)):
+            obs_pose[o, 3 * a + bb] = R[a, bb]
+        for a in ti.static(range(3)):
+            obs_pose[o, 9 + a] = c[a]
+            obs_pose[o, 12 + a] = v[lin[k]][a]
+            obs_pose[o, 15 + a] = v[lin[k] + 1][a]
+            obs_pose[o, 18 + a] = com[a]
+
+
+@ti.kernel
+def detect_rigid(x: ti.types.ndarray(), v: ti.types.ndarray(), quat: ti.types.ndarray(),
+                 p_rigid: ti.types.ndarray(), p_point: ti.types.ndarray(), p_radius: ti.types.ndarray(),
+                 p_kind: ti.types.ndarray(), p_axis: ti.types.ndarray(), p_against: ti.types.ndarray(),
+                 n_prox: ti.i32, rigid_lin: ti.types.ndarray(), com_local: ti.types.ndarray(),
+                 rigid_body: ti.types.ndarray(), fixed: ti.types.ndarray(), pair_row: ti.types.ndarray(),
+                 sdf_entity: ti.types.ndarray(), sdf_rigid: ti.types.ndarray(), n_obs: ti.i32,
+                 obs_kind: ti.types.ndarray(), obs_f: ti.types.ndarray(), obs_pose: ti.types.ndarray(),
+                 grid: ti.types.ndarray(), mus: ti.types.ndarray(), axes: ti.types.ndarray(), margin: float,
+                 dt: float, n_nodes: ti.i32, counters: ti.types.ndarray(), c_node_a: ti.types.ndarray(),
+                 c_node_b: ti.types.ndarray(), c_frame: ti.types.ndarray(), c_phi: ti.types.ndarray(),
+                 c_mu: ti.types.ndarray(), c_vw: ti.types.ndarray(), c_point: ti.types.ndarray(),
+                 c_param: ti.types.ndarray(), c_imp: ti.types.ndarray(), c_status: ti.types.ndarray(),
+                 vn_node: ti.types.ndarray(), vn_weight: ti.types.ndarray()):
+    """Rigid contact proxies (``bodies.rigid.contact_proxies``) against every other SDF entity.
+
+    A proxy of radius r at world point p touches entity A where ``sdf_A(p) - r < margin +
+    dt |v_p|`` (the margin grows with the proxy's speed so fast bodies are caught a step early).
+    A circle proxy (cylinder rim) against a half-space tests its lowest point and the three
+    points a quarter turn apart. Side B is a virtual node on the rigid body at the touching
+    point; side A is the world or a virtual node on the other rigid body (``_world_side``).
+    """
+    for j in range(n_prox):
+        k = p_rigid[j]
+        lin = rigid_lin[k]
+        R = quat_matrix(quat[k])
+        com = x[lin]
+        p0 = com + R @ (p_point[j] - com_local[k])
+        speed = (v[lin] + v[lin + 1].cross(p0 - com)).norm()
+        reach = margin + dt * speed
+        rad = p_radius[j]
+        for o in range(n_obs):
+            row = pair_row[rigid_body[k], sdf_entity[o]]
+            other = sdf_rigid[o]
+            kind = obs_kind[o, 0]
+            use = row >= 0 and other != lin
+            if use and other >= 0:
+                use = not (fixed[lin] == 1 and fixed[other] == 1)
+            elif use:
+                use = fixed[lin] == 0
+            if use and p_against[j] == 1 and kind != HALFSPACE:
+                use = False
+            if use and p_against[j] == 2 and kind == HALFSPACE:
+                use = False
+            if use:
+                Ro, co = _pose_of(obs_pose, o)
+                n_pts = 1
+                u = ti.Vector([0.0, 0.0, 0.0])
+                w = ti.Vector([0.0, 0.0, 0.0])
+                if p_kind[j] == 1:            # circle vs half-space: lowest point and quarter turns
+                    nw = Ro @ ti.Vector([obs_f[o, 0], obs_f[o, 1], obs_f[o, 2]])
+                    a = R @ p_axis[j]
+                    u = nw - nw.dot(a) * a
+                    if u.norm() < 1e-9:
+                        u = a.cross(ti.Vector([1.0, 0.0, 0.0]))
+                        if u.norm() < 1e-6:
+                            u = a.cross(ti.Vector([0.0, 1.0, 0.0]))
+                    u = u.normalized()
+                    w = a.cross(u)
+                    n_pts = 4
+                for t in range(n_pts):
+                    p = p0
+                    r_eff = rad
+                    if p_kind[j] == 1:
+                        r_eff = 0.0
+                        if t == 0:
+                            p = p0 - rad * u
+                        elif t == 1:
+                            p = p0 + rad * u
+                        elif t == 2:
+                            p = p0 + rad * w
+                        else:
+                            p = p0 - rad * w
+                    pl = Ro.transpose() @ (p - co)
+                    if pl.norm() <= obs_f[o, BOUND] + reach + r_eff:
+                        phi, nl = shape_sdf(kind, obs_f, o, grid, obs_kind[o, 1], pl)
+                        phi -= r_eff
+                        if phi < reach:
+                            n = Ro @ nl
+                            pb = p - r_eff * n          # touching point on this body
+                            q = pb - phi * n            # on the other entity
+                            node_a, vw = _world_side(o, q, obs_pose, sdf_rigid, counters, vn_node, vn_weight,
+                                                     n_nodes)
+                            nb = _rigid_point_node(lin, pb, com, counters, vn_node, vn_weight, n_nodes)
+                            F = contact_frame(n, Ro @ axes[row])
+                            _emit(node_a, nb, F, phi, mus[row], vw, q, row, counters, c_node_a, c_node_b,
+                                  c_frame, c_phi, c_mu, c_vw, c_point, c_param, c_imp, c_status)
+
+
+@ti.kernel
 def sdf_points(points: ti.types.ndarray(), n: ti.i32, o: ti.i32, obs_kind: ti.types.ndarray(),
                obs_f: ti.types.ndarray(), obs_pose: ti.types.ndarray(), grid: ti.types.ndarray(),
                out_phi: ti.types.ndarray(), out_n: ti.types.ndarray()):
     """World-frame signed distance and outward normal of obstacle o at n points (tests, queries)."""
     for j in range(n):
-        R = ti.Matrix([[obs_pose[o, 0], obs_pose[o, 1], obs_pose[o, 2]],
-                       [obs_pose[o, 3], obs_pose[o, 4], obs_pose[o, 5]],
-                       [obs_pose[o, 6], obs_pose[o, 7], obs_pose[o, 8]]])
-        c = ti.Vector([obs_pose[o, 9], obs_pose[o, 10], obs_pose[o, 11]])
+        R, c = _pose_of(obs_pose, o)
         phi, nl = shape_sdf(obs_kind[o, 0], obs_f, o, grid, obs_kind[o, 1], R.transpose() @ (points[j] - c))
         out_phi[j] = phi
         out_n[j] = R @ nl
@@ -264,19 +410,29 @@ class Detector:
         self.mus = ti.Vector.ndarray(2, float, shape=len(cd.params))
         self.mus.from_numpy(np.ascontiguousarray(cd.params[:, :2], real))
         self.axes = backend.vec3_array(len(cd.axes), cd.axes)
-        # obstacles: static table, grids, per-step pose
-        O = max(self.n_obs, 1)
+        # SDF entities: obstacles (pose prescribed), then rigid bodies (pose from the state)
+        rigid = model.rigid_specs
+        self.n_rigid = len(rigid)
+        self.n_sdf = self.n_obs + self.n_rigid
+        sdf_shapes = [ob.shape for ob in self.obstacles] + [r.shape for r in rigid]
+        O = max(self.n_sdf, 1)
         kinds = np.zeros((O, 2), np.int32)
         obs_f = np.zeros((O, OBS_F))
         grids, off = [], 0
-        for k, ob in enumerate(self.obstacles):
-            kinds[k, 0] = ob.shape.kind
-            obs_f[k, :8] = ob.shape.packed()
-            obs_f[k, BOUND] = ob.shape.bounding_radius()
-            if ob.shape.kind == MESH:
+        for k, shape in enumerate(sdf_shapes):
+            kinds[k, 0] = shape.kind
+            obs_f[k, :8] = shape.packed()
+            obs_f[k, BOUND] = shape.bounding_radius()
+            if shape.kind == MESH:
                 kinds[k, 1] = off
-                grids.append(ob.shape.grid.ravel())
-                off += ob.shape.grid.size
+                grids.append(shape.grid.ravel())
+                off += shape.grid.size
+        rigid_body = np.zeros(len(rigid), np.int32)
+        for k, r in enumerate(rigid):
+            rigid_body[k] = [b.name for b in model.bodies].index(r.name)
+        self.sdf_entity = backend.int_array(np.r_[self.n_bodies + np.arange(self.n_obs), rigid_body])
+        self.sdf_rigid = backend.int_array(np.r_[np.full(self.n_obs, -1), model.rigid_lin])
+        self._build_proxies(model, rigid_body)
         obs_f[:, BOUND] = np.where(np.isfinite(obs_f[:, BOUND]), obs_f[:, BOUND], 1e30)
         self.obs_kind = ti.ndarray(ti.i32, shape=(O, 2))
         self.obs_kind.from_numpy(kinds)
@@ -300,14 +456,30 @@ class Detector:
             self.tet_grid = HashGrid(model.tets_np.astype(np.int32), h, size)
             self.box_lo = ti.ndarray(float, shape=(self.n_bodies, 3))
             self.box_hi = ti.ndarray(float, shape=(self.n_bodies, 3))
-        self.pose_np = np.zeros((O, OBS_POSE))
+        self.pose_np = np.zeros((max(self.n_sdf, 1), OBS_POSE))   # rigid rows: filled by rigid_poses
         self.last_time = None
+
+    def _build_proxies(self, model, rigid_body: np.ndarray) -> None:
+        """Rigid bodies' contact proxies (body frame, relative to the shape origin) and tables."""
+        px = [contact_proxies(r.shape) for r in model.rigid_specs]
+        self.n_prox = sum(len(p["radius"]) for p in px)
+        cat = (lambda key: np.concatenate([p[key] for p in px])) if px else (lambda key: np.zeros((0, 3)))
+        self.p_rigid = backend.int_array(np.concatenate([np.full(len(p["radius"]), k) for k, p in enumerate(px)])
+                                         if px else np.zeros(0))
+        self.p_point = backend.vec3_array(self.n_prox, cat("point"))
+        self.p_radius = backend.scalar_array(self.n_prox, cat("radius") if px else None)
+        self.p_kind = backend.int_array(cat("kind") if px else np.zeros(0))
+        self.p_axis = backend.vec3_array(self.n_prox, cat("axis"))
+        self.p_against = backend.int_array(cat("against") if px else np.zeros(0))
+        self.rigid_lin = backend.int_array(model.rigid_lin)
+        self.com_local = backend.vec3_array(self.n_rigid, np.array([r.com_local for r in model.rigid_specs]))
+        self.rigid_body = backend.int_array(rigid_body)
 
     def update_obstacles(self, t: float, dt: float) -> np.ndarray:
         """Pose and velocity of every obstacle for the step [t, t+dt] (host, O(obstacles))."""
         for k, ob in enumerate(self.obstacles):
             c, R, v, w = ob.step_motion(t, dt)
-            self.pose_np[k] = np.concatenate([R.ravel(), c, v, w])
+            self.pose_np[k, :18] = np.concatenate([R.ravel(), c, v, w])
         if self.n_obs:
             self.obs_pose.from_numpy(self.pose_np.astype(backend.np_real()))
         return self.pose_np
@@ -332,6 +504,9 @@ class Detector:
         """Fill ``contacts`` for the step starting at ``state``; returns the contact count."""
         if self.n_obs:
             self.update_obstacles(state.time, dt)
+        if self.n_rigid:
+            rigid_poses(state.x, state.v, state.q, self.rigid_lin, self.com_local, self.n_obs, self.n_rigid,
+                        self.obs_pose)
         if self.has_bodies:
             body_boxes(state.x, self.node_body, self.n_nodes, self.n_bodies, self.box_lo, self.box_hi)
         while True:
@@ -344,10 +519,15 @@ class Detector:
             c = contacts
             args = (self.claim, self.counters, c.node_a, c.node_b, c.frame, c.phi, c.mu, c.v_world, c.point,
                     c.param, c.impulse, c.status, c.vn_node, c.vn_weight)
-            if self.n_obs and self.n_surf:
+            sdf = (self.sdf_entity, self.sdf_rigid, self.n_sdf, self.obs_kind, self.obs_f, self.obs_pose)
+            if self.n_sdf and self.n_surf:
                 detect_obstacles(state.x, self.surf, self.n_surf, self.node_body, self.fixed, self.pair_row,
-                                 self.n_bodies, self.n_obs, self.obs_kind, self.obs_f, self.obs_pose, self.grid,
-                                 self.mus, self.axes, self.margin, self.n_nodes, *args)
+                                 *sdf, self.grid, self.mus, self.axes, self.margin, self.n_nodes, *args)
+            if self.n_prox:
+                detect_rigid(state.x, state.v, state.q, self.p_rigid, self.p_point, self.p_radius, self.p_kind,
+                             self.p_axis, self.p_against, self.n_prox, self.rigid_lin, self.com_local,
+                             self.rigid_body, self.fixed, self.pair_row, *sdf, self.grid, self.mus, self.axes,
+                             self.margin, dt, self.n_nodes, self.counters, *args[2:])
             if self.has_bodies:
                 tg, eg = self.tri_grid, self.tet_grid
                 detect_bodies(state.x, self.surf, self.n_surf, self.node_body, self.fixed, self.pair_row,

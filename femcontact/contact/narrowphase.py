@@ -12,8 +12,9 @@ from .shapes import BOX, CAPSULE, CYLINDER, HALFSPACE, MESH, SPHERE
 # then its bounding radius (inf for a half-space).
 OBS_F = 9
 BOUND = 8
-# Per-step pose table ``obs_pose`` (O, OBS_POSE): R row-major (9), c (3), v (3), omega (3).
-OBS_POSE = 18
+# Per-step pose table ``obs_pose`` (O, OBS_POSE) of every SDF entity (obstacles, then rigid bodies):
+# R row-major (9), shape origin c (3), v (3), omega (3), centre of mass (3; rigid bodies).
+OBS_POSE = 21
 
 
 @ti.func

@@ -83,9 +83,10 @@ def build_contact_data(model) -> ContactData:
         pair_row[ia, ib] = pair_row[ib, ia] = len(rows) - 1
 
     node_body = np.zeros(model.n_nodes, np.int32)
-    tris, edges = [], []
-    for bi, (b, spec) in enumerate(zip(model.bodies, scene.fem_bodies)):
+    for bi, b in enumerate(model.bodies):
         node_body[b.nodes] = bi
+    tris, edges = [], []
+    for b, spec in model.fem_bodies:
         f = boundary_faces(spec.mesh)
         tris.append(f + b.node_start)
         x = spec.positions
@@ -94,10 +95,17 @@ def build_contact_data(model) -> ContactData:
     surf_nodes = np.unique(surf_tris).astype(np.int32)
     mean_edge = float(np.concatenate(edges).mean()) if edges and sum(map(len, edges)) else 0.0
     fixed = np.zeros(model.n_nodes, np.int32)
-    for b, spec in zip(model.bodies, scene.fem_bodies):
+    for b, spec in model.fem_bodies:
         for d in spec.drives:
             fixed[np.asarray(d.nodes, np.int64) + b.node_start] = 1
+    for k, spec in enumerate(model.rigid_specs):
+        if spec.kinematic:
+            fixed[model.rigid_lin[k]: model.rigid_lin[k] + 2] = 1
     margin = getattr(scene, "contact_margin", None)
-    margin = 0.5 * mean_edge if margin is None else float(margin)
+    if margin is None:
+        sizes = [0.5 * mean_edge] if mean_edge > 0 else []
+        sizes += [0.25 * s.shape.bounding_radius() for s in model.rigid_specs]
+        margin = min(sizes) if sizes else 0.0
+    margin = float(margin)
     return ContactData(np.array(rows, float), np.array(axes, float), pair_row, surf_nodes, surf_tris, node_body,
                        fixed, margin, mean_edge, obstacles, row_names)
