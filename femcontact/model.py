@@ -66,6 +66,12 @@ class Model:
         self._build_elements(mats)
         self._build_rotational()
         self.coupling_pairs: list = []   # (rows, cols) block pairs added by couplings (joints)
+        self.joints = None
+        if getattr(scene, "joints", None) or getattr(scene, "attachments", None):
+            from .bodies.joints import JointSystem
+
+            self.joints = JointSystem(self, scene.joints, scene.attachments)
+            self.coupling_pairs.append(self.joints.coupling_pairs)
         self.pattern = self._build_pattern()
         self._build_contact()
 

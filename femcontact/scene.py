@@ -242,6 +242,8 @@ class Scene:
         self.name = name
         self.fem_bodies: list[FemBodySpec] = []
         self.rigid_bodies: list[RigidBodySpec] = []
+        self.joints: list = []
+        self.attachments: list = []
         # contact (femcontact.contact): obstacles, per-pair settings, defaults for body-body pairs
         from .contact.obstacles import ContactParams
 
@@ -329,6 +331,45 @@ class Scene:
             spec.position, spec.rotation = spec.pose(0.0)
         self.rigid_bodies.append(spec)
         return spec
+
+    def add_joint(self, kind: str, parent: Optional[str], child: str, *, anchor=None, axis=None, limits=None,
+                  stiffness: Optional[float] = None, damping: Optional[float] = None, name: Optional[str] = None):
+        """Join rigid body ``child`` to rigid body ``parent`` (None: the world) where they are now.
+
+        kind: "weld", "ball", "hinge" (rotation about ``axis``) or "prismatic" (sliding along
+        ``axis``); anchor: world point (default: the child's centre of mass), axis: world direction.
+        limits: (lower, upper) of the joint coordinate (rad for a hinge, m for a prismatic joint,
+        measured from the pose at build time). stiffness (N/m or N m/rad) and damping (s) of the
+        joint springs: None = automatic (``femcontact.bodies.joints``). Returns the JointSpec, whose
+        ``set_drive(kp=, kd=, target=, velocity=, max_force=)`` adds a PD drive."""
+        from .bodies.joints import make_joint
+
+        names = {b.name: ("rigid" if isinstance(b, RigidBodySpec) else "fem") for b in self.all_bodies}
+        name = name or f"joint{len(self.joints)}"
+        if child in names and names[child] == "rigid" and anchor is None:
+            anchor = self.body(child).com
+        joint = make_joint(kind, parent, child, (0.0, 0.0, 0.0) if anchor is None else anchor, axis, limits,
+                           stiffness, damping, name, names)
+        self.joints.append(joint)
+        return joint
+
+    def attach(self, body: str, nodes: NodeSelector, rigid: Optional[str] = None, *,
+               stiffness: Optional[float] = None, damping: Optional[float] = None):
+        """Glue the selected nodes of FEM body ``body`` to rigid body ``rigid`` (None: the world)
+        where they are now, by stiff springs (``femcontact.bodies.joints``). Returns the indices."""
+        from .bodies.joints import Attachment
+
+        spec = self.body(body)
+        if not isinstance(spec, FemBodySpec):
+            raise ParameterError(f"attach: {body!r} is not an FEM body")
+        if rigid is not None and not isinstance(self.body(rigid), RigidBodySpec):
+            raise ParameterError(f"attach: {rigid!r} is not a rigid body")
+        for value, label in ((stiffness, "stiffness"), (damping, "damping")):
+            if value is not None and (not isinstance(value, (int, float)) or not np.isfinite(value) or value <= 0):
+                raise ParameterError(f"attach: {label} must be a positive number or None, got {value!r}")
+        idx = spec.select(nodes)
+        self.attachments.append(Attachment(body, idx, rigid, stiffness, damping, f"attach{len(self.attachments)}"))
+        return idx
 
     @property
     def all_bodies(self) -> list:

@@ -235,6 +235,8 @@ class Simulator:
         if m.n_rot:
             rigid.assemble_rotational(m.rot_block, m.rot_inertia, s.q, s.v, self.A.diag, self.A.blocks, self.b,
                                       c.a_m, c.b_m, c.b_f)
+        if m.joints is not None:
+            m.joints.assemble(s, self.A, self.b, c, s.time, self.scene.dt)
         if m.n_tets:
             fem.assemble_elastic(s.x, m.tets, m.dm_inv, m.vol, m.mu, m.lam, m.beta, m.tet_blocks, self.A.blocks,
                                  self.b, c.a_k, c.a_kb, c.b_f)

@@ -1,0 +1,367 @@
+"""Joints, limits and PD drives as stiff potentials of the constraint form (MATH.md §1–2).
+
+Every joint contributes ``ψ = ½ eᵀ K e`` with a constraint error ``e(q)`` whose rate is
+``ė = J v`` over the blocks it touches, assembled like every elastic element:
+``A += (a_k + a_kb β) Jᵀ K J`` and ``b += −b_f Jᵀ K e(q_k)`` (``β`` = the joint's damping time,
+which removes the stiff joint mode without touching the motion the joint allows).
+
+Errors and Jacobians (world frame; body A may be the world; ``r = p − x_com``):
+
+- position (ball, hinge, weld; prismatic across its axis): ``e = p_B − p_A`` of the two anchor
+  points, ``J = [−I, [r_A]×, I, −[r_B]×]`` on ``(v_A, ω_A, v_B, ω_B)``;
+- orientation (weld, prismatic): ``e = log(R_B R_relᵀ R_Aᵀ)`` (rotation vector), ``J = [−I, I]`` on
+  ``(ω_A, ω_B)``;
+- hinge alignment: ``e = a_A × a_B`` of the axis seen by each body, ``J = [−P, P]`` with
+  ``P = I − a aᵀ`` (rank 2: rotation about the axis is free);
+- attachment of FEM nodes to a rigid body: ``e = x_i − p_A(i)`` per node.
+
+Joint coordinates ``s`` (hinge angle about its axis, rad; prismatic slide along it, m) with
+rate ``ṡ = jᵀ v`` carry one-sided limits (engaged when ``s + dt ṡ`` leaves ``[lower, upper]``: a stiff damper
+toward the rate that ends the step at rest on the limit, an inelastic stop under either
+integrator, plus 20 % recovery of any overshoot) and PD drives
+``½ k_p (s − s*)² `` plus damping ``k_d (ṡ − ṡ*)`` toward targets that may be functions of time;
+with an effort limit the drive force ``−k_p (s − s*) − k_d (ṡ − ṡ*)``, evaluated at the start of
+the step, is clamped to ``±max_force`` and then applied as a constant force (the saturated drive).
+
+Default stiffness ``k = stiffness_factor · m / dt²`` with ``m`` the smaller mass (or inertia for
+rotation rows) of the two sides, so the joint error under a load F is about ``F dt² / (1e4 m)``.
+
+Joints are few; they are evaluated on the host with numpy (vectorized over attachment nodes)
+and scattered into ``A`` and ``b`` by one kernel.
+"""
+from dataclasses import dataclass, field
+from typing import Callable, Optional, Union
+
+import numpy as np
+import taichi as ti
+from scipy.spatial.transform import Rotation
+
+from .. import backend
+from ..errors import ParameterError
+
+JOINT_KINDS = ("weld", "ball", "hinge", "prismatic")
+STIFFNESS_FACTOR = 1e4
+
+Target = Union[float, Callable[[float], float]]
+
+
+@dataclass
+class Drive:
+    """A PD drive on a joint coordinate: target position (m or rad) and/or velocity, gains, effort
+    limit (N or N m; None: unlimited). ``target``/``velocity`` may be numbers or functions of t."""
+
+    kp: float
+    kd: float
+    target: Optional[Target] = None
+    velocity: Target = 0.0
+    max_force: Optional[float] = None
+
+    def values(self, t: float) -> tuple[float, float]:
+        s = self.target(t) if callable(self.target) else self.target
+        v = self.velocity(t) if callable(self.velocity) else self.velocity
+        return (None if s is None else float(s)), float(v)
+
+
+@dataclass
+class JointSpec:
+    """A joint between rigid body ``parent`` (None: the world) and rigid body ``child``."""
+
+    kind: str
+    parent: Optional[str]
+    child: str
+    anchor: np.ndarray                # world point at build time, m
+    axis: np.ndarray                  # world unit axis at build time (hinge, prismatic)
+    limits: Optional[tuple] = None    # (lower, upper) of the joint coordinate
+    stiffness: Optional[float] = None
+    damping: Optional[float] = None   # s (β of the joint springs); None: dt
+    name: str = ""
+    drive: Optional[Drive] = None
+
+    def set_drive(self, *, kp: float, kd: float = 0.0, target: Optional[Target] = None, velocity: Target = 0.0,
+                  max_force: Optional[float] = None) -> Drive:
+        """PD drive on the joint coordinate (hinge angle in rad, prismatic slide in m, measured from
+        the build-time pose): force ``−kp (s − target) − kd (ṡ − velocity)``, clamped to
+        ``±max_force``. ``target=None`` drives velocity only. Change ``joint.drive.target`` (or
+        ``max_force``) between steps to command it."""
+        if self.kind not in ("hinge", "prismatic"):
+            raise ParameterError(f"joint {self.name!r}: only hinge and prismatic joints have a coordinate to drive")
+        for value, what in ((kp, "kp"), (kd, "kd")):
+            if not isinstance(value, (int, float)) or not np.isfinite(value) or value < 0:
+                raise ParameterError(f"joint {self.name!r}: drive {what} must be a non-negative number, got {value!r}")
+        if max_force is not None and (not isinstance(max_force, (int, float)) or not max_force > 0):
+            raise ParameterError(f"joint {self.name!r}: max_force must be positive or None, got {max_force!r}")
+        self.drive = Drive(float(kp), float(kd), target, velocity, None if max_force is None else float(max_force))
+        return self.drive
+
+
+@dataclass
+class Attachment:
+    """FEM nodes of ``body`` glued to rigid body ``rigid`` (None: the world) where they are now."""
+
+    body: str
+    nodes: np.ndarray
+    rigid: Optional[str]
+    stiffness: Optional[float] = None
+    damping: Optional[float] = None
+    name: str = ""
+
+
+def make_joint(kind: str, parent, child, anchor, axis, limits, stiffness, damping, name: str,
+               body_names: dict) -> JointSpec:
+    """Validate a joint definition (names, axis, limits, parameters) with clear errors."""
+    what = f"joint {name!r}"
+    if kind not in JOINT_KINDS:
+        raise ParameterError(f"{what}: unknown joint kind {kind!r}; choose one of {', '.join(JOINT_KINDS)}")
+    for role, body in (("parent", parent), ("child", child)):
+        if body is None and role == "parent":
+            continue
+        if body not in body_names:
+            raise ParameterError(f"{what}: {role} {body!r} is not a body of the scene (bodies: {sorted(body_names)})")
+        if body_names[body] != "rigid":
+            raise ParameterError(f"{what}: {role} {body!r} is a {body_names[body]} body; joints connect rigid bodies "
+                                 "(glue FEM nodes with scene.attach)")
+    if parent == child:
+        raise ParameterError(f"{what}: parent and child are the same body {child!r}")
+    anchor = np.asarray(anchor, float)
+    if anchor.shape != (3,) or not np.isfinite(anchor).all():
+        raise ParameterError(f"{what}: anchor must be a world point (3 finite numbers), got {anchor!r}")
+    ax = np.asarray((0.0, 0.0, 1.0) if axis is None else axis, float)
+    if ax.shape != (3,) or not np.isfinite(ax).all() or np.linalg.norm(ax) < 1e-12:
+        raise ParameterError(f"{what}: axis must be a non-zero 3-vector, got {axis!r}")
+    if limits is not None:
+        lo, hi = (float(v) for v in limits)
+        if not (np.isfinite(lo) and np.isfinite(hi)) or lo > hi:
+            raise ParameterError(f"{what}: limits must be (lower, upper) with lower <= upper, got {limits!r}")
+        limits = (lo, hi)
+    for value, label in ((stiffness, "stiffness"), (damping, "damping")):
+        if value is not None and (not isinstance(value, (int, float)) or not np.isfinite(value) or value <= 0):
+            raise ParameterError(f"{what}: {label} must be a positive number or None, got {value!r}")
+    return JointSpec(kind, parent, child, anchor, ax / np.linalg.norm(ax), limits, stiffness, damping, name)
+
+
+def _skew(r: np.ndarray) -> np.ndarray:
+    """(..., 3) -> (..., 3, 3) cross-product matrices."""
+    z = np.zeros(r.shape[:-1])
+    return np.stack([np.stack([z, -r[..., 2], r[..., 1]], -1), np.stack([r[..., 2], z, -r[..., 0]], -1),
+                     np.stack([-r[..., 1], r[..., 0], z], -1)], -2)
+
+
+@ti.kernel
+def scatter_joint_terms(slots: ti.types.ndarray(), mats: ti.types.ndarray(), rows: ti.types.ndarray(),
+                        vecs: ti.types.ndarray(), blocks: ti.types.ndarray(), b: ti.types.ndarray()):
+    """blocks[slots[k]] += mats[k]; b[rows[k]] += vecs[k] (serial: slots repeat)."""
+    ti.loop_config(serialize=True)
+    for k in range(slots.shape[0]):
+        if slots[k] >= 0:
+            blocks[slots[k]] += mats[k]
+    ti.loop_config(serialize=True)
+    for k in range(rows.shape[0]):
+        if rows[k] >= 0:
+            b[rows[k]] += vecs[k]
+
+
+class _Side:
+    """One side of a joint: a rigid body (blocks lin, lin+1; quaternion index k) or the world."""
+
+    def __init__(self, model, name: Optional[str]):
+        self.world = name is None
+        if self.world:
+            self.k, self.lin, self.mass, self.inertia = -1, -1, np.inf, np.inf
+            return
+        self.k = model.rigid_index(name)
+        spec = model.rigid_specs[self.k]
+        self.lin = int(model.rigid_lin[self.k])
+        self.mass = spec.mass if not spec.kinematic else np.inf
+        self.inertia = float(np.linalg.eigvalsh(spec.inertia)[0]) if not spec.kinematic else np.inf
+
+
+class JointSystem:
+    """All joints and attachments of a Model: their coupling pairs for the pattern, and per step
+    their contributions to A and b (module docstring)."""
+
+    def __init__(self, model, joints: list, attachments: list):
+        self.model = model
+        dt = model.dt
+        x0 = model.rest_positions
+        R0 = [s.rotation for s in model.rigid_specs]
+        self.items = []
+        pairs_r, pairs_c = [], []
+
+        def couple(blocks):
+            blocks = [int(b) for b in blocks if b >= 0]
+            for a in blocks:
+                for c in blocks:
+                    pairs_r.append(a)
+                    pairs_c.append(c)
+
+        for j in joints:
+            A, B = _Side(model, j.parent), _Side(model, j.child)
+            loc = []
+            for side in (A, B):
+                if side.world:
+                    loc.append((j.anchor.copy(), j.axis.copy(), np.eye(3)))
+                else:
+                    R = R0[side.k]
+                    loc.append((R.T @ (j.anchor - x0[side.lin]), R.T @ j.axis, R))
+            m = min(A.mass, B.mass)
+            inertia = min(A.inertia, B.inertia)
+            k_lin = j.stiffness or STIFFNESS_FACTOR * m / dt**2
+            k_rot = j.stiffness or STIFFNESS_FACTOR * inertia / dt**2
+            perp = np.cross(j.axis, [1.0, 0, 0] if abs(j.axis[0]) < 0.9 else [0, 1.0, 0])
+            perp /= np.linalg.norm(perp)
+            self.items.append(dict(kind=j.kind, A=A, B=B, loc=loc, k_lin=k_lin, k_rot=k_rot,
+                                   beta=j.damping or dt, spec=j,
+                                   R_rel=loc[0][2].T @ loc[1][2],
+                                   perp_A=(loc[0][2].T @ perp), perp_B=(loc[1][2].T @ perp)))
+            couple([A.lin, A.lin + 1 if not A.world else -1, B.lin, B.lin + 1])
+        self.attach = []
+        for a in attachments:
+            body = model.body(a.body)
+            nodes = np.asarray(a.nodes, np.int64) + body.node_start
+            side = _Side(model, a.rigid)
+            x_nodes = x0[nodes]
+            if side.world:
+                local = x_nodes.copy()
+            else:
+                local = (x_nodes - x0[side.lin]) @ R0[side.k]
+            m = np.minimum(model.mass_np[nodes], side.mass)
+            k = np.full(len(nodes), a.stiffness) if a.stiffness else STIFFNESS_FACTOR * m / dt**2
+            self.attach.append(dict(nodes=nodes, side=side, local=local, k=k, beta=a.damping or dt))
+            for n in nodes:
+                couple([n, side.lin, side.lin + 1 if not side.world else -1])
+        self.coupling_pairs = (np.array(pairs_r, np.int64), np.array(pairs_c, np.int64))
+        self.count = len(self.items) + len(self.attach)
+
+    # ------------------------------------------------------------------ per step
+    def assemble(self, state, A, b, coef, t: float, dt: float) -> None:
+        """Add every joint's ``(a_k + a_kb β) Jᵀ K J`` to A and ``−b_f Jᵀ K e`` (+ drive terms) to b."""
+        from .rigid import quat_to_matrix
+
+        x = state.positions()
+        v = state.velocities()
+        R = quat_to_matrix(state.quaternions()) if self.model.n_rot else np.zeros((0, 3, 3))
+        terms: dict = {}
+        rhs: dict = {}
+
+        def pose(side):
+            if side.world:
+                return np.zeros(3), np.eye(3)
+            return x[side.lin], R[side.k]
+
+        def add_rows(blocks, Js, K, e, scale_k, scale_b, extra_b=None):
+            """Js: list of (3 x 3) (or (1 x 3)) blocks of J per block in ``blocks``; K: (r, r)."""
+            for a, Ja in zip(blocks, Js):
+                if a < 0:
+                    continue
+                fa = -scale_b * (Ja.T @ (K @ e))
+                if extra_b is not None:
+                    fa = fa + Ja.T @ extra_b
+                rhs[a] = rhs.get(a, 0.0) + fa
+                for c, Jc in zip(blocks, Js):
+                    if c >= 0:
+                        terms[(a, c)] = terms.get((a, c), 0.0) + scale_k * (Ja.T @ K @ Jc)
+
+        for it in self.items:
+            A_, B_ = it["A"], it["B"]
+            (cA, RA), (cB, RB) = pose(A_), pose(B_)
+            (aA, axA, _), (aB, axB, _) = it["loc"]
+            rA = RA @ aA if not A_.world else np.zeros(3)
+            rB = RB @ aB
+            pA = cA + rA if not A_.world else aA
+            pB = cB + rB
+            blocks = [A_.lin, A_.lin + 1 if not A_.world else -1, B_.lin, B_.lin + 1]
+            sk = coef.a_k + coef.a_kb * it["beta"]
+            kind = it["kind"]
+            wA = RA @ axA if not A_.world else axA
+            wB = RB @ axB
+            I3 = np.eye(3)
+            Z = np.zeros((3, 3))
+            Jpos = [-I3, _skew(rA), I3, -_skew(rB)]
+            e_pos = pB - pA
+            if kind in ("ball", "hinge", "weld"):
+                add_rows(blocks, Jpos, it["k_lin"] * I3, e_pos, sk, coef.b_f)
+            if kind == "prismatic":
+                P = I3 - np.outer(wA, wA)
+                add_rows(blocks, [P @ J for J in Jpos], it["k_lin"] * I3, P @ e_pos, sk, coef.b_f)
+            if kind in ("weld", "prismatic"):
+                E = RB @ it["R_rel"].T @ RA.T if not A_.world else RB @ it["R_rel"].T
+                e_rot = Rotation.from_matrix(E).as_rotvec()
+                add_rows(blocks, [Z, -I3, Z, I3], it["k_rot"] * I3, e_rot, sk, coef.b_f)
+            if kind == "hinge":
+                P = I3 - np.outer(wA, wA)
+                add_rows(blocks, [Z, -P, Z, P], it["k_rot"] * I3, np.cross(wA, wB), sk, coef.b_f)
+            spec = it["spec"]
+            if kind in ("hinge", "prismatic") and (spec.limits is not None or spec.drive is not None):
+                if kind == "hinge":
+                    uA = RA @ it["perp_A"] if not A_.world else it["perp_A"]
+                    uB = RB @ it["perp_B"]
+                    s = float(np.arctan2(np.cross(uA, uB) @ wA, uA @ uB))
+                    j = [np.zeros((1, 3)), -wA[None], np.zeros((1, 3)), wA[None]]
+                else:
+                    s = float(wA @ e_pos)
+                    j = [wA[None] @ J for J in Jpos]
+                sdot = sum(float((jj @ v[blk])[0]) for jj, blk in zip(j, blocks) if blk >= 0)
+                self._coordinate_terms(spec, s, sdot, j, blocks, add_rows, coef, t, dt, it["k_lin"]
+                                       if kind == "prismatic" else it["k_rot"])
+        for at in self.attach:
+            side = at["side"]
+            c, Rs = pose(side)
+            nodes = at["nodes"]
+            r = at["local"] @ Rs.T if not side.world else np.zeros_like(at["local"])
+            p = c + r if not side.world else at["local"]
+            e = x[nodes] - p
+            sk = coef.a_k + coef.a_kb * at["beta"]
+            k = at["k"]
+            # node rows
+            for n, kk, ee, rr in zip(nodes, k, e, r):
+                blocks = [int(n), side.lin, side.lin + 1 if not side.world else -1]
+                add_rows(blocks, [np.eye(3), -np.eye(3), _skew(rr)], kk * np.eye(3), ee, sk, coef.b_f)
+        self._scatter(terms, rhs, A, b)
+
+    def _coordinate_terms(self, spec, s, sdot, j, blocks, add_rows, coef, t, dt, k_limit):
+        one = np.ones((1, 1))
+        if spec.limits is not None:
+            lo, hi = spec.limits
+            s_next = s + dt * sdot          # speculative: engage a step before the limit is crossed
+            if s_next < lo or s_next > hi:
+                over = min(s - lo, 0.0) if s_next < lo else max(s - hi, 0.0)
+                # a stiff damper toward the rate that ends the step at rest on the limit (v_{k+1} = 0:
+                # ṡ̂ = −(v_old/v_hat) ṡ_k, MATH.md §1) plus 20 % recovery of any overshoot: inelastic
+                rate = -(coef.v_old / coef.v_hat) * sdot - 0.2 * over / dt
+                c = k_limit * dt
+                add_rows(blocks, j, c * one, np.zeros(1), coef.a_kb, 0.0, extra_b=np.array([coef.a_kb * c * rate]))
+        d = spec.drive
+        if d is None:
+            return
+        target, vel = d.values(t)
+        force = -d.kd * (sdot - vel) - (0.0 if target is None else d.kp * (s - target))
+        if d.max_force is not None and abs(force) > d.max_force:
+            # saturated: a constant effort along the coordinate (impulse units: b_f)
+            add_rows(blocks, j, 0.0 * one, np.zeros(1), 0.0, 0.0,
+                     extra_b=np.array([coef.b_f * np.sign(force) * d.max_force]))
+            return
+        kp = 0.0 if target is None else d.kp
+        e = np.array([0.0 if target is None else s - target])
+        # stiffness kp (a_k), damping kd (a_kb as Rayleigh damping enters A), its target rate in b
+        add_rows(blocks, j, kp * one, e, coef.a_k, coef.b_f)
+        add_rows(blocks, j, d.kd * one, np.zeros(1), coef.a_kb, 0.0, extra_b=np.array([coef.a_kb * d.kd * vel]))
+
+    def _scatter(self, terms: dict, rhs: dict, A, b) -> None:
+        real = backend.np_real()
+        keys = list(terms)
+        pattern = self.model.pattern
+        slots = pattern.index(np.array([k[0] for k in keys]), np.array([k[1] for k in keys])) if keys else []
+        mats = np.array([terms[k] for k in keys], float).reshape(-1, 3, 3)
+        rows = np.array(list(rhs), np.int64)
+        vecs = np.array([rhs[r] for r in rhs], float).reshape(-1, 3)
+        s_arr = backend.int_array(np.asarray(slots, np.int64))
+        m_arr = backend.mat3_array(len(mats))
+        if len(mats):
+            m_arr.from_numpy(mats.astype(real))
+        r_arr = backend.int_array(rows)
+        v_arr = backend.vec3_array(len(vecs), vecs)
+        if not len(mats):
+            s_arr.fill(-1)
+        if not len(vecs):
+            r_arr.fill(-1)
+        scatter_joint_terms(s_arr, m_arr, r_arr, v_arr, A.blocks, b)
