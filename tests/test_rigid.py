@@ -159,3 +159,46 @@ def test_rigid_box_pushed_harder_than_friction_slides_at_coulomb_acceleration(so
 def test_rigid_box_pushed_below_friction_stays(solver):
     sim, dx, T, mu = _pushed_box(solver, 0.5, steps=100)
     assert abs(dx[0]) < 1e-3   # within the Newton models' stiction regularization over 1 s
+
+
+@pytest.mark.parametrize("solver", ["lagged", "sap"])
+def test_spring_cylinder_rolls_with_the_period_of_m_plus_I_over_R2(solver):
+    """SAP §VI-B: a solid cylinder on the ground tied to a fixed point by a spring, rolling without
+    slip, oscillates with T = 2 pi sqrt((m + I/R^2) / k) (within 1%)."""
+    R_cyl, k = 0.05, 100.0
+    scene = fc.Scene(dt=5e-3, solver=solver, integrator="euler")
+    scene.add_obstacle(shapes.HalfSpace(), friction=1.0, name="ground")
+    axis_y = np.array([[1.0, 0, 0], [0, 0, -1.0], [0, 1.0, 0]])       # cylinder axis (local z) along world y
+    scene.add_rigid_body(shapes.Cylinder(R_cyl, 0.05), density=1000.0, position=(0, 0, R_cyl), rotation=axis_y,
+                         name="cyl")
+    scene.add_joint("ball", None, "cyl", anchor=(0, 0, R_cyl), stiffness=k, damping=1e-9, name="spring")
+    sim = fc.Simulator(scene)
+    sim.run(steps=10)
+    v0 = 0.2
+    sim.set_rigid_velocity("cyl", (v0, 0, 0), (0, v0 / R_cyl, 0))
+    spec = sim.model.rigid_specs[0]
+    m_eff = spec.mass + spec.inertia[2, 2] / R_cyl**2            # about the cylinder axis (local z)
+    T = 2 * np.pi * np.sqrt(m_eff / k)
+    xs, ts = [], []
+    for _ in range(int(1.6 * T / scene.dt)):
+        sim.step()
+        xs.append(sim.rigid_pose("cyl")[0][0])
+        ts.append(sim.state.time)
+    xs, ts = np.array(xs), np.array(ts)
+    z = np.flatnonzero(np.sign(xs[1:]) != np.sign(xs[:-1]))
+    crossings = ts[z] - xs[z] * (ts[z + 1] - ts[z]) / (xs[z + 1] - xs[z])
+    assert 2 * np.mean(np.diff(crossings)) == pytest.approx(T, rel=0.01)
+    v, w = sim.rigid_velocity("cyl")
+    assert abs(v[0] - w[1] * R_cyl) < 2e-3 * v0                     # rolling, not slipping
+
+
+def test_rigid_bodies_are_written_as_surfaces_in_their_pose(tmp_path):
+    from femcontact.io.vtk import read_series
+
+    sim = _thrown_sphere("lagged")
+    sim.run(steps=5, out=tmp_path)
+    frames = read_series(tmp_path / "run.pvd")
+    ball = frames[-1][1]["ball"]
+    c, _ = sim.rigid_pose("ball")
+    r = np.linalg.norm(ball.points - c, axis=1)      # the output sphere is a tessellation of radius 0.05
+    assert r.max() == pytest.approx(0.05, abs=1e-9) and r.min() > 0.045
