@@ -107,12 +107,13 @@ def _rolling_onset(sim, radius, steps):
     return t[k] + slip[k] / rate, v[0]
 
 
-@pytest.mark.parametrize("solver", ["lagged", "similar"])
+@pytest.mark.parametrize("solver", ["lagged", "similar", "cond"])
 def test_thrown_sphere_starts_rolling_at_2v0_over_7_mu_g(solver):
     """A solid sphere thrown sliding with v0 and no spin rolls from t = 2 v0 / (7 mu g) at 5 v0 / 7."""
     v0, mu = 2.0, 0.3
     t_roll, v_end = _rolling_onset(_thrown_sphere(solver, v0, mu), 0.05, 40)
-    assert t_roll == pytest.approx(2 * v0 / (7 * mu * G), rel=0.03)
+    # COND's midpoint friction acts on the end-of-step velocity: its slip line starts half a step late
+    assert t_roll == pytest.approx(2 * v0 / (7 * mu * G), rel=0.03 if solver != "cond" else 0.035)
     assert v_end == pytest.approx(5 * v0 / 7, rel=0.01)
 
 
@@ -144,18 +145,19 @@ def _pushed_box(solver, force_ratio, mu=0.5, steps=50):
     return sim, sim.rigid_pose("box")[0] - x0, sim.state.time - t0, mu
 
 
-@pytest.mark.parametrize("solver", ["lagged", "similar"])
+@pytest.mark.parametrize("solver", ["lagged", "similar", "cond"])
 def test_rigid_box_pushed_harder_than_friction_slides_at_coulomb_acceleration(solver):
     """x = (F/m - mu g) t^2 / 2 (implicit Euler's exact discrete answer is t (t + dt) / 2, see
     test_integrators). (SAP glides: see test_sap_thrown_sphere_hops_by_its_known_gliding_velocity.)"""
     sim, dx, T, mu = _pushed_box(solver, 1.5)
-    expected = 0.5 * (1.5 * mu * G - mu * G) * T * (T + sim.scene.dt)
+    lag = sim.scene.dt if sim.scene.integrator == "euler" else 0.0
+    expected = 0.5 * (1.5 * mu * G - mu * G) * T * (T + lag)
     assert dx[0] == pytest.approx(expected, rel=0.01)
     if solver == "lagged":   # Similar and SAP ride at a small gap while slipping (ICF §VII-A)
         assert abs(dx[2]) < 1e-4
 
 
-@pytest.mark.parametrize("solver", ["lagged", "sap"])
+@pytest.mark.parametrize("solver", ["lagged", "sap", "cond"])
 def test_rigid_box_pushed_below_friction_stays(solver):
     sim, dx, T, mu = _pushed_box(solver, 0.5, steps=100)
     assert abs(dx[0]) < 1e-3   # within the Newton models' stiction regularization over 1 s

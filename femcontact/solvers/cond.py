@@ -223,8 +223,8 @@ def cond_setup(blocks: ti.types.ndarray(), diag: ti.types.ndarray(), b: ti.types
                vn_node: ti.types.ndarray(), vn_weight: ti.types.ndarray(), vn_gain: ti.types.ndarray(),
                node_a: ti.types.ndarray(), node_b: ti.types.ndarray(), frame: ti.types.ndarray(),
                phi: ti.types.ndarray(), v_world: ti.types.ndarray(), mu: ti.types.ndarray(),
-               param: ti.types.ndarray(), rest_table: ti.types.ndarray(),
-               n0: ti.i32, nv: ti.i32, nc: ti.i32, n_rest: ti.i32, warm: ti.i32, midpoint: ti.i32,
+               param: ti.types.ndarray(), rest_table: ti.types.ndarray(), blockstep: ti.types.ndarray(),
+               pair_slot: ti.types.ndarray(), WB: ti.types.ndarray(), WB2: ti.types.ndarray(), n0: ti.i32, nv: ti.i32, nc: ti.i32, n_rest: ti.i32, warm: ti.i32, midpoint: ti.i32,
                gain: float, dt: float, e_default: float, recovery: float, vrec_max: float) -> float:
     """Per-step setup: k_v (written to the ContactSet too), W (Frobenius), initial v̂ (real,
     prescribed, virtual), the packed contact rows and the normal targets t_m (module docstring).
@@ -250,6 +250,11 @@ def cond_setup(blocks: ti.types.ndarray(), diag: ti.types.ndarray(), b: ti.types
     for i in range(n0):
         tr2[i] = tr[i]
         rs2[i] = rs[i]
+        if blockstep[i] != 0:
+            WB[i] = blocks[diag[i]]
+            WB2[i] = ti.Matrix.zero(float, 3, 3)
+            if blockstep[i] == 2 and pair_slot[i] >= 0:
+                WB2[i] = blocks[pair_slot[i]]
     # the virtual coupling's blocks (COND eq. 15) in the real rows they touch
     for q in range(nv):
         kv = vn_gain[q]
@@ -257,6 +262,12 @@ def cond_setup(blocks: ti.types.ndarray(), diag: ti.types.ndarray(), b: ti.types
             j = vn_node[q][k]
             if j >= 0:
                 Wk = vn_weight[q, k]
+                if blockstep[j] != 0:
+                    WB[j] += kv * (Wk.transpose() @ Wk)
+                if blockstep[j] == 2:
+                    for l in ti.static(range(4)):
+                        if vn_node[q][l] == j + 1:
+                            WB2[j] += kv * (Wk.transpose() @ vn_weight[q, l])
                 tr2[j] += kv * (Wk * Wk).sum()
                 add = kv * kv * (Wk * Wk).sum()
                 for l in ti.static(range(4)):
@@ -282,7 +293,27 @@ def cond_setup(blocks: ti.types.ndarray(), diag: ti.types.ndarray(), b: ti.types
         V[4, i] = ti.Vector.zero(float, 3)
         V[5, i] = b[i]
         V[6, i] = ti.Vector([w, 0.0, 0.0])
+        if blockstep[i] != 0 and fixed[i] == 0:
+            V[6, i] = ti.Vector([w, 1.0, -1.0])
         scale += (b[i] / dscale).norm_sqr()
+    # block steps: 3x3 inverses, and the 6x6 inverse of a rigid body's (linear, angular) pair by
+    # its Schur complement (W_ll, W_la in the linear row; W_aa, W_al = W_laᵀ in the angular row)
+    for i in range(n0):
+        if fixed[i] == 0 and blockstep[i] == 1:
+            WB[i] = WB[i].inverse()
+        elif fixed[i] == 0 and blockstep[i] == 2 and fixed[i + 1] == 0:
+            Pi = WB[i].inverse()
+            Q = WB2[i]
+            Si = (WB[i + 1] - Q.transpose() @ Pi @ Q).inverse()
+            Wla = -Pi @ Q @ Si
+            WB[i] = Pi - Wla @ Q.transpose() @ Pi
+            WB2[i] = Wla
+            WB[i + 1] = Si
+            WB2[i + 1] = Wla.transpose()
+            V[6, i][2] = ti.cast(i + 1, float)
+            V[6, i + 1][2] = ti.cast(i, float)
+        elif fixed[i] == 0 and blockstep[i] == 2:
+            WB[i] = WB[i].inverse()
     for q in range(nv):
         kv = vn_gain[q]
         sw = 0.0
@@ -353,7 +384,7 @@ def cond_setup(blocks: ti.types.ndarray(), diag: ti.types.ndarray(), b: ti.types
 
 @ti.kernel
 def cond_iterate(P: ti.types.ndarray(), blocks: ti.types.ndarray(), V: ti.types.ndarray(), C: ti.types.ndarray(),
-                 VN: ti.types.ndarray(), n0: ti.i32, nv: ti.i32, nc: ti.i32, alpha_in: float, bb: ti.i32,
+                 VN: ti.types.ndarray(), WB: ti.types.ndarray(), WB2: ti.types.ndarray(), n0: ti.i32, nv: ti.i32, nc: ti.i32, alpha_in: float, bb: ti.i32,
                  nu: float, u: float, op: ti.i32, omega: float) -> ti.math.vec4:
     """One VL-FPI iteration (COND Alg. 1/3) on the packed arrays (see above).
     Returns (‖v̂ˡ⁺¹−v̂ˡ‖², ‖v̂ˡ⁺¹‖², α, ‖v̂**−v̂ˡ‖²)."""
@@ -393,7 +424,14 @@ def cond_iterate(P: ti.types.ndarray(), blocks: ti.types.ndarray(), V: ti.types.
             alpha = ti.min(ti.max(sz / zwz, 0.01), 10.0)
     # v* = v̂ − W g
     for i in range(n):
-        V[2, i] = V[0, i] - (alpha * V[6, i][0]) * V[3, i]
+        if i < n0 and V[6, i][1] > 0.5:      # block step (rigid bodies, rod segments; never in a contact)
+            d = WB[i] @ V[3, i]
+            p = ti.cast(V[6, i][2], ti.i32)
+            if p >= 0:
+                d += WB2[i] @ V[3, p]
+            V[2, i] = V[0, i] - alpha * d
+        else:
+            V[2, i] = V[0, i] - (alpha * V[6, i][0]) * V[3, i]
     # one-shot contact solve (Alg. 2) and v̂** = v* + W Jᵀ λ
     for m in range(nc):
         R = _frame(C, m)
@@ -496,6 +534,22 @@ class CondSolver:
         self._rs = backend.scalar_array(self.n0)
         self._tr2 = backend.scalar_array(self.n0)
         self._rs2 = backend.scalar_array(self.n0)
+        # rigid-body and rotational blocks take a 3x3 block step (they are never contact nodes,
+        # so W stays diagonal on every node a contact touches and Γ = J W Jᵀ stays diagonal)
+        step_blocks = np.zeros(self.n0, np.int32)      # 1: 3x3 block, 2: linear half of a rigid pair, 3: its angular half
+        step_blocks[np.asarray(getattr(model, "rot_block_np", []), np.int64)] = 1
+        pair_slot = np.full(self.n0, -1, np.int64)
+        for lin in getattr(model, "rigid_lin", []):
+            lin = int(lin)
+            step_blocks[lin: lin + 2] = (2, 3)
+            try:
+                pair_slot[lin] = model.pattern.index([lin], [lin + 1])[0]
+            except ValueError:
+                pass
+        self._blockstep = backend.int_array(step_blocks)
+        self._pair_slot = backend.int_array(pair_slot)
+        self._WB = backend.mat3_array(self.n0)
+        self._WB2 = backend.mat3_array(self.n0)
         self._ccap = 0
         self._alloc_contacts(64)
         self._vcap = 0
@@ -581,7 +635,7 @@ class CondSolver:
         scale2 = cond_setup(A.blocks, A.diag, problem.b, problem.fixed, problem.v_hat, problem.state.v,
                             self._tr, self._rs, self._tr2, self._rs2, self.V, self.VN, self.C,
                             c.vn_node, c.vn_weight, c.vn_gain, c.node_a, c.node_b, c.frame, c.phi, c.v_world, c.mu,
-                            c.param, rest, n0, nv, nc, n_rest, int(bool(o.warm_start)), midpoint,
+                            c.param, rest, self._blockstep, self._pair_slot, self._WB, self._WB2, n0, nv, nc, n_rest, int(bool(o.warm_start)), midpoint,
                             float(o.virtual_gain), float(problem.dt), float(o.restitution), float(o.recovery),
                             float(o.max_recovery_speed))
         vscale = max(math.sqrt(max(scale2, 0.0)), 1e-12)
@@ -610,7 +664,7 @@ class CondSolver:
                 nu = 2.0 / (2.0 - rho * rho)
             else:
                 nu = 4.0 / (4.0 - rho * rho * nu)
-            out = cond_iterate(P, A.blocks, self.V, self.C, self.VN, n0, nv, nc, alpha, bb, nu, u, op, omega)
+            out = cond_iterate(P, A.blocks, self.V, self.C, self.VN, self._WB, self._WB2, n0, nv, nc, alpha, bb, nu, u, op, omega)
             dv2, vv2, alpha = float(out[0]), float(out[1]), float(out[2])
             dn = math.sqrt(max(dv2, 0.0))
             theta = dn / max(math.sqrt(max(vv2, 0.0)), vscale)
