@@ -126,3 +126,20 @@ def test_gripper_drops_a_slippery_ball():
     sim = fc.Simulator(gb.build(friction=0.05))
     sim.run(duration=gb.T_LIFT + 1.0)
     assert sim.body_positions("ball")[:, 2].min() < 0.005          # still on the ground
+
+
+@pytest.mark.slow
+@pytest.mark.sample
+def test_soft_fingers_lift_a_rigid_cylinder_without_visible_penetration():
+    """COND §V-D soft gripper: two FEM fingers squeeze and lift a rigid cylinder 5 cm; the deepest
+    contact stays within 1% of the mean surface edge length."""
+    import soft_fingers_cylinder as sfc
+
+    sim = fc.Simulator(sfc.build())
+    deepest = 0.0
+    for _ in range(160):
+        st = sim.step()
+        if st.contacts:
+            deepest = min(deepest, float(sim.contacts.to_numpy()["phi"].min()))
+    assert sim.rigid_pose("cylinder")[0][2] == pytest.approx(sfc.R_CYL + sfc.LIFT, abs=3e-3)
+    assert -deepest < 0.01 * sim.model.contact.mean_edge
