@@ -204,3 +204,21 @@ def test_rod_output_polyline(tmp_path):
     for k in ("stretch", "bend", "twist"):
         assert p.cell_data[k].shape == (8,)
     assert p.cell_data["bend"].max() > 0
+
+
+def test_rod_rests_on_fem_and_rigid_bodies():
+    """A rod dropped across an FEM pad and a rigid block rests on both (rod-FEM, rod-rigid contacts)."""
+    r = 0.01
+    scene = fc.Scene(dt=1e-2, integrator="euler", solver="lagged")
+    scene.add_obstacle(fc.shapes.HalfSpace(normal=(0, 0, 1)), name="ground")
+    scene.add_fem_body(fc.meshes.box(size=(0.3, 0.3, 0.1), resolution=(6, 6, 2), center=(-0.3, 0, 0.05)),
+                       fc.Material(1e5, 0.3, 1000), name="pad")
+    scene.add_rigid_body(fc.shapes.Box(half_extents=(0.15, 0.15, 0.05)), density=500, position=(0.3, 0, 0.05),
+                         name="blk")
+    scene.add_rod(fc.meshes.rod_straight((-0.45, 0, 0.13), (0.45, 0, 0.13), 30), r, youngs_modulus=1e6,
+                  density=1000, rayleigh_alpha=1.0, name="rod")
+    sim = fc.Simulator(scene)
+    sim.run(steps=60)
+    x = sim.rod_positions("rod")
+    assert abs(x[3, 2] - (sim.body_positions("pad")[:, 2].max() + r)) < 0.2 * r
+    assert abs(x[27, 2] - (sim.rigid_pose("blk")[0][2] + 0.05 + r)) < 0.1 * r
