@@ -58,6 +58,7 @@ class Model:
         self.n_fem_nodes = node0
         self.n_tets = tet0
         node0 = self._add_rigid_bodies(node0, rest, vel)
+        node0 = self._add_rods(node0, rest, vel)
         self.n_nodes = node0
         self.rest_positions = np.concatenate(rest) if rest else np.zeros((0, 3))
         self.initial_velocities = np.concatenate(vel) if vel else np.zeros((0, 3))
@@ -66,6 +67,7 @@ class Model:
         self._build_elements(mats)
         self._build_rotational()
         self.coupling_pairs: list = []   # (rows, cols) block pairs added by couplings (joints)
+        self.coupling_pairs += self._rod_pairs
         self.joints = None
         if getattr(scene, "joints", None) or getattr(scene, "attachments", None):
             from .bodies.joints import JointSystem
@@ -100,6 +102,40 @@ class Model:
         self.rot_q0_np = np.array(rot_q, float).reshape(-1, 4)
         return node0
 
+    def _add_rods(self, node0: int, rest: list, vel: list) -> int:
+        """Cosserat rods (``femcontact.rod_spec``): per rod its n+1 node blocks (lumped mass) then its n
+        segment blocks (rotational: inertia ρ l diag(I, I, J), quaternion appended after the rigid
+        bodies' in ``rot_*_np``). Records ``rod_specs`` and the block pairs the rod elements couple
+        (stretch–shear: nodes j, j+1 and segment j; bend–twist: segments j, j+1) in ``_rod_pairs``."""
+        self.rod_specs = list(getattr(self.scene, "rods", []))
+        self._rod_pairs = []
+        if not self.rod_specs:
+            return node0
+        rot_block, rot_inertia, rot_q = [self.rot_block_np], [self.rot_inertia_np], [self.rot_q0_np]
+        self.rod_rot0 = np.zeros(len(self.rod_specs), np.int64)    # index of each rod's first quaternion
+        for k, spec in enumerate(self.rod_specs):
+            n, npt = spec.n_segments, spec.n_points
+            self.bodies.append(BodyRange(spec.name, "rod", node0, spec.n_nodes, self.n_tets, 0))
+            rest.append(spec.positions)
+            vel.append(spec.block_velocities)
+            for i, m in enumerate(spec.node_masses):
+                self._block_mass.append((node0 + i, float(m)))
+            self.rod_rot0[k] = sum(len(r) for r in rot_block)
+            seg = node0 + npt + np.arange(n)
+            rot_block.append(seg)
+            rot_inertia.append(spec.segment_inertias)
+            rot_q.append(spec.quats)
+            j = np.arange(n)
+            trip = np.stack([node0 + j, node0 + j + 1, seg], axis=1)          # (n, 3) stretch elements
+            self._rod_pairs.append((np.repeat(trip, 3, axis=1), np.tile(trip, (1, 3))))
+            pair = np.stack([seg[:-1], seg[1:]], axis=1)                        # (n-1, 2) bend elements
+            self._rod_pairs.append((np.repeat(pair, 2, axis=1), np.tile(pair, (1, 2))))
+            node0 += spec.n_nodes
+        self.rot_block_np = np.concatenate(rot_block).astype(np.int64)
+        self.rot_inertia_np = np.concatenate(rot_inertia).reshape(-1, 3, 3)
+        self.rot_q0_np = np.concatenate(rot_q).reshape(-1, 4)
+        return node0
+
     def _build_rotational(self) -> None:
         n = len(self.rot_block_np)
         self.n_rot = n
@@ -132,7 +168,7 @@ class Model:
         c = getattr(self, "contact", None)
         if c is None:
             return bool(getattr(self.scene, "obstacles", [])) or len(self.bodies) > 1
-        return bool((c.pair_row >= 0).any())
+        return bool((c.pair_row >= 0).any()) or any(r.self_contact for r in getattr(self, "rod_specs", []))
 
     @property
     def n_dofs(self) -> int:

@@ -244,6 +244,7 @@ class Scene:
         self.rigid_bodies: list[RigidBodySpec] = []
         self.joints: list = []
         self.attachments: list = []
+        self.rods: list = []           # RodSpec (femcontact.rod_spec), after rigid bodies in DOF order
         # contact (femcontact.contact): obstacles, per-pair settings, defaults for body-body pairs
         from .contact.obstacles import ContactParams
 
@@ -371,10 +372,34 @@ class Scene:
         self.attachments.append(Attachment(body, idx, rigid, stiffness, damping, f"attach{len(self.attachments)}"))
         return idx
 
+    def add_rod(self, points, radius: float, material: Optional[Material] = None, *, youngs_modulus=None,
+                poisson_ratio=None, shear_modulus=None, density=None, rayleigh_alpha: float = 0.0,
+                rayleigh_beta: float = 0.0, velocity=(0.0, 0.0, 0.0), rest_shape: str = "initial", d1=None,
+                self_contact: bool = True, name: Optional[str] = None):
+        """Add a Cosserat rod (cable; MATH.md §2) along the polyline ``points`` ((n+1, 3), m; e.g.
+        ``fc.meshes.rod_straight/rod_arc/rod_helix``) with circular section ``radius`` (m).
+
+        Material: ``material=fc.Material(E, nu, density, rayleigh_alpha, rayleigh_beta)``, or
+        ``youngs_modulus`` (Pa), ``poisson_ratio`` (default 0.3) and ``density`` (kg/m^3);
+        ``shear_modulus`` (Pa) overrides G = E/(2(1+nu)). Stiffnesses: stretch EA, shear kGA,
+        bend EI, twist GJ. velocity: (3,) or (n+1, 3) initial node velocities (m/s).
+        rest_shape: "initial" (natural curvature and twist of the given points) or "straight".
+        d1: first material direction of the first segment (default: any perpendicular).
+        self_contact: detect contact between non-adjacent segments of this rod.
+        Returns a ``RodSpec`` with ``clamp``, ``pin``, ``drive``, ``add_force``, ``add_torque``.
+        """
+        from .rod_spec import make_rod
+
+        name = self._unique_name(name, "rod")
+        spec = make_rod(name, points, radius, material, youngs_modulus, poisson_ratio, shear_modulus, density,
+                        rayleigh_alpha, rayleigh_beta, velocity, rest_shape, d1, self_contact)
+        self.rods.append(spec)
+        return spec
+
     @property
     def all_bodies(self) -> list:
-        """Every body in DOF order: FEM bodies, then rigid bodies."""
-        return [*self.fem_bodies, *getattr(self, "rigid_bodies", [])]
+        """Every body in DOF order: FEM bodies, then rigid bodies, then rods."""
+        return [*self.fem_bodies, *getattr(self, "rigid_bodies", []), *getattr(self, "rods", [])]
 
     def body(self, name: str):
         for b in self.all_bodies:

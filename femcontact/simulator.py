@@ -73,7 +73,7 @@ class _Drives:
         self.groups = []    # (global indices, drive, current positions of its nodes)
         self.placed = []    # positions of each group's nodes at placement (x0 of position drives)
         fixed = np.zeros(model.n_nodes, np.int32)
-        for spec in scene.fem_bodies:
+        for spec in [*scene.fem_bodies, *getattr(scene, "rods", [])]:   # rods: same drive records
             start = model.body(spec.name).node_start
             for d in spec.drives:
                 idx = d.nodes + start
@@ -171,12 +171,17 @@ class Simulator:
             self.detector = build_detector(self.model)
             self.contact_solver = make_contact_solver(scene.solver, self.model, scene.solver_options)
         self._energy_out = backend.scalar_array(2)
+        self.rods = None
+        if getattr(self.model, "rod_specs", None):
+            from .bodies.rod import RodSystem
+
+            self.rods = RodSystem(self.model)
 
     # ------------------------------------------------------------------ setup
     def _collect_forces(self):
         static = np.zeros((self.model.n_nodes, 3))
         timed = []
-        for spec in self.scene.fem_bodies:
+        for spec in [*self.scene.fem_bodies, *getattr(self.scene, "rods", [])]:
             start = self.model.body(spec.name).node_start
             for f in spec.forces:
                 idx = f.nodes + start
@@ -240,6 +245,8 @@ class Simulator:
         if m.n_tets:
             fem.assemble_elastic(s.x, m.tets, m.dm_inv, m.vol, m.mu, m.lam, m.beta, m.tet_blocks, self.A.blocks,
                                  self.b, c.a_k, c.a_kb, c.b_f)
+        if self.rods is not None:
+            self.rods.assemble(s, self.A, self.b, c)
         if self.drives.count:
             integ.eliminate_prescribed(self.A.indptr, self.A.indices, self.A.blocks, self.A.diag, self.b,
                                        self.fixed, self.v_fixed, m.n_nodes)
@@ -269,6 +276,8 @@ class Simulator:
                               self.coef.v_old)
         if self.model.n_rot:
             rigid.advance_rotations(self.model.rot_block, s.q, self.v_hat, s.v, self.fixed, self.scene.dt)
+        if self.rods is not None:
+            self.rods.after_advance(s)
         if not (vmax2 <= MAX_SPEED**2):
             raise self._diverged(f"a node speed reached {math.sqrt(vmax2):.3g} m/s")
         s.time += self.scene.dt
@@ -358,6 +367,8 @@ class Simulator:
         data ``normal``, ``impulse`` (world frame, N s), ``force`` (= impulse/dt, N), ``gap`` (m),
         ``state`` (0 open, 1 stick, 2 slip))."""
         pieces = self._body_pieces()
+        if self.rods is not None:
+            pieces.update(self._rod_pieces())
         if self.detector is not None:
             pieces.update(self._contact_pieces())
         return pieces
@@ -412,6 +423,46 @@ class Simulator:
                                             point_data={"velocity": lin + np.cross(ang, pts - c)})
         return pieces
 
+    def _rod_pieces(self) -> dict:
+        """Each rod as a polyline: point data ``radius`` (m, for ParaView's tube filter) and
+        ``velocity``; cell data per segment ``stretch`` (axial strain), ``shear``, ``bend`` (1/m),
+        ``twist`` (rad/m) (``RodSystem.strains``)."""
+        import meshio
+
+        x, v = self.state.positions(), self.state.velocities()
+        pieces = {}
+        for d, (spec, br, node, seg, qi) in zip(self.rods.strains(x, self.state.quaternions()), self.rods.ranges):
+            n = spec.n_segments
+            lines = np.stack([np.arange(n), np.arange(1, n + 1)], axis=1).astype(np.int64)
+            pieces[spec.name] = meshio.Mesh(
+                d["points"], [("line", lines)],
+                point_data={"radius": np.full(n + 1, spec.radius), "velocity": v[node]},
+                cell_data={k: [d[k]] for k in ("stretch", "shear", "bend", "twist")})
+        return pieces
+
+    def rod_positions(self, name: str) -> np.ndarray:
+        """(n+1, 3) centre-line node positions of a rod now, m."""
+        return self.state.positions()[self._rod(name)[2]]
+
+    def rod_frames(self, name: str) -> np.ndarray:
+        """(n, 3, 3) segment frames of a rod now (columns d1, d2, d3; d3 along the segment)."""
+        return rigid.quat_to_matrix(self.state.quaternions()[self._rod(name)[4]])
+
+    def rod_strains(self, name: str) -> dict:
+        """Per-segment strains of a rod now: stretch, shear, bend (1/m), twist (rad/m)."""
+        k = [r[0].name for r in self.rods.ranges].index(self._rod(name)[0].name)
+        return self.rods.strains(self.state.positions(), self.state.quaternions())[k]
+
+    def rod_forces(self) -> tuple[np.ndarray, float]:
+        """(all blocks' elastic rod forces (N) / torques (N m), rod elastic energy J) now."""
+        return self.rods.forces(self.state)
+
+    def _rod(self, name: str):
+        for r in (self.rods.ranges if self.rods is not None else []):
+            if r[0].name == name:
+                return r
+        raise ParameterError(f"no rod named {name!r}; rods: {[s.name for s in getattr(self.model, 'rod_specs', [])]}")
+
     def _write(self, writer) -> None:
         t0 = _time.perf_counter()
         writer.write(self.state.time, self.frame_pieces())
@@ -444,6 +495,8 @@ class Simulator:
             Om = np.einsum("kji,kj->ki", R, w)
             kin += 0.5 * float(np.einsum("ki,kij,kj->", Om, m.rot_inertia_np, Om))
         elastic = float(fem.elastic_energy(s.x, m.tets, m.dm_inv, m.vol, m.mu, m.lam)) if m.n_tets else 0.0
+        if self.rods is not None:
+            elastic += self.rods.forces(s)[1]
         return {"kinetic": kin, "elastic": elastic, "gravity": grav, "total": kin + elastic + grav}
 
     def system_matrix(self):

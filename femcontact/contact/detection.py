@@ -457,6 +457,11 @@ class Detector:
             self.box_lo = ti.ndarray(float, shape=(self.n_bodies, 3))
             self.box_hi = ti.ndarray(float, shape=(self.n_bodies, 3))
         self.pose_np = np.zeros((max(self.n_sdf, 1), OBS_POSE))   # rigid rows: filled by rigid_poses
+        self.rod_contacts = None                                  # rods: contact/rod_detection.py
+        if getattr(model, "rod_specs", None):
+            from .rod_detection import RodContacts
+
+            self.rod_contacts = RodContacts(model, self)
         self.last_time = None
 
     def _build_proxies(self, model, rigid_body: np.ndarray) -> None:
@@ -533,6 +538,8 @@ class Detector:
                 detect_bodies(state.x, self.surf, self.n_surf, self.node_body, self.fixed, self.pair_row,
                               tg.items, tg.counts, tg.entries, eg.items, eg.counts, eg.entries, self.h, tg.size,
                               self.box_lo, self.box_hi, self.n_bodies, self.mus, self.axes, self.margin, self.n_nodes, *args)
+            if self.rod_contacts is not None:
+                self.rod_contacts.detect(state, dt, args, sdf)
             n_c, n_v, fill_t, fill_e = (int(v) for v in read4(self.counters))
             if self.has_bodies and (fill_t > self.tri_grid.slots or fill_e > self.tet_grid.slots):
                 for g, fill in ((self.tri_grid, fill_t), (self.tet_grid, fill_e)):

@@ -101,10 +101,15 @@ def build_contact_data(model) -> ContactData:
     for k, spec in enumerate(model.rigid_specs):
         if spec.kinematic:
             fixed[model.rigid_lin[k]: model.rigid_lin[k] + 2] = 1
+    for spec in getattr(model, "rod_specs", []):                   # rods: pinned/clamped/driven blocks
+        start = model.body(spec.name).node_start
+        for d in spec.drives:
+            fixed[np.asarray(d.nodes, np.int64) + start] = 1
     margin = getattr(scene, "contact_margin", None)
     if margin is None:
         sizes = [0.5 * mean_edge] if mean_edge > 0 else []
         sizes += [0.25 * s.shape.bounding_radius() for s in model.rigid_specs]
+        sizes += [s.radius for s in getattr(model, "rod_specs", [])]
         margin = min(sizes) if sizes else 0.0
     margin = float(margin)
     return ContactData(np.array(rows, float), np.array(axes, float), pair_row, surf_nodes, surf_tris, node_body,

@@ -1,0 +1,357 @@
+"""Rod contacts (MATH.md §3): Cosserat rod segments are capsules of the rod's radius around the
+centre line; every contact lands in the one ContactSet with the same nodalization as the rest
+of ``detection.py`` (a contact on a rod node claims it or gets its own virtual node; a point
+inside a segment at parameter t is a virtual node ``J_v = [(1−t) I, t I]`` on its two nodes).
+The contact point's velocity is the centre line's (the segment's spin ``ω × r`` is left out).
+
+Three kernels, run after the FEM and rigid passes inside ``Detector.detect``:
+
+1. ``detect_rod_sdf`` — rods against every SDF entity (obstacles, then rigid bodies, the table of
+   ``detection.py``): each rod node as a sphere of the rod radius (S-contact, or a D-contact with a
+   virtual node on the rigid body via ``_world_side``), plus the interior minimum of the SDF along
+   each segment (ternary search) where it lies clearly below both ends (a convex obstacle edge or a
+   cylinder between two nodes).
+2. ``detect_rod_pairs`` — segment against segment, of two rods or of one rod with itself (pairs
+   closer than ``1 + ceil(3r/l)`` segments along the rod are skipped: they touch by construction):
+   closest points of the two segments, gap ``d − r_a − r_b``, a D-contact between two segment
+   points. Duplicates at a shared node are dropped (a closest point at the far end of a segment
+   is left to the next segment, where it is the near end).
+3. ``detect_rod_fem`` — FEM surface vertices against rod capsules, and rod nodes against FEM
+   surface triangles (virtual node on the triangle, barycentric weights).
+
+**Speculative contacts.** A pair is reported when its gap is below ``margin + dt·|v_rel|``
+(``v_rel`` the relative velocity of the two closest points at the start of the step), so two
+cables crossing at 1 m/s with dt = 1e-2 see each other the step before they would touch and the
+solver keeps ``φ + dt v_n ≥ 0``. Broadphase: all pairs with a bounding-sphere test (O(S²) in the
+kernel; fine to a few thousand segments, a spatial hash is the next step beyond).
+
+(No ``from __future__ import annotations`` here: Taichi reads the annotations.)
+"""
+import numpy as np
+import taichi as ti
+
+from .. import backend
+from .detection import _claim_node, _emit, _pose_of, _world_side
+from .narrowphase import BOUND, closest_on_triangle, contact_frame, shape_sdf
+
+
+@ti.func
+def _segment_point(ia, ib, t, claim: ti.template(), counters: ti.template(), vn_node: ti.template(),
+                   vn_weight: ti.template(), n_nodes):
+    """Contact node of the point at parameter t of segment (ia, ib): a claimed node at an end, else a
+    new virtual node interpolating the two."""
+    node = -1
+    if t <= 0.0:
+        node = _claim_node(ia, claim, counters, vn_node, vn_weight, n_nodes)
+    elif t >= 1.0:
+        node = _claim_node(ib, claim, counters, vn_node, vn_weight, n_nodes)
+    else:
+        v = ti.atomic_add(counters[1], 1)
+        node = n_nodes + v
+        if v < vn_node.shape[0]:
+            vn_node[v] = ti.Vector([ia, ib, -1, -1])
+            vn_weight[v, 0] = (1.0 - t) * ti.Matrix.identity(float, 3)
+            vn_weight[v, 1] = t * ti.Matrix.identity(float, 3)
+            vn_weight[v, 2] = ti.Matrix.zero(float, 3, 3)
+            vn_weight[v, 3] = ti.Matrix.zero(float, 3, 3)
+    return node
+
+
+@ti.func
+def _sdf_world(o, p, obs_kind: ti.template(), obs_f: ti.template(), obs_pose: ti.template(), grid: ti.template()):
+    R, c = _pose_of(obs_pose, o)
+    phi, nl = shape_sdf(obs_kind[o, 0], obs_f, o, grid, obs_kind[o, 1], R.transpose() @ (p - c))
+    return phi, R @ nl
+
+
+@ti.func
+def _segments_closest(p1, q1, p2, q2):
+    """Parameters (s, t) of the closest points of segments p1q1 and p2q2 (Ericson, RTCD §5.1.9)."""
+    d1 = q1 - p1
+    d2 = q2 - p2
+    r = p1 - p2
+    a = d1.dot(d1)
+    e = d2.dot(d2)
+    f = d2.dot(r)
+    c = d1.dot(r)
+    b = d1.dot(d2)
+    den = a * e - b * b
+    s = 0.0
+    if den > 1e-12 * a * e:
+        s = ti.math.clamp((b * f - c * e) / den, 0.0, 1.0)
+    t = (b * s + f) / e
+    if t < 0.0:
+        t = 0.0
+        s = ti.math.clamp(-c / a, 0.0, 1.0)
+    elif t > 1.0:
+        t = 1.0
+        s = ti.math.clamp((b - c) / a, 0.0, 1.0)
+    return s, t
+
+
+@ti.kernel
+def detect_rod_sdf(x: ti.types.ndarray(), v: ti.types.ndarray(), rn_node: ti.types.ndarray(),
+                   rn_rad: ti.types.ndarray(), n_rn: ti.i32, rs_elem: ti.types.ndarray(), rs_rad: ti.types.ndarray(),
+                   n_rs: ti.i32, node_body: ti.types.ndarray(), fixed: ti.types.ndarray(),
+                   pair_row: ti.types.ndarray(), sdf_entity: ti.types.ndarray(), sdf_rigid: ti.types.ndarray(),
+                   n_obs: ti.i32, obs_kind: ti.types.ndarray(), obs_f: ti.types.ndarray(),
+                   obs_pose: ti.types.ndarray(), grid: ti.types.ndarray(), mus: ti.types.ndarray(),
+                   axes: ti.types.ndarray(), margin: float, dt: float, n_nodes: ti.i32, claim: ti.types.ndarray(),
+                   counters: ti.types.ndarray(), c_node_a: ti.types.ndarray(), c_node_b: ti.types.ndarray(),
+                   c_frame: ti.types.ndarray(), c_phi: ti.types.ndarray(), c_mu: ti.types.ndarray(),
+                   c_vw: ti.types.ndarray(), c_point: ti.types.ndarray(), c_param: ti.types.ndarray(),
+                   c_imp: ti.types.ndarray(), c_status: ti.types.ndarray(), vn_node: ti.types.ndarray(),
+                   vn_weight: ti.types.ndarray()):
+    """Rod nodes (spheres) and segment interiors against SDF entities (module docstring, 1)."""
+    for k in range(n_rn + n_rs):
+        for o in range(n_obs):
+            ia = 0
+            ib = 0
+            rad = 0.0
+            if k < n_rn:
+                ia = rn_node[k]
+                ib = ia
+                rad = rn_rad[k]
+            else:
+                ia = rs_elem[k - n_rn][0]
+                ib = rs_elem[k - n_rn][1]
+                rad = rs_rad[k - n_rn]
+            row = pair_row[node_body[ia], sdf_entity[o]]
+            other = sdf_rigid[o]
+            use = row >= 0 and not (fixed[ia] == 1 and fixed[ib] == 1)
+            if use and other >= 0:
+                use = not (fixed[ia] == 1 and fixed[ib] == 1 and fixed[other] == 1)
+            if use:
+                pa, pb = x[ia], x[ib]
+                reach = margin + dt * ti.max(v[ia].norm(), v[ib].norm())
+                R, c = _pose_of(obs_pose, o)
+                mid = 0.5 * (pa + pb)
+                if (R.transpose() @ (mid - c)).norm() <= obs_f[o, BOUND] + reach + rad + 0.5 * (pb - pa).norm():
+                    t = 0.0
+                    phi = 0.0
+                    n = ti.Vector([0.0, 0.0, 1.0])
+                    emit = False
+                    if k < n_rn:
+                        phi, n = _sdf_world(o, pa, obs_kind, obs_f, obs_pose, grid)
+                        phi -= rad
+                        emit = phi < reach
+                    else:                          # interior minimum along the segment
+                        phi0, n0 = _sdf_world(o, pa, obs_kind, obs_f, obs_pose, grid)
+                        phi1, n1 = _sdf_world(o, pb, obs_kind, obs_f, obs_pose, grid)
+                        lo, hi = 0.0, 1.0
+                        for _ in range(12):
+                            m1 = lo + (hi - lo) / 3.0
+                            m2 = hi - (hi - lo) / 3.0
+                            f1, g1 = _sdf_world(o, pa + m1 * (pb - pa), obs_kind, obs_f, obs_pose, grid)
+                            f2, g2 = _sdf_world(o, pa + m2 * (pb - pa), obs_kind, obs_f, obs_pose, grid)
+                            if f1 < f2:
+                                hi = m2
+                            else:
+                                lo = m1
+                        t = 0.5 * (lo + hi)
+                        phi, n = _sdf_world(o, pa + t * (pb - pa), obs_kind, obs_f, obs_pose, grid)
+                        emit = 0.02 < t < 0.98 and phi < ti.min(phi0, phi1) - 0.25 * rad
+                        phi -= rad
+                        emit = emit and phi < reach
+                    if emit:
+                        p = pa + t * (pb - pa)
+                        q = p - (phi + rad) * n           # on the entity's surface
+                        node_a, vw = _world_side(o, q, obs_pose, sdf_rigid, counters, vn_node, vn_weight, n_nodes)
+                        nb = _segment_point(ia, ib, t, claim, counters, vn_node, vn_weight, n_nodes)
+                        F = contact_frame(n, R @ axes[row])
+                        _emit(node_a, nb, F, phi, mus[row], vw, q, row, counters, c_node_a, c_node_b, c_frame,
+                              c_phi, c_mu, c_vw, c_point, c_param, c_imp, c_status)
+
+
+@ti.kernel
+def detect_rod_pairs(x: ti.types.ndarray(), v: ti.types.ndarray(), rs_elem: ti.types.ndarray(),
+                     rs_rad: ti.types.ndarray(), rs_info: ti.types.ndarray(), n_rs: ti.i32,
+                     node_body: ti.types.ndarray(), fixed: ti.types.ndarray(), pair_row: ti.types.ndarray(),
+                     mus: ti.types.ndarray(), axes: ti.types.ndarray(), margin: float, dt: float, n_nodes: ti.i32,
+                     claim: ti.types.ndarray(), counters: ti.types.ndarray(), c_node_a: ti.types.ndarray(),
+                     c_node_b: ti.types.ndarray(), c_frame: ti.types.ndarray(), c_phi: ti.types.ndarray(),
+                     c_mu: ti.types.ndarray(), c_vw: ti.types.ndarray(), c_point: ti.types.ndarray(),
+                     c_param: ti.types.ndarray(), c_imp: ti.types.ndarray(), c_status: ti.types.ndarray(),
+                     vn_node: ti.types.ndarray(), vn_weight: ti.types.ndarray()):
+    """Segment–segment contacts between rods and within one rod (module docstring, 2).
+    rs_info[i] = (rod, index in rod, is last segment, self-contact skip (-1: no self-contact))."""
+    for i in range(n_rs):
+        a0, a1 = rs_elem[i][0], rs_elem[i][1]
+        ra = rs_rad[i]
+        pa0, pa1 = x[a0], x[a1]
+        ca = 0.5 * (pa0 + pa1)
+        ha = 0.5 * (pa1 - pa0).norm()
+        va = ti.max(v[a0].norm(), v[a1].norm())
+        for j in range(i + 1, n_rs):
+            b0, b1 = rs_elem[j][0], rs_elem[j][1]
+            row = pair_row[node_body[a0], node_body[b0]]
+            if rs_info[i][0] == rs_info[j][0]:
+                row = -1
+                if rs_info[i][3] >= 0 and rs_info[j][1] - rs_info[i][1] > rs_info[i][3]:
+                    row = 0
+            if row >= 0 and not (fixed[a0] == 1 and fixed[a1] == 1 and fixed[b0] == 1 and fixed[b1] == 1):
+                pb0, pb1 = x[b0], x[b1]
+                rb = rs_rad[j]
+                reach = margin + dt * (va + ti.max(v[b0].norm(), v[b1].norm()))
+                cb = 0.5 * (pb0 + pb1)
+                if (ca - cb).norm() <= ha + 0.5 * (pb1 - pb0).norm() + ra + rb + reach:
+                    s, t = _segments_closest(pa0, pa1, pb0, pb1)
+                    skip = (s >= 1.0 and rs_info[i][2] == 0) or (t >= 1.0 and rs_info[j][2] == 0)
+                    if not skip:
+                        p = pa0 + s * (pa1 - pa0)
+                        q = pb0 + t * (pb1 - pb0)
+                        d = (q - p).norm()
+                        vrel = ((1 - t) * v[b0] + t * v[b1]) - ((1 - s) * v[a0] + s * v[a1])
+                        reach = margin + dt * vrel.norm()
+                        phi = d - ra - rb
+                        if phi < reach:
+                            n = ti.Vector([0.0, 0.0, 1.0])
+                            if d > 1e-9 * (ha + ra):
+                                n = (q - p) / d
+                            else:
+                                n = (pa1 - pa0).cross(pb1 - pb0).normalized()
+                            na = _segment_point(a0, a1, s, claim, counters, vn_node, vn_weight, n_nodes)
+                            nb = _segment_point(b0, b1, t, claim, counters, vn_node, vn_weight, n_nodes)
+                            F = contact_frame(n, axes[row])
+                            _emit(na, nb, F, phi, mus[row], ti.Vector([0.0, 0.0, 0.0]), p + ra * n, row, counters,
+                                  c_node_a, c_node_b, c_frame, c_phi, c_mu, c_vw, c_point, c_param, c_imp, c_status)
+
+
+@ti.kernel
+def detect_rod_fem(x: ti.types.ndarray(), v: ti.types.ndarray(), rn_node: ti.types.ndarray(),
+                   rn_rad: ti.types.ndarray(), n_rn: ti.i32, rs_elem: ti.types.ndarray(), rs_rad: ti.types.ndarray(),
+                   n_rs: ti.i32, surf: ti.types.ndarray(), n_surf: ti.i32, tris: ti.types.ndarray(), n_tris: ti.i32,
+                   node_body: ti.types.ndarray(), fixed: ti.types.ndarray(), pair_row: ti.types.ndarray(),
+                   mus: ti.types.ndarray(), axes: ti.types.ndarray(), margin: float, dt: float, n_nodes: ti.i32,
+                   claim: ti.types.ndarray(), counters: ti.types.ndarray(), c_node_a: ti.types.ndarray(),
+                   c_node_b: ti.types.ndarray(), c_frame: ti.types.ndarray(), c_phi: ti.types.ndarray(),
+                   c_mu: ti.types.ndarray(), c_vw: ti.types.ndarray(), c_point: ti.types.ndarray(),
+                   c_param: ti.types.ndarray(), c_imp: ti.types.ndarray(), c_status: ti.types.ndarray(),
+                   vn_node: ti.types.ndarray(), vn_weight: ti.types.ndarray()):
+    """Rods against FEM bodies (module docstring, 3): FEM surface vertex vs nearest rod capsule (side A
+    the rod point), and rod node vs nearest FEM surface triangle (side A the triangle point)."""
+    for k in range(n_surf + n_rn):
+        if k < n_surf:                      # FEM vertex against the nearest capsule
+            i = surf[k]
+            p = x[i]
+            best = 1e30
+            bs = -1
+            bt = 0.0
+            for j in range(n_rs):
+                a0, a1 = rs_elem[j][0], rs_elem[j][1]
+                if pair_row[node_body[i], node_body[a0]] >= 0 and not (fixed[i] == 1 and fixed[a0] == 1
+                                                                       and fixed[a1] == 1):
+                    d = x[a1] - x[a0]
+                    t = ti.math.clamp((p - x[a0]).dot(d) / d.dot(d), 0.0, 1.0)
+                    phi = (p - (x[a0] + t * d)).norm() - rs_rad[j]
+                    if phi < best:
+                        best = phi
+                        bs = j
+                        bt = t
+            if bs >= 0:
+                a0, a1 = rs_elem[bs][0], rs_elem[bs][1]
+                q = x[a0] + bt * (x[a1] - x[a0])
+                vrel = v[i] - ((1 - bt) * v[a0] + bt * v[a1])
+                if best < margin + dt * vrel.norm():
+                    d = (p - q).norm()
+                    n = (p - q) / ti.max(d, 1e-300)
+                    row = pair_row[node_body[i], node_body[a0]]
+                    na = _segment_point(a0, a1, bt, claim, counters, vn_node, vn_weight, n_nodes)
+                    nb = _claim_node(i, claim, counters, vn_node, vn_weight, n_nodes)
+                    _emit(na, nb, contact_frame(n, axes[row]), best, mus[row], ti.Vector([0.0, 0.0, 0.0]),
+                          q + rs_rad[bs] * n, row, counters, c_node_a, c_node_b, c_frame, c_phi, c_mu, c_vw,
+                          c_point, c_param, c_imp, c_status)
+        else:                               # rod node against the nearest FEM surface triangle
+            i = rn_node[k - n_surf]
+            p = x[i]
+            rad = rn_rad[k - n_surf]
+            best = 1e30
+            bt = -1
+            for e in range(n_tris):
+                tv = tris[e]
+                if pair_row[node_body[i], node_body[tv[0]]] >= 0:
+                    q, w = closest_on_triangle(p, x[tv[0]], x[tv[1]], x[tv[2]])
+                    d = (p - q).norm()
+                    if d < best:
+                        best = d
+                        bt = e
+            if bt >= 0 and not (fixed[i] == 1 and fixed[tris[bt][0]] == 1 and fixed[tris[bt][1]] == 1
+                                and fixed[tris[bt][2]] == 1):
+                tv = tris[bt]
+                a, b, c = x[tv[0]], x[tv[1]], x[tv[2]]
+                q, w = closest_on_triangle(p, a, b, c)
+                fn = (b - a).cross(c - a).normalized()
+                inside = (p - q).dot(fn) < 0.0
+                n = fn
+                if best > 1e-12:
+                    n = (p - q) / best
+                    if inside:
+                        n = -n
+                phi = best - rad
+                if inside:
+                    phi = -best - rad
+                vq = w[0] * v[tv[0]] + w[1] * v[tv[1]] + w[2] * v[tv[2]]
+                if phi < margin + dt * (v[i] - vq).norm():
+                    row = pair_row[node_body[tv[0]], node_body[i]]
+                    va = ti.atomic_add(counters[1], 1)
+                    if va < vn_node.shape[0]:
+                        vn_node[va] = ti.Vector([tv[0], tv[1], tv[2], -1])
+                        for kk in ti.static(range(3)):
+                            vn_weight[va, kk] = w[kk] * ti.Matrix.identity(float, 3)
+                        vn_weight[va, 3] = ti.Matrix.zero(float, 3, 3)
+                    nb = _claim_node(i, claim, counters, vn_node, vn_weight, n_nodes)
+                    _emit(n_nodes + va, nb, contact_frame(n, axes[row]), phi, mus[row], ti.Vector([0.0, 0.0, 0.0]),
+                          q, row, counters, c_node_a, c_node_b, c_frame, c_phi, c_mu, c_vw, c_point, c_param, c_imp,
+                          c_status)
+
+
+class RodContacts:
+    """Static rod tables for the detector and the per-step rod detection passes."""
+
+    def __init__(self, model, detector):
+        backend.ensure_init()
+        self.det = detector
+        nodes, nrad, elem, srad, info = [], [], [], [], []
+        for k, spec in enumerate(model.rod_specs):
+            br = model.body(spec.name)
+            n, npt = spec.n_segments, spec.n_points
+            node = br.node_start + np.arange(npt)
+            nodes.append(node)
+            nrad.append(np.full(npt, spec.radius))
+            elem.append(np.stack([node[:-1], node[1:], br.node_start + npt + np.arange(n)], axis=1))
+            srad.append(np.full(n, spec.radius))
+            skip = 1 + int(np.ceil(3.0 * spec.radius / spec.rest_lengths.min())) if spec.self_contact else -1
+            info.append(np.stack([np.full(n, k), np.arange(n), (np.arange(n) == n - 1).astype(int),
+                                  np.full(n, skip)], axis=1))
+        self.n_rn = int(sum(len(a) for a in nodes))
+        self.n_rs = int(sum(len(a) for a in elem))
+        self.rn_node = backend.int_array(np.concatenate(nodes))
+        self.rn_rad = backend.scalar_array(self.n_rn, np.concatenate(nrad))
+        self.rs_elem = backend.int_array(np.concatenate(elem), width=3)
+        self.rs_rad = backend.scalar_array(self.n_rs, np.concatenate(srad))
+        self.rs_info = backend.int_array(np.concatenate(info), width=4)
+        cd = model.contact
+        rod_bodies = [i for i, b in enumerate(model.bodies) if b.kind == "rod"]
+        fem_bodies = [i for i, b in enumerate(model.bodies) if b.kind == "fem"]
+        self.any_pairs = len(model.rod_specs) > 1 and bool((cd.pair_row[np.ix_(rod_bodies, rod_bodies)] >= 0).any())
+        self.any_pairs = self.any_pairs or any(s.self_contact and s.n_segments > 3 for s in model.rod_specs)
+        self.any_fem = bool(fem_bodies) and bool((cd.pair_row[np.ix_(rod_bodies, fem_bodies)] >= 0).any())
+        if self.any_fem:
+            self.tris = backend.int_array(cd.surf_tris, width=3)
+            self.n_tris = len(cd.surf_tris)
+
+    def detect(self, state, dt: float, args: tuple, sdf: tuple) -> None:
+        """Append this step's rod contacts (inside the detector's overflow loop)."""
+        d = self.det
+        claim, counters, rest = args[0], args[1], args[2:]
+        if d.n_sdf:
+            detect_rod_sdf(state.x, state.v, self.rn_node, self.rn_rad, self.n_rn, self.rs_elem, self.rs_rad,
+                           self.n_rs, d.node_body, d.fixed, d.pair_row, *sdf, d.grid, d.mus, d.axes, d.margin, dt,
+                           d.n_nodes, claim, counters, *rest)
+        if self.any_pairs:
+            detect_rod_pairs(state.x, state.v, self.rs_elem, self.rs_rad, self.rs_info, self.n_rs, d.node_body,
+                             d.fixed, d.pair_row, d.mus, d.axes, d.margin, dt, d.n_nodes, claim, counters, *rest)
+        if self.any_fem:
+            detect_rod_fem(state.x, state.v, self.rn_node, self.rn_rad, self.n_rn, self.rs_elem, self.rs_rad,
+                           self.n_rs, d.surf, d.n_surf, self.tris, self.n_tris, d.node_body, d.fixed, d.pair_row,
+                           d.mus, d.axes, d.margin, dt, d.n_nodes, claim, counters, *rest)

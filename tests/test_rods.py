@@ -1,0 +1,224 @@
+"""Cosserat rods (issue 7): known answers for the rod body, its contacts and both solver families."""
+import numpy as np
+import pytest
+from scipy.optimize import brentq
+from scipy.spatial.transform import Rotation
+
+import femcontact as fc
+from femcontact.bodies.rigid import quat_to_matrix
+from femcontact.errors import ParameterError
+
+G_ACC = 9.81
+
+
+def _cantilever(n=20, E=2e9, r=0.01, rho=1000.0, L=1.0, **kw):
+    scene = fc.Scene(dt=0.05, integrator="euler", solver="lagged", **kw)
+    rod = scene.add_rod(fc.meshes.rod_straight((0, 0, 0), (L, 0, 0), n), r, youngs_modulus=E, poisson_ratio=0.3,
+                        density=rho, rayleigh_alpha=5.0, self_contact=False, name="rod")
+    rod.clamp("start")
+    return scene, rod
+
+
+def test_cantilever_tip_deflection_self_weight():
+    """Tip deflection of a slender clamped rod under self-weight: w L^4 / (8 E I) within 3%."""
+    E, r, rho, L = 2e9, 0.01, 1000.0, 1.0
+    scene, rod = _cantilever(E=E, r=r, rho=rho, L=L)
+    sim = fc.Simulator(scene)
+    sim.run(steps=60)
+    w = rho * np.pi * r * r * G_ACC
+    expected = w * L**4 / (8 * E * np.pi * r**4 / 4)
+    tip = sim.rod_positions("rod")[-1]
+    assert abs(-tip[2] / expected - 1) < 0.03, (tip, expected)      # measured: 0.23% at 20 segments
+
+
+def test_end_torque_twist():
+    """A torque T on the free end twists it by T L / (G J) within 1% (angle of the last segment,
+    whose centre sits at L - l/2 from the clamped section)."""
+    E, nu, r, L, n, T = 2e9, 0.3, 0.01, 1.0, 20, 5.0
+    scene, rod = _cantilever(n=n, E=E, r=r, L=L, gravity=(0, 0, 0))
+    rod.add_torque((T, 0, 0), segments=-1)
+    sim = fc.Simulator(scene)
+    sim.run(steps=60)
+    R1, R0 = sim.rod_frames("rod")[-1], quat_to_matrix(rod.quats[-1])
+    angle = Rotation.from_matrix(R1 @ R0.T).as_rotvec()
+    G, J = E / (2 * (1 + nu)), np.pi * r**4 / 2
+    assert abs(angle[0] / (T * (L - 0.5 * L / n) / (G * J)) - 1) < 0.01
+    assert np.abs(angle[1:]).max() < 1e-9
+
+
+def test_rigid_motion_no_force_and_rest_curvature_preserved():
+    scene = fc.Scene(gravity=(0, 0, 0), integrator="euler", solver="lagged")
+    scene.add_rod(fc.meshes.rod_helix(0.1, 0.05, 2.0), 0.01, youngs_modulus=1e6, density=1000, name="h")
+    sim = fc.Simulator(scene)
+    f, e = sim.rod_forces()
+    assert np.abs(f).max() < 1e-9 and e < 1e-20              # the helix is its own rest shape
+    rot = Rotation.from_rotvec([0.3, -1.2, 2.0])
+    sim.state.x.from_numpy(rot.apply(sim.state.positions()) + [1.0, 2.0, 3.0])
+    q = sim.state.quaternions()
+    sim.state.q.from_numpy((rot * Rotation.from_quat(q[:, [1, 2, 3, 0]])).as_quat()[:, [3, 0, 1, 2]])
+    f, e = sim.rod_forces()
+    assert np.abs(f).max() < 1e-9 and e < 1e-20
+    x0 = sim.rod_positions("h")
+    sim.run(steps=20)                                         # no load: it stays put
+    assert np.abs(sim.rod_positions("h") - x0).max() < 1e-9
+
+
+def test_hanging_cable_catenary():
+    """Sag of a cable pinned at both ends within 2% of the catenary of its length and span."""
+    D, S, n = 0.8, 1.0, 40
+    h0 = np.sqrt((S / 2) ** 2 - (D / 2) ** 2)
+    s = np.linspace(0, S, n + 1)
+    z = -np.minimum(s, S - s) * 2 * h0 / S                    # start from a V of the right length
+    scene = fc.Scene(dt=0.02, integrator="euler", solver="lagged")
+    cable = scene.add_rod(np.c_[-D / 2 + s * D / S, 0 * s, z], 0.002, youngs_modulus=1e7, density=1000,
+                          rayleigh_alpha=5.0, rest_shape="straight", self_contact=False, name="cable")
+    cable.pin([0, n])
+    sim = fc.Simulator(scene)
+    sim.run(steps=150)
+    a = brentq(lambda a: 2 * a * np.sinh(D / (2 * a)) - S, 1e-3, 100)
+    sag = a * (np.cosh(D / (2 * a)) - 1)
+    assert abs(-sim.rod_positions("cable")[:, 2].min() / sag - 1) < 0.02   # measured 0.14%
+
+
+def _capstan(factor, solver="lagged", mu=0.3, steps=150, options=None):
+    Rc, r, leg, nseg, nl = 0.1, 0.001, 0.2, 40, 8
+    Rp = Rc + r
+    th = np.linspace(0, np.pi, nseg + 1)
+    pts = np.r_[np.c_[np.full(nl, Rp), np.zeros(nl), np.linspace(-leg, 0, nl, endpoint=False)],
+                np.c_[Rp * np.cos(th), 0 * th, Rp * np.sin(th)],
+                np.c_[np.full(nl, -Rp), np.zeros(nl), np.linspace(0, -leg, nl + 1)[1:]]]
+    scene = fc.Scene(dt=2e-3, integrator="euler", solver=solver, gravity=(0, 0, 0), solver_options=options)
+    cable = scene.add_rod(pts, r, youngs_modulus=1e9, density=1e5, rest_shape="straight", self_contact=False,
+                          name="cable")
+    scene.add_obstacle(fc.shapes.Cylinder(radius=Rc, half_length=0.1), rotation=Rotation.from_rotvec([np.pi / 2, 0, 0]),
+                       friction=mu, name="drum")
+    hold = 1.0
+    cable.add_force((0, 0, -hold), nodes=[0], mode="per_node")
+    cable.add_force((0, 0, -factor * np.exp(mu * np.pi) * hold), nodes=[len(pts) - 1], mode="per_node")
+    sim = fc.Simulator(scene)
+    x0 = sim.rod_positions("cable")[-1, 2]
+    sim.run(steps=steps)
+    m = cable.node_masses.sum()
+    return x0 - sim.rod_positions("cable")[-1, 2], (factor - 1) * np.exp(mu * np.pi) * hold / m, steps * 2e-3
+
+
+@pytest.mark.slow
+@pytest.mark.sample
+def test_capstan_impending_slip():
+    """Half a turn around a fixed drum: holds at T_load/T_hold = 0.95 e^{mu pi}, slides at 1.05 e^{mu pi}
+    with the Coulomb acceleration (T_load - e^{mu pi} T_hold)/m."""
+    d_stick, _, _ = _capstan(0.95)
+    d_slip, a, t = _capstan(1.05)
+    assert abs(d_stick) < 2e-3                                # settling only (measured 0.7 mm)
+    assert abs(d_slip / (0.5 * a * t * t) - 1) < 0.1          # measured 3%
+
+
+def _crossing(solver, integrator, options=None):
+    scene = fc.Scene(dt=1e-2, integrator=integrator, solver=solver, gravity=(0, 0, 0), solver_options=options)
+    r = 0.005
+    a = scene.add_rod(fc.meshes.rod_straight((-0.5, 0, 0), (0.5, 0, 0), 20), r, youngs_modulus=1e7, density=1000,
+                      name="a")
+    scene.add_rod(fc.meshes.rod_straight((0, -0.5, 0.05), (0, 0.5, 0.05), 20), r, youngs_modulus=1e7, density=1000,
+                  velocity=(0, 0, -1), name="b")
+    a.pin([0, 20])
+    sim = fc.Simulator(scene)
+    gap = np.inf
+    for _ in range(12):
+        sim.step()
+        gap = min(gap, sim.rod_positions("b")[10, 2] - sim.rod_positions("a")[10, 2])
+    return gap, 2 * r
+
+
+def test_crossing_cables_do_not_pass_through():
+    """Cable b hits cable a at 1 m/s, dt = 1e-2 (a radius per step): the speculative contact stops it."""
+    gap, d = _crossing("lagged", "euler")
+    assert gap > 0.9 * d                                      # measured 0.957 d
+
+
+def test_crossing_cables_cond_agrees():
+    """COND (Barzilai-Borwein step; the Frobenius W diverges on stiff rod couplings) on the same impact."""
+    gap, d = _crossing("cond", "euler", {"step": "bb", "max_iter": 3000})
+    assert gap > 0.9 * d
+
+
+def _segment_distances(x, skip):
+    p0, p1 = x[:-1], x[1:]
+    n = len(p0)
+    best = np.inf
+    for i in range(n):
+        for j in range(i + skip + 1, n):
+            ts = np.linspace(0, 1, 9)
+            P = p0[i] + ts[:, None] * (p1[i] - p0[i])
+            Q = p0[j] + ts[:, None] * (p1[j] - p0[j])
+            best = min(best, np.linalg.norm(P[:, None] - Q[None], axis=2).min())
+    return best
+
+
+@pytest.mark.slow
+def test_coil_does_not_pass_through_itself():
+    """A 3-turn coil (turns 1.5 diameters apart) dropped on the ground stacks instead of collapsing."""
+    r = 0.005
+    scene = fc.Scene(dt=5e-3, integrator="euler", solver="lagged")
+    coil = scene.add_rod(fc.meshes.rod_helix(0.05, 3 * r, 3.0, center=(0, 0, 0.02)), r, youngs_modulus=1e6,
+                         density=1000, rayleigh_alpha=2.0, rest_shape="straight", name="coil")
+    scene.add_obstacle(fc.shapes.HalfSpace(normal=(0, 0, 1)), friction=0.3, name="ground")
+    sim = fc.Simulator(scene)
+    sim.run(steps=100)
+    x = sim.rod_positions("coil")
+    assert x[:, 2].min() > 0.5 * r
+    assert _segment_distances(x, 2) > 1.6 * r
+
+
+def test_rod_bad_input():
+    scene = fc.Scene()
+    with pytest.raises(ParameterError, match="at least 2 points"):
+        scene.add_rod([[0, 0, 0]], 0.01, youngs_modulus=1e6, density=1000)
+    with pytest.raises(ParameterError, match="zero length"):
+        scene.add_rod([[0, 0, 0], [1, 0, 0], [1, 0, 0]], 0.01, youngs_modulus=1e6, density=1000)
+    with pytest.raises(ParameterError, match="radius"):
+        scene.add_rod([[0, 0, 0], [1, 0, 0]], -0.01, youngs_modulus=1e6, density=1000)
+    with pytest.raises(ParameterError, match="NaN"):
+        scene.add_rod([[0, 0, np.nan], [1, 0, 0]], 0.01, youngs_modulus=1e6, density=1000)
+    with pytest.raises(ParameterError, match="material"):
+        scene.add_rod([[0, 0, 0], [1, 0, 0]], 0.01)
+    with pytest.raises(ParameterError, match="shear_modulus"):
+        scene.add_rod([[0, 0, 0], [1, 0, 0]], 0.01, youngs_modulus=1e6, density=1000, shear_modulus=0.0)
+    rod = scene.add_rod([[0, 0, 0], [1, 0, 0]], 0.01, youngs_modulus=1e6, density=1000, name="r")
+    with pytest.raises(ParameterError, match="end"):
+        rod.clamp("middle")
+    with pytest.raises(ParameterError, match="segment index"):
+        rod.add_torque((1, 0, 0), segments=[5])
+
+
+def test_rod_output_polyline(tmp_path):
+    from femcontact.io.vtk import read_series
+
+    scene, rod = _cantilever(n=8)
+    scene.add_obstacle(fc.shapes.HalfSpace(normal=(0, 0, 1)), position=(0, 0, -0.5), name="ground")
+    sim = fc.Simulator(scene)
+    sim.run(steps=2, out=tmp_path / "o")
+    t, pieces = read_series(tmp_path / "o" / "run.pvd")[-1]
+    p = pieces["rod"]
+    assert p.n_points == 9 and p.n_cells == 8
+    assert np.allclose(p.point_data["radius"], 0.01)
+    for k in ("stretch", "bend", "twist"):
+        assert p.cell_data[k].shape == (8,)
+    assert p.cell_data["bend"].max() > 0
+
+
+def test_rod_rests_on_fem_and_rigid_bodies():
+    """A rod dropped across an FEM pad and a rigid block rests on both (rod-FEM, rod-rigid contacts)."""
+    r = 0.01
+    scene = fc.Scene(dt=1e-2, integrator="euler", solver="lagged")
+    scene.add_obstacle(fc.shapes.HalfSpace(normal=(0, 0, 1)), name="ground")
+    scene.add_fem_body(fc.meshes.box(size=(0.3, 0.3, 0.1), resolution=(6, 6, 2), center=(-0.3, 0, 0.05)),
+                       fc.Material(1e5, 0.3, 1000), name="pad")
+    scene.add_rigid_body(fc.shapes.Box(half_extents=(0.15, 0.15, 0.05)), density=500, position=(0.3, 0, 0.05),
+                         name="blk")
+    scene.add_rod(fc.meshes.rod_straight((-0.45, 0, 0.13), (0.45, 0, 0.13), 30), r, youngs_modulus=1e6,
+                  density=1000, rayleigh_alpha=1.0, name="rod")
+    sim = fc.Simulator(scene)
+    sim.run(steps=60)
+    x = sim.rod_positions("rod")
+    assert abs(x[3, 2] - (sim.body_positions("pad")[:, 2].max() + r)) < 0.2 * r
+    assert abs(x[27, 2] - (sim.rigid_pose("blk")[0][2] + 0.05 + r)) < 0.1 * r
