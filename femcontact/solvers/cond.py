@@ -30,6 +30,15 @@ A-part is recomputed every ``recycle`` steps. ``step="bb"``: ``W = α W_F`` with
 the preconditioned Barzilai–Borwein rule (COND §IV-C.2), ``α = sᵀz / zᵀ W_F z`` (BB2), ``s = v̂ˡ−v̂ˡ⁻¹``,
 ``z = A s`` (from successive gradients, no extra matvec), clamped to [0.01, 10]. W = 0 on
 prescribed nodes (they keep the value their eliminated rows give, ``A_ii⁻¹ b_i``).
+Gershgorin cap (``step="frobenius"``; BB scales the whole W by its own α): on the rows the virtual coupling touches (real nodes of a J_v, and the virtual
+nodes) ``w̄_i ≤ 1.9 / Σ_j ‖Ã_ij‖_∞`` (Ã = A plus the virtual coupling, triangle-inequality bound),
+so those rows cannot push an eigenvalue of W Ã above 1.9 (the linear part of the iteration,
+I − W Ã, stays a contraction; COND Thm. 2 needs ‖I − W A‖ < 1). The Frobenius rule alone does not
+bound the spectrum: where several virtual nodes hang on one triangle (a fine ball resting on a
+coarse cube face: 7–9 virtual nodes, Σ k_v ≈ 30–60 × the node's own diagonal), λ_max(W Ã)
+reached 2.86 and the plain iteration diverged (scenes/pile.py, step 9). Rows without virtual
+coupling keep the Frobenius value (for FEM rows Gershgorin is 1.5–2× pessimistic: λ_max(W A) is
+1.6–1.8 in the scenes here, and capping them would slow the slow modes for nothing).
 
 **Normal target (restitution and penetration).** The normal condition is
 ``J_n v̂ ≥ t_m`` (COND eq. 11 with φ̃ = −t_m), built from the gap φ (m), the step-start normal
@@ -53,18 +62,39 @@ virtual) node velocities, ``D`` the diagonal of A: relative to the step's veloci
 floored by the unconstrained velocity so a body at rest still has a scale. Stop when
 ``θ < tol`` or after ``max_iter`` iterations. The returned v̂ is the last ``v̂**`` (which satisfies
 the surrogate Signorini–Coulomb conditions exactly with the returned λ, COND Remark 1).
+COND's θ (Alg. 1 line 13) is the absolute ``‖v̂ˡ⁺¹ − v̂ˡ‖`` with thresholds 1e-6 to 1e-3 "adjusted
+according to the scenario" (§V-E); ours is relative. θ is a step norm, i.e. the W-scaled
+momentum residual, not the error: for a plain iteration contracting at rate ϱ the error is
+about θ/(1 − ϱ). On the dragged mat (E = 50 kPa, 5 mm layers: A's diagonal is ~480× its mass
+part, κ(W A) ≈ 2850, ϱ = 0.9994) the plain iteration stops at tol 1e-5 after ~90 iterations with
+the step's velocity change hardly resolved (relative error 1.6e-2, the warm start's own error is
+1.7e-2), and its SAP eq. 32 momentum error e_m is ~3e-3 at tol 1e-5 and ~3e-4 at 1e-6.
 
 **Chebyshev** (Alg. 3): ν = 1 for the first ``chebyshev_start`` iterations; ϱ from COND eq. 34,
 ``min(‖Δˡ‖/‖Δˡ⁻¹‖, 1)``, evaluated on those unaccelerated iterates (the largest of the last three
-ratios, at most 0.999) and then held for the step (on accelerated iterates the ratio measures the
-accelerated rate, not the spectral radius). If the residual grows 100× above its value when
-acceleration began, the recurrence restarts with a smaller ϱ. ``rho`` fixes ϱ instead.
+ratios, at most 0.999; with ``rho_adapt`` at least the ϱ the previous step ended with). Eq. 34 on
+a few early iterates measures the fast modes, not the spectral radius (0.85–0.97 on the mat,
+whose ϱ is 0.9994), and a Chebyshev iteration tuned to ϱ̃ < ϱ leaves the modes above ϱ̃ converging
+at ``(x + √(x²−ϱ̃²))/(1 + √(1−ϱ̃²))`` (0.9977 per iteration for x = 0.9994, ϱ̃ = 0.965: barely
+faster than plain). ``rho_adapt`` (default) corrects ϱ from the accelerated iterates: every 24
+iterations (after 8 of settling) the observed rate r of the step norms gives the limiting
+eigenvalue x = (c² + ϱ̃²)/(2c), c = r (1 + √(1−ϱ̃²)) (the formula above solved for x); if x is
+clearly larger the recurrence restarts with ϱ̃ = 1 − 1.5 (1 − x), at most 0.9995. It stays
+below x on purpose: the strict operator makes the iteration non-symmetric (friction couples the
+normal into the tangent), and Chebyshev tuned to ϱ̃ converges only for eigenvalues inside the
+ellipse with foci ±ϱ̃ through 1, whose half-width √(1−ϱ̃²) shrinks to 0.02 at ϱ̃ = 0.9998: on
+the mat ϱ̃ = 0.9997 diverged slowly while 0.9994 converged. If the step norm stops decreasing
+after an increase (or the residual grows 100× above its value when acceleration began), ϱ̃ backs
+off (1 − ϱ̃ tripled) under a lowered ceiling. The plain step that restarts the recurrence is not
+tested for convergence (an accelerated step is ~1/(1−ϱ̃) times the residual, a plain one ~1
+times). Not with ``step="bb"`` (its α changes the iteration every step). ``rho`` fixes ϱ
+instead; ``rho_adapt=False`` holds the eq. 34 value for the step.
 
 Options (``Scene(solver="cond", solver_options={...})``), validated in ``CondOptions``:
 operator "strict" | "proximal" (default strict); omega ≥ 0 (proximal regularization Ω = ω I,
 COND eq. 33, in units of J v̂ per λ; default 0); step "frobenius" | "bb"; recycle ≥ 1 (steps a
 Frobenius W is reused; default 1); chebyshev (default True); chebyshev_start (default 8);
-rho (None = estimate; else in (0, 1)); under_relaxation u in (0, 1] (default 0.9);
+rho (None = estimate; else in (0, 1)); rho_adapt (default True); under_relaxation u in (0, 1] (default 0.9);
 tol (default 1e-6); max_iter (default 500); warm_start (default True: start from the incoming
 v̂, i.e. the previous step's solution; virtual nodes always from J_v v̂_o; λ needs no warm start
 because every iteration recomputes it from v*); restitution e in [0, 1] (default 0);
@@ -85,7 +115,11 @@ from .base import SolveStats
 from .projection import PROXIMAL, STRICT, project
 
 _BB_LO, _BB_HI = 0.01, 10.0
+_W_CAP = 1.9          # Gershgorin cap w_i Σ_j ‖Ã_ij‖_∞ ≤ 1.9 on rows the virtual coupling touches
 _RHO_MAX = 0.999
+_RHO_ADAPT_MAX = 0.9995   # ϱ adapted from the accelerated rate stays below this
+_ADAPT_SETTLE, _ADAPT_WINDOW = 8, 24   # iterations after a (re)start before the rate check; window of the check
+_ADAPT_MARGIN = 1.5       # adapted ϱ = 1 − margin (1 − x): below the estimated eigenvalue x
 
 
 @dataclass
@@ -97,6 +131,7 @@ class CondOptions:
     chebyshev: bool = True
     chebyshev_start: int = 8
     rho: Optional[float] = None
+    rho_adapt: bool = True
     under_relaxation: float = 0.9
     tol: float = 1e-6
     max_iter: int = 500
@@ -137,7 +172,7 @@ class CondOptions:
             raise ParameterError(f"COND option operator must be 'strict' or 'proximal', got {self.operator!r}")
         if self.step not in ("frobenius", "bb"):
             raise ParameterError(f"COND option step must be 'frobenius' or 'bb' (Barzilai-Borwein), got {self.step!r}")
-        for name in ("chebyshev", "warm_start"):
+        for name in ("chebyshev", "warm_start", "rho_adapt"):
             if not isinstance(getattr(self, name), (bool, np.bool_)):
                 raise ParameterError(f"COND option {name} must be True or False, got {getattr(self, name)!r}")
         num("omega", 0.0)
@@ -203,29 +238,42 @@ def cond_pattern(indptr: ti.types.ndarray(), indices: ti.types.ndarray(), P: ti.
         P[n + 1 + k] = indices[k]
 
 
+@ti.func
+def _inf_norm(M: ti.math.mat3) -> float:
+    """‖M‖_∞ = max_r Σ_c |M_rc| of a 3x3 block."""
+    out = 0.0
+    for r in ti.static(range(3)):
+        out = ti.max(out, ti.abs(M[r, 0]) + ti.abs(M[r, 1]) + ti.abs(M[r, 2]))
+    return out
+
+
 @ti.kernel
 def cond_weights_base(indptr: ti.types.ndarray(), blocks: ti.types.ndarray(), diag: ti.types.ndarray(),
-                      tr: ti.types.ndarray(), rs: ti.types.ndarray(), n: ti.i32):
-    """Frobenius-rule ingredients of A's block rows (COND §IV-C.1): tr(A_ii) and Σ_j ‖A_ij‖_F²."""
+                      tr: ti.types.ndarray(), rs: ti.types.ndarray(), l1: ti.types.ndarray(), n: ti.i32):
+    """Frobenius-rule ingredients of A's block rows (COND §IV-C.1): tr(A_ii) and Σ_j ‖A_ij‖_F²;
+    and the Gershgorin row bound Σ_j ‖A_ij‖_∞ (≥ every scalar row's Σ |a_rc| of the block row)."""
     for i in range(n):
         s = 0.0
+        g = 0.0
         for k in range(indptr[i], indptr[i + 1]):
             s += (blocks[k] * blocks[k]).sum()
+            g += _inf_norm(blocks[k])
         tr[i] = blocks[diag[i]].trace()
         rs[i] = s
+        l1[i] = g
 
 
 @ti.kernel
 def cond_setup(blocks: ti.types.ndarray(), diag: ti.types.ndarray(), b: ti.types.ndarray(),
                fixed: ti.types.ndarray(), v_in: ti.types.ndarray(), v_old: ti.types.ndarray(),
                tr: ti.types.ndarray(), rs: ti.types.ndarray(), tr2: ti.types.ndarray(), rs2: ti.types.ndarray(),
-               V: ti.types.ndarray(), VN: ti.types.ndarray(), C: ti.types.ndarray(),
+               l1: ti.types.ndarray(), l12: ti.types.ndarray(), V: ti.types.ndarray(), VN: ti.types.ndarray(), C: ti.types.ndarray(),
                vn_node: ti.types.ndarray(), vn_weight: ti.types.ndarray(), vn_gain: ti.types.ndarray(),
                node_a: ti.types.ndarray(), node_b: ti.types.ndarray(), frame: ti.types.ndarray(),
                phi: ti.types.ndarray(), v_world: ti.types.ndarray(), mu: ti.types.ndarray(),
                param: ti.types.ndarray(), rest_table: ti.types.ndarray(), blockstep: ti.types.ndarray(),
                pair_slot: ti.types.ndarray(), WB: ti.types.ndarray(), WB2: ti.types.ndarray(), n0: ti.i32, nv: ti.i32, nc: ti.i32, n_rest: ti.i32, warm: ti.i32, midpoint: ti.i32,
-               gain: float, dt: float, e_default: float, recovery: float, vrec_max: float) -> float:
+               gain: float, dt: float, e_default: float, recovery: float, vrec_max: float, wcap: float) -> float:
     """Per-step setup: k_v (written to the ContactSet too), W (Frobenius), initial v̂ (real,
     prescribed, virtual), the packed contact rows and the normal targets t_m (module docstring).
     Returns ‖D⁻¹ b‖² (the velocity scale of the residual)."""
@@ -250,6 +298,7 @@ def cond_setup(blocks: ti.types.ndarray(), diag: ti.types.ndarray(), b: ti.types
     for i in range(n0):
         tr2[i] = tr[i]
         rs2[i] = rs[i]
+        l12[i] = l1[i]
         if blockstep[i] != 0:
             WB[i] = blocks[diag[i]]
             WB2[i] = ti.Matrix.zero(float, 3, 3)
@@ -270,17 +319,22 @@ def cond_setup(blocks: ti.types.ndarray(), diag: ti.types.ndarray(), b: ti.types
                             WB2[j] += kv * (Wk.transpose() @ vn_weight[q, l])
                 tr2[j] += kv * (Wk * Wk).sum()
                 add = kv * kv * (Wk * Wk).sum()
+                g = kv * _inf_norm(Wk.transpose())
                 for l in ti.static(range(4)):
                     if vn_node[q][l] >= 0:
                         M = kv * (Wk.transpose() @ vn_weight[q, l])
                         add += (M * M).sum()
+                        g += _inf_norm(M)
                 rs2[j] += add
+                l12[j] += g
     scale = 0.0
     for i in range(n0):
         D = blocks[diag[i]]
         w = 0.0
         if fixed[i] == 0 and rs2[i] > 0.0:
             w = tr2[i] / rs2[i]
+            if l12[i] > l1[i]:      # a row the virtual coupling touches: Gershgorin cap (module docstring)
+                w = ti.min(w, wcap / l12[i])
         dscale = ti.max(D.trace() / 3.0, 1e-300)
         vi = v_in[i]
         if fixed[i] != 0:
@@ -317,15 +371,17 @@ def cond_setup(blocks: ti.types.ndarray(), diag: ti.types.ndarray(), b: ti.types
     for q in range(nv):
         kv = vn_gain[q]
         sw = 0.0
+        gv = 0.0
         vv = ti.Vector.zero(float, 3)
         for k in ti.static(range(4)):
             j = vn_node[q][k]
             if j >= 0:
                 sw += (vn_weight[q, k] * vn_weight[q, k]).sum()
+                gv += _inf_norm(vn_weight[q, k])
                 vv += vn_weight[q, k] @ V[0, j]
         w = 0.0
         if kv > 0.0:
-            w = 3.0 * kv / (kv * kv * (3.0 + sw))
+            w = ti.min(3.0 * kv / (kv * kv * (3.0 + sw)), wcap / (kv * (1.0 + gv)))
         i = n0 + q
         V[0, i] = vv
         V[1, i] = vv
@@ -534,6 +590,8 @@ class CondSolver:
         self._rs = backend.scalar_array(self.n0)
         self._tr2 = backend.scalar_array(self.n0)
         self._rs2 = backend.scalar_array(self.n0)
+        self._l1 = backend.scalar_array(self.n0)
+        self._l12 = backend.scalar_array(self.n0)
         # rigid-body and rotational blocks take a 3x3 block step (they are never contact nodes,
         # so W stays diagonal on every node a contact touches and Γ = J W Jᵀ stays diagonal)
         step_blocks = np.zeros(self.n0, np.int32)      # 1: 3x3 block, 2: linear half of a rigid pair, 3: its angular half
@@ -562,6 +620,7 @@ class CondSolver:
         self._last_nc = self._last_nv = 0
         self.history: list[float] = []   # residual θ per iteration of the last solve
         self.rho_estimate: Optional[float] = None
+        self._rho_prev: Optional[float] = None     # ϱ the last solve ended with (adaptive Chebyshev)
 
     def _alloc(self, cap: int) -> None:
         self._cap = cap
@@ -627,17 +686,17 @@ class CondSolver:
         A = problem.A
         P = self._pattern(A)
         if self._steps_since_w is None or self._steps_since_w >= o.recycle:
-            cond_weights_base(A.indptr, A.blocks, A.diag, self._tr, self._rs, n0)
+            cond_weights_base(A.indptr, A.blocks, A.diag, self._tr, self._rs, self._l1, n0)
             self._steps_since_w = 0
         self._steps_since_w += 1
         rest, n_rest = self._restitution_table()
         midpoint = 1 if problem.integrator == "midpoint" else 0
         scale2 = cond_setup(A.blocks, A.diag, problem.b, problem.fixed, problem.v_hat, problem.state.v,
-                            self._tr, self._rs, self._tr2, self._rs2, self.V, self.VN, self.C,
+                            self._tr, self._rs, self._tr2, self._rs2, self._l1, self._l12, self.V, self.VN, self.C,
                             c.vn_node, c.vn_weight, c.vn_gain, c.node_a, c.node_b, c.frame, c.phi, c.v_world, c.mu,
                             c.param, rest, self._blockstep, self._pair_slot, self._WB, self._WB2, n0, nv, nc, n_rest, int(bool(o.warm_start)), midpoint,
                             float(o.virtual_gain), float(problem.dt), float(o.restitution), float(o.recovery),
-                            float(o.max_recovery_speed))
+                            float(o.max_recovery_speed), _W_CAP if o.step == "frobenius" else 1e300)
         vscale = max(math.sqrt(max(scale2, 0.0)), 1e-12)
         op = STRICT if o.operator == "strict" else PROXIMAL
         bb = 1 if o.step == "bb" else 0
@@ -653,8 +712,14 @@ class CondSolver:
         it = 0
         cheb_on = bool(o.chebyshev)
         accel_from = int(o.chebyshev_start)
+        # (not with Barzilai-Borwein: its α changes W every iteration, so there is no fixed
+        # iteration whose eigenvalue the observed rate could reveal)
+        adapt = cheb_on and o.rho is None and bool(o.rho_adapt) and o.step == "frobenius"
+        rho_ceiling = _RHO_ADAPT_MAX
+        check_at = None
+        estimate_at = accel_from - 1
         theta_at_accel = None
-        restarts = 0
+        restarts = adaptations = 0
         t_loop = time.perf_counter()
         for it in range(1, o.max_iter + 1):
             l = it - 1
@@ -664,32 +729,70 @@ class CondSolver:
                 nu = 2.0 / (2.0 - rho * rho)
             else:
                 nu = 4.0 / (4.0 - rho * rho * nu)
-            out = cond_iterate(P, A.blocks, self.V, self.C, self.VN, self._WB, self._WB2, n0, nv, nc, alpha, bb, nu, u, op, omega)
+            out = cond_iterate(P, A.blocks, self.V, self.C, self.VN, self._WB, self._WB2, n0, nv, nc, alpha, bb, nu, u,
+                               op, omega)
             dv2, vv2, alpha = float(out[0]), float(out[1]), float(out[2])
             dn = math.sqrt(max(dv2, 0.0))
             theta = dn / max(math.sqrt(max(vv2, 0.0)), vscale)
             self.history.append(theta)
             if not math.isfinite(theta):
                 break
-            if theta < o.tol:
+            # (not on the plain step that restarts an accelerated recurrence: the accelerated steps
+            # it follows are ~1/(1−ϱ) times the residual, the plain one ~1 times, so it would stop
+            # the iteration at a much larger residual than an accelerated step with the same θ)
+            if theta < o.tol and not (l < accel_from and accel_from > int(o.chebyshev_start)):
                 converged = True
                 break
             dnorms.append(dn)
-            if cheb_on and o.rho is None and l == accel_from - 1:
+            if cheb_on and o.rho is None and l == estimate_at:
                 # COND eq. 34 on the unaccelerated iterates (the largest of the last three ratios)
                 ratios = [dnorms[k] / dnorms[k - 1] for k in range(max(1, len(dnorms) - 3), len(dnorms))
                           if dnorms[k - 1] > 0.0]
                 rho = min(max(ratios) if ratios else 0.0, 1.0, _RHO_MAX)
+                if adapt and self._rho_prev is not None and restarts == 0:
+                    rho = max(rho, self._rho_prev)     # the previous step's adapted ϱ (recycled, like W)
                 if rho <= 0.0:
                     rho = None
                 self.rho_estimate = rho
             if cheb_on and rho is not None and l == accel_from:
                 theta_at_accel = theta
+                check_at = l + _ADAPT_SETTLE + _ADAPT_WINDOW
             if theta_at_accel is not None and l > accel_from and theta > 100.0 * theta_at_accel and restarts < 5:
-                restarts += 1      # divergent acceleration: restart the recurrence with a smaller ϱ
+                restarts += 1      # divergent acceleration: restart the recurrence (ϱ from eq. 34 again)
+                rho_ceiling = min(rho_ceiling, 1.0 - 1.5 * (1.0 - rho))
                 rho = 0.9 * rho
                 accel_from = l + 2
-                theta_at_accel = None
+                estimate_at = l + 1
+                theta_at_accel = check_at = None
+            elif adapt and check_at is not None and l >= check_at:
+                # ϱ too small? The mode that limits the accelerated iteration converges at the
+                # observed rate r; for a Chebyshev iteration tuned to ϱ an eigenvalue x > ϱ of the
+                # plain iteration converges at (x + √(x²−ϱ²)) / (1 + √(1−ϱ²)), so x = (c²+ϱ²)/(2c),
+                # c = r (1 + √(1−ϱ²)). Restart with ϱ = x when it is clearly larger.
+                k = _ADAPT_WINDOW
+                now = max(dnorms[l - 3: l + 1])
+                before = max(dnorms[l - k - 3: l - k + 1])
+                check_at = l + k
+                if before > 0.0 and now > 0.0:
+                    r = (now / before) ** (1.0 / k)
+                    cr = r * (1.0 + math.sqrt(max(1.0 - rho * rho, 0.0)))
+                    x = (cr * cr + rho * rho) / (2.0 * cr)
+                    if r >= 1.0 and adaptations > 0 and restarts < 5:
+                        # no progress over the window after raising ϱ: back off and cap
+                        rho_ceiling = min(rho_ceiling, 1.0 - 1.5 * (1.0 - rho))
+                        rho = max(1.0 - 3.0 * (1.0 - rho), 0.0)
+                        restarts += 1
+                        accel_from = l + 2
+                        theta_at_accel = check_at = None
+                    elif r < 1.0 and x > rho + 0.25 * (1.0 - rho) and rho < rho_ceiling:
+                        # stay on the safe side of x (an overestimate shrinks the region where the
+                        # iteration converges to a thin ellipse around [−ϱ, ϱ]; see the docstring)
+                        rho = min(1.0 - _ADAPT_MARGIN * (1.0 - x), rho_ceiling)
+                        adaptations += 1
+                        accel_from = l + 2
+                        theta_at_accel = check_at = None
+        if adapt:
+            self._rho_prev = rho if (converged and rho is not None) else None
         loop_s = time.perf_counter() - t_loop
         self._last_nc, self._last_nv = nc, nv
         comp = cond_finish(self.V, self.C, problem.v_hat, self.lam, c.impulse, c.status, n0, nc,
@@ -699,6 +802,7 @@ class CondSolver:
         elapsed = time.perf_counter() - t_start
         extra = {"contacts": nc, "virtual_nodes": nv, "complementarity_normal": comp_n,
                  "cone_violation": comp_c, "chebyshev_rho": rho if cheb_on else None,
+                 "chebyshev_restarts": restarts, "chebyshev_adaptations": adaptations,
                  "alpha": alpha, "ms": 1e3 * elapsed, "us_per_iteration": 1e6 * loop_s / max(it, 1)}
         return SolveStats(it, theta, converged and math.isfinite(theta), extra)
 
