@@ -1,47 +1,139 @@
-"""Newton path benchmark: a box resting / pushed on a half-space, per solver and linear solver.
+"""Newton path (Lagged, SAP) side by side with COND on the same scenes in the same run (issue 6).
 
-Usage: python tools/bench_newton.py [--res 2 4 8] [--steps 100]
-Prints DOF, contacts, mean Newton iterations, line-search trials and ms per solve (host numpy/scipy).
+    python tools/bench_newton.py [--scenes mat12 mat26 pile] [--solvers lagged sap cond] [--steps 10]
+                                 [--integrator euler] [--cond-tol 1e-5] [--linear auto] [--arch cpu]
+
+Scenes: ``mat12`` / ``mat26`` the dragged mat (scenes/mat_drag.py, 1053 / 4428 DOF) measured after
+0.4 s (the clamp has lifted and pulls, the mat lies on the floor); ``pile`` the dropped pile
+(scenes/pile.py, 27 soft cubes and balls, 6009 DOF) measured after 0.3 s (the objects land on
+the ground and on each other); ``box`` the stiff box of the earlier version, pushed on the ground.
+Each solver runs the scene from the start (so each follows its own trajectory) and measures
+``--steps`` steps. COND runs once per ``--cond-tol`` value. Per solver it prints DOF, mean contacts, Newton iterations (COND: VL-FPI
+iterations), linear-solve ms (Newton path only), total solver ms per step, the momentum error
+e_m of SAP eq. 32 (evaluated by ``solvers.sap.momentum_error`` on every solver's output, so
+COND's stopping threshold is measured on the same scale; median and max over the steps) and the
+deepest penetration at the end.
+
+Integrator: implicit Euler for every solver by default (the form SAP and ICF are derived in;
+COND supports it too), so the columns compare solvers, not integrators. ``--integrator
+midpoint`` runs the scenes as written.
 """
 import argparse
+import importlib.util
 import time
+from pathlib import Path
 
 import numpy as np
 
 import femcontact as fc
-from femcontact.contact import shapes
+from femcontact.solvers.sap import momentum_error
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
-def run(kind, res, steps, linear):
-    scene = fc.Scene(dt=1e-2, integrator="euler", solver=kind, solver_options={"linear_solver": linear})
-    mesh = fc.meshes.box(size=(0.1, 0.1, 0.1), resolution=res, center=(0, 0, 0.05))
+def load_scene(name: str):
+    spec = importlib.util.spec_from_file_location(name, ROOT / "scenes" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def box_scene(solver: str) -> fc.Scene:
+    scene = fc.Scene(dt=1e-2, solver=solver)
+    mesh = fc.meshes.box(size=(0.1, 0.1, 0.1), resolution=4, center=(0, 0, 0.05))
     body = scene.add_fem_body(mesh, fc.Material(youngs_modulus=1e7, poisson_ratio=0.3, density=1000.0,
                                                 rayleigh_beta=1e-3), name="box")
     body.add_force(lambda t: np.array([1.5 * 0.5 * 1.0 * 9.81 if t >= 0.2 else 0.0, 0.0, 0.0]))
-    scene.add_obstacle(shapes.HalfSpace(normal=(0, 0, 1)), friction=0.5, name="ground")
+    scene.add_obstacle(fc.shapes.HalfSpace(normal=(0, 0, 1)), friction=0.5, name="ground")
+    return scene
+
+
+SCENES = {
+    # name: (builder(solver) -> Scene, settle time in s)
+    "mat12": (lambda solver: load_scene("mat_drag").build(resolution=12, solver=solver), 0.4),
+    "mat26": (lambda solver: load_scene("mat_drag").build(resolution=26, solver=solver), 0.4),
+    "pile": (lambda solver: load_scene("pile").build(solver=solver), 0.3),
+    "box": (box_scene, 0.2),
+}
+
+
+class _Timed:
+    """Wraps a contact solver: its own wall time and e_m (SAP eq. 32) per solve."""
+
+    def __init__(self, inner):
+        self.inner = inner
+        self.name = getattr(inner, "name", "?")
+        self.records = []
+
+    def solve(self, problem):
+        t0 = time.perf_counter()
+        st = self.inner.solve(problem)
+        ms = 1e3 * (time.perf_counter() - t0)
+        ex = st.extra or {}
+        self.records.append({"iterations": st.iterations, "ms": ms, "ms_linear": ex.get("ms_linear", np.nan),
+                             "contacts": problem.contacts.count, "e_m": momentum_error(problem),
+                             "converged": st.converged})
+        return st
+
+
+def run(scene_name: str, solver: str, steps: int, integrator: str, cond_tol: float, cond_max_iter: int,
+        linear: str) -> dict:
+    build, settle = SCENES[scene_name]
+    scene = build(solver)
+    scene.integrator = integrator
+    if solver == "cond":
+        scene.solver_options = {**scene.solver_options, "tol": cond_tol, "max_iter": cond_max_iter}
+    else:
+        scene.solver_options = {**scene.solver_options, "linear_solver": linear}
     sim = fc.Simulator(scene)
-    its, ls, ms, nc = [], [], [], []
-    t0 = time.perf_counter()
-    for _ in range(steps):
-        st = sim.step()
-        ex = sim.last_solve.extra if hasattr(sim.last_solve, "extra") else {}
-        its.append(st.iterations)
-        ls.append(ex.get("line_search_iterations", 0))
-        ms.append(st.ms_solve)
-        nc.append(st.contacts)
-    wall = time.perf_counter() - t0
-    print(f"{kind:8s} {linear:8s} res {res:2d} DOF {sim.model.n_dofs:6d} contacts {np.mean(nc):6.1f} "
-          f"Newton it {np.mean(its):5.2f} (max {max(its)}) LS trials {np.mean(ls):5.1f} "
-          f"solve {np.median(ms):7.2f} ms/step (median)  total {1e3 * wall / steps:7.2f} ms/step")
+    sim.run(duration=settle)
+    timed = _Timed(sim.contact_solver)
+    sim.contact_solver = timed
+    sim.run(steps=steps)
+    r = timed.records
+    if not r:
+        return {"dof": sim.model.n_dofs, "solves": 0}
+    c = sim.contacts.to_numpy() if sim.contacts is not None and sim.contacts.count else {"phi": np.zeros(1)}
+    em = np.array([x["e_m"] for x in r])
+    return {"dof": sim.model.n_dofs, "solves": len(r), "contacts": np.mean([x["contacts"] for x in r]),
+            "iters": np.mean([x["iterations"] for x in r]), "max_iters": max(x["iterations"] for x in r),
+            "ms_linear": np.mean([x["ms_linear"] for x in r]), "ms": np.mean([x["ms"] for x in r]),
+            "ms_median": np.median([x["ms"] for x in r]), "e_m": np.median(em), "e_m_max": em.max(),
+            "converged": sum(x["converged"] for x in r), "pen_mm": 1e3 * max(0.0, -float(np.min(c["phi"])))}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--scenes", nargs="+", default=["mat12", "mat26", "pile"], choices=sorted(SCENES))
+    ap.add_argument("--solvers", nargs="+", default=["lagged", "sap", "cond"])
+    ap.add_argument("--steps", type=int, default=10)
+    ap.add_argument("--integrator", default="euler", choices=["euler", "midpoint"])
+    ap.add_argument("--cond-tol", type=float, nargs="+", default=[1e-5, 1e-7],
+                    help="COND stopping thresholds (relative step norm); one COND row per value")
+    ap.add_argument("--cond-max-iter", type=int, default=3000)
+    ap.add_argument("--linear", default="auto", help="Newton linear solver: auto, cholmod, splu, pcg")
+    ap.add_argument("--arch", default="cpu")
+    ap.add_argument("--precision", default="f64")
+    args = ap.parse_args()
+    cfg = fc.backend.init(args.arch, args.precision)
+    print(f"backend {cfg['arch']} {cfg['precision']}; integrator {args.integrator}; {args.steps} measured steps "
+          f"per run; COND max_iter {args.cond_max_iter}; Newton linear solver {args.linear}")
+    print(f"{'scene':>6} {'solver':>10} {'DOF':>6} {'contacts':>8} {'iters':>7} {'(max)':>6} {'conv':>5} "
+          f"{'lin ms':>8} {'solver ms':>10} {'(median)':>9} {'e_m':>9} {'(max)':>9} {'pen mm':>7}")
+    for name in args.scenes:
+        runs = [(s, None) for s in args.solvers if s != "cond"]
+        runs += [("cond", tol) for tol in args.cond_tol] if "cond" in args.solvers else []
+        for solver, tol in runs:
+            label = solver if tol is None else f"cond {tol:.0e}"
+            r = run(name, solver, args.steps, args.integrator, tol, args.cond_max_iter, args.linear)
+            if not r["solves"]:
+                print(f"{name:>6} {label:>10} {r['dof']:>6}  (no contacts in the measured steps)")
+                continue
+            lin = "-" if not np.isfinite(r["ms_linear"]) else f"{r['ms_linear']:.1f}"
+            print(f"{name:>6} {label:>10} {r['dof']:>6} {r['contacts']:>8.0f} {r['iters']:>7.1f} {r['max_iters']:>6d} "
+                  f"{r['converged']:>2d}/{r['solves']:<2d} {lin:>8} {r['ms']:>10.1f} {r['ms_median']:>9.1f} "
+                  f"{r['e_m']:>9.2e} {r['e_m_max']:>9.2e} {r['pen_mm']:>7.3f}", flush=True)
 
 
 if __name__ == "__main__":
-    p = argparse.ArgumentParser()
-    p.add_argument("--res", type=int, nargs="+", default=[2, 4, 8])
-    p.add_argument("--steps", type=int, default=60)
-    p.add_argument("--linear", nargs="+", default=["cholmod", "splu"])
-    a = p.parse_args()
-    for res in a.res:
-        for kind in ("lagged", "sap", "similar"):
-            for lin in a.linear:
-                run(kind, res, a.steps, lin)
+    main()

@@ -360,6 +360,40 @@ class NewtonContactSolver:
         return a, trials
 
 
+def momentum_error(problem: StepProblem) -> float:
+    """SAP eq. 32 momentum error of a solved step, whichever solver solved it.
+
+    Reads the solution ``problem.v_hat`` and the contact impulses ``problem.contacts.impulse``
+    (N s, contact frame) and returns ``‖D (Ã v − b̃ − Jᵀγ)‖ / max(‖D Ã v‖, ‖D Jᵀγ‖)`` in the
+    impulse units of the Newton path (module docstring: ``v = v_{k+1}``, ``Ã``, ``b̃``,
+    ``D = diag(M)^{-1/2}``, prescribed DOFs left out, virtual nodes expanded through ``J_v``),
+    i.e. the same number the Newton solvers report as ``extra["momentum_error"]``. For COND
+    this measures how far its stopping threshold leaves the momentum balance.
+    """
+    model, contacts, coef = problem.model, problem.contacts, problem.coef
+    n = model.n_nodes
+    c = int(contacts.count)
+    s, ch, co = float(coef.impulse_scale), float(coef.v_hat), float(coef.v_old)
+    A = problem.A.to_scipy()
+    b = problem.b.to_numpy()[:n].astype(np.float64).ravel()
+    vk = problem.state.v.to_numpy()[:n].astype(np.float64).ravel()
+    v_hat = problem.v_hat.to_numpy()[:n].astype(np.float64).ravel()
+    fixed = np.repeat(problem.fixed.to_numpy()[:n] != 0, 3)
+    v = ch * v_hat + co * vk
+    Av = (s / ch) * (A @ v)
+    bt = s * b + ((s * co / ch) * (A @ vk) if co != 0.0 else 0.0)
+    jc = np.zeros(3 * n)
+    if c:
+        J = contacts.jacobian(expand_virtual=True).tocsr()
+        gamma = contacts.impulse.to_numpy()[:c].astype(np.float64).ravel()
+        jc = J.T @ gamma
+    mass = np.asarray(model.mass_np, dtype=np.float64)[:n]
+    D = np.where(fixed | ~(np.repeat(mass, 3) > 0), 0.0, 1.0 / np.sqrt(np.maximum(np.repeat(mass, 3), 1e-300)))
+    scale = max(float(np.linalg.norm(D * Av)), float(np.linalg.norm(D * jc)))
+    err = float(np.linalg.norm(D * (Av - bt - jc)))
+    return err / scale if scale > 0 else err
+
+
 def _factory(kind):
     return lambda model, options: NewtonContactSolver(model, options, kind)
 
