@@ -1,13 +1,15 @@
 """COND on the dragged-mat scene at about 1k, 4.4k, 15k and 60k DOF (COND Table I / II style).
 
-    python tools/bench_cond.py [--sizes 12 26 48 98] [--steps 20] [--arch cpu]
+    python tools/bench_cond.py [--sizes 12 26 48 98] [--steps 20] [--settle 0.4] [--tol 1e-5] [--arch cpu]
 
 For each mesh size and with Chebyshev acceleration on and off, runs the mat-drag scene for
-0.4 s (the clamp lifts and starts pulling, the mat lies on the floor) and then measures
+``--settle`` s (default 0.4: the clamp lifts and starts pulling, the mat lies on the floor) and then measures
 ``--steps`` steps at a COND tolerance ``--tol`` (default 1e-5: looser thresholds stop the
 unaccelerated iteration early on a slowly converging stiff mat, which looks like "fewer
 iterations" but is a different answer). Prints DOF, mean contacts, dynamics (assembly) ms, detection ms, COND
-solver ms and iterations per step. COND paper for scale (C++/Eigen/OpenMP, quad-core
+solver ms and iterations per step, ms per iteration, and the median SAP eq. 32 momentum error
+e_m of the solutions (``solvers.sap.momentum_error``, evaluated outside the timings; the same
+scale tools/bench_newton.py prints for the Newton path). COND paper for scale (C++/Eigen/OpenMP, quad-core
 desktop): soft mat 1.06 ms at 1081 DOF, 3.80 ms at 4438 DOF.
 """
 import argparse
@@ -18,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 import femcontact as fc
+from femcontact.solvers.sap import momentum_error
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -29,20 +32,36 @@ def load_scene(name: str):
     return module
 
 
-def bench(build, steps: int, chebyshev: bool, tol: float, max_iter: int) -> dict:
+class _MomentumError:
+    """Wraps the contact solver: SAP eq. 32 momentum error of each solution (host side, not timed)."""
+
+    def __init__(self, inner):
+        self.inner, self.name, self.e_m, self.ms = inner, inner.name, [], 0.0
+
+    def solve(self, problem):
+        st = self.inner.solve(problem)
+        t0 = time.perf_counter()
+        self.e_m.append(momentum_error(problem))
+        self.ms += 1e3 * (time.perf_counter() - t0)
+        return st
+
+
+def bench(build, steps: int, chebyshev: bool, tol: float, max_iter: int, settle: float) -> dict:
     scene = build()
     scene.solver_options = {**scene.solver_options, "chebyshev": chebyshev, "tol": tol, "max_iter": max_iter}
     sim = fc.Simulator(scene)
-    sim.run(duration=0.4)
+    sim.run(duration=settle)
     sim.stats.clear()
+    wrap = _MomentumError(sim.contact_solver)
+    sim.contact_solver = wrap
     t0 = time.perf_counter()
     sim.run(steps=steps)
-    wall = (time.perf_counter() - t0) / steps
+    wall = (time.perf_counter() - t0 - 1e-3 * wrap.ms) / steps
     s = sim.stats
     return {"dof": sim.model.n_dofs, "contacts": np.mean([x.contacts for x in s]),
             "dynamics": np.mean([x.ms_assembly for x in s]), "detection": np.mean([x.ms_detection for x in s]),
-            "solver": np.mean([x.ms_solve for x in s]), "iters": np.mean([x.iterations for x in s]),
-            "step": 1e3 * wall}
+            "solver": np.mean([x.ms_solve for x in s]) - wrap.ms / steps, "iters": np.mean([x.iterations for x in s]),
+            "step": 1e3 * wall, "e_m": float(np.median(wrap.e_m)) if wrap.e_m else float("nan")}
 
 
 def main() -> None:
@@ -50,6 +69,7 @@ def main() -> None:
     ap.add_argument("--sizes", type=int, nargs="+", default=[12, 26, 48, 98],
                     help="mat cells along its long side (12 ~ 1k DOF, 26 ~ 4.4k, 48 ~ 15k, 98 ~ 60k)")
     ap.add_argument("--steps", type=int, default=20)
+    ap.add_argument("--settle", type=float, default=0.4, help="simulated seconds before the measured steps")
     ap.add_argument("--scene", default="mat_drag", help="scene script with build(resolution=...)")
     ap.add_argument("--tol", type=float, default=1e-5, help="COND stopping threshold (relative step norm)")
     ap.add_argument("--max-iter", type=int, default=3000)
@@ -58,15 +78,16 @@ def main() -> None:
     args = ap.parse_args()
     cfg = fc.backend.init(args.arch, args.precision)
     module = load_scene(args.scene)
-    print(f"backend {cfg['arch']} {cfg['precision']}; scene {args.scene}; {args.steps} measured steps; "
-          f"tol {args.tol:g}, max_iter {args.max_iter}")
+    print(f"backend {cfg['arch']} {cfg['precision']}; scene {args.scene}; {args.steps} measured steps after "
+          f"{args.settle:g} s; tol {args.tol:g}, max_iter {args.max_iter}")
     print(f"{'DOF':>7} {'contacts':>9} {'cheb':>5} {'dynamics ms':>12} {'detect ms':>10} {'solver ms':>10} "
-          f"{'iters':>7} {'step ms':>8}")
+          f"{'iters':>7} {'ms/iter':>8} {'e_m':>9} {'step ms':>8}")
     for n in args.sizes:
         for cheb in (True, False):
-            r = bench(lambda: module.build(resolution=n), args.steps, cheb, args.tol, args.max_iter)
+            r = bench(lambda: module.build(resolution=n), args.steps, cheb, args.tol, args.max_iter, args.settle)
             print(f"{r['dof']:>7} {r['contacts']:>9.0f} {'on' if cheb else 'off':>5} {r['dynamics']:>12.2f} "
-                  f"{r['detection']:>10.2f} {r['solver']:>10.2f} {r['iters']:>7.1f} {r['step']:>8.2f}", flush=True)
+                  f"{r['detection']:>10.2f} {r['solver']:>10.2f} {r['iters']:>7.1f} "
+                  f"{r['solver'] / max(r['iters'], 1):>8.3f} {r['e_m']:>9.2e} {r['step']:>8.2f}", flush=True)
 
 
 if __name__ == "__main__":
