@@ -2,23 +2,21 @@
 
 Each scene settles for 0.2 s before the measured phase so the contact set is established.
 """
-import importlib.util
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 import femcontact as fc
+from femcontact.cli import load_scene_module
 
 G = 9.81
 SCENES = Path(__file__).resolve().parents[1] / "scenes"
 
 
-def load_scene(name):
-    spec = importlib.util.spec_from_file_location(f"scene_{name}", SCENES / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def load_scene(name: str):
+    """Import scenes/<name>.py (through the CLI's scene loader)."""
+    return load_scene_module(SCENES / f"{name}.py")
 
 
 def stiff_cube_scene(mu=0.5, gravity=(0, 0, -G), force=None, solver="cond", integrator="midpoint"):

@@ -9,22 +9,19 @@ The paper reports 967 DOF / 130 contacts in 0.64 ms and 1927 DOF / 249 contacts 
 of solver time (GPU). Numbers go into issue notes, never into timed tests.
 """
 import argparse
-import importlib.util
 import sys
 from pathlib import Path
 
 import numpy as np
 
 import femcontact as fc
+from femcontact.cli import load_scene_module
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def _scene(name):
-    spec = importlib.util.spec_from_file_location(name, ROOT / "scenes" / f"{name}.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_scene_module(ROOT / "scenes" / f"{name}.py")
 
 
 def run(label, scene, warmup, steps):

@@ -13,23 +13,21 @@ scale tools/bench_newton.py prints for the Newton path). COND paper for scale (C
 desktop): soft mat 1.06 ms at 1081 DOF, 3.80 ms at 4438 DOF.
 """
 import argparse
-import importlib.util
 import time
 from pathlib import Path
 
 import numpy as np
 
 import femcontact as fc
+from femcontact.cli import load_scene_module
 from femcontact.solvers.sap import momentum_error
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def load_scene(name: str):
-    spec = importlib.util.spec_from_file_location(name, ROOT / "scenes" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    """Import scenes/<name>.py (through the CLI's scene loader)."""
+    return load_scene_module(ROOT / "scenes" / f"{name}.py")
 
 
 class _MomentumError:

@@ -19,23 +19,21 @@ COND supports it too), so the columns compare solvers, not integrators. ``--inte
 midpoint`` runs the scenes as written.
 """
 import argparse
-import importlib.util
 import time
 from pathlib import Path
 
 import numpy as np
 
 import femcontact as fc
+from femcontact.cli import load_scene_module
 from femcontact.solvers.sap import momentum_error
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def load_scene(name: str):
-    spec = importlib.util.spec_from_file_location(name, ROOT / "scenes" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    """Import scenes/<name>.py (through the CLI's scene loader)."""
+    return load_scene_module(ROOT / "scenes" / f"{name}.py")
 
 
 def box_scene(solver: str) -> fc.Scene:
