@@ -210,10 +210,9 @@ class RodSpec:
             return idx
         if angular_velocity is not None:
             raise ParameterError(f"rod {self.name!r}: angular_velocity drives need segments=")
-        if (position is None) == (velocity is None):
-            raise ParameterError(f"drive on rod {self.name!r}: give exactly one of position= or velocity=")
-        if not callable(position or velocity):
-            raise ParameterError(f"drive on rod {self.name!r}: position/velocity must be a function of time")
+        from .scene import check_drive
+
+        check_drive(f"drive on rod {self.name!r}", position, velocity)
         idx = self._nodes(nodes)
         self.drives.append(RodDrive(idx, position=position, velocity=velocity))
         return idx

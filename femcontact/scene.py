@@ -68,6 +68,14 @@ def check_tet_mesh(mesh: TetMesh, name: str, rel_tol: float = 1e-12) -> None:
                         "or load the mesh through femcontact.meshes.load, which fixes the order")
 
 
+def check_drive(what: str, position, velocity) -> None:
+    """Exactly one of a position drive f(t, x0) and a velocity drive f(t), and it is callable."""
+    if (position is None) == (velocity is None):
+        raise ParameterError(f"{what}: give exactly one of position= or velocity=")
+    if not callable(position or velocity):
+        raise ParameterError(f"{what}: position/velocity must be a function of time")
+
+
 @dataclass
 class NodeDrive:
     """Prescribed motion of some nodes of a body (kinematic boundary condition)."""
@@ -119,10 +127,7 @@ class FemBodySpec:
         position(t, x0) -> (k, 3) world positions at time t given their placed positions x0;
         or velocity(t) -> (3,) or (k, 3) in m/s. Exactly one of the two.
         """
-        if (position is None) == (velocity is None):
-            raise ParameterError(f"drive on {self.name!r}: give exactly one of position= or velocity=")
-        if not callable(position or velocity):
-            raise ParameterError(f"drive on {self.name!r}: position/velocity must be a function of time")
+        check_drive(f"drive on {self.name!r}", position, velocity)
         idx = self.select(nodes)
         self.drives.append(NodeDrive(idx, position=position, velocity=velocity))
         return idx
@@ -195,16 +200,9 @@ class RigidBodySpec:
 
     def pose(self, t: float) -> tuple[np.ndarray, np.ndarray]:
         """Prescribed (shape-frame origin, rotation) of a kinematic body at time t."""
-        from .contact.obstacles import _pose
+        from .contact.obstacles import evaluate_motion
 
-        try:
-            pos, rot = self.motion(float(t))
-        except ParameterError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - user code
-            raise ParameterError(f"motion of rigid body {self.name!r} failed at t={t:g}: must return "
-                                 f"(position (3,), rotation 3x3 or quaternion wxyz); got error {exc!r}") from None
-        return _pose(pos, rot, f"motion of rigid body {self.name!r} at t={t:g}")
+        return evaluate_motion(self.motion, t, f"rigid body {self.name!r}")
 
 
 class Scene:

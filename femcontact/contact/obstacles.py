@@ -101,6 +101,19 @@ def _pose(position, rotation, what: str) -> tuple[np.ndarray, np.ndarray]:
     return c, R
 
 
+def evaluate_motion(motion: Callable, t: float, what: str) -> tuple[np.ndarray, np.ndarray]:
+    """(position (3,), rotation (3,3)) from a user's ``motion(t) -> (position, rotation)`` of a
+    kinematic obstacle or body, validated; a failing or malformed motion names ``what`` and t."""
+    try:
+        pos, rot = motion(float(t))
+    except ParameterError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - user code
+        raise ParameterError(f"motion of {what} failed at t={t:g}: must return "
+                             f"(position (3,), rotation 3x3 or quaternion wxyz); got error {exc!r}") from None
+    return _pose(pos, rot, f"motion of {what} at t={t:g}")
+
+
 @dataclass
 class ObstacleSpec:
     """One obstacle as the user described it."""
@@ -122,15 +135,7 @@ class ObstacleSpec:
     def pose(self, t: float) -> tuple[np.ndarray, np.ndarray]:
         """(position (3,), rotation (3,3)) at time t (s), validated."""
         if self.motion is not None:
-            try:
-                out = self.motion(float(t))
-                pos, rot = out
-            except ParameterError:
-                raise
-            except Exception as exc:  # noqa: BLE001 - user code
-                raise ParameterError(f"motion of obstacle {self.name!r} failed at t={t:g}: must return "
-                                     f"(position (3,), rotation 3x3 or quaternion wxyz); got error {exc!r}") from None
-            return _pose(pos, rot, f"motion of obstacle {self.name!r} at t={t:g}")
+            return evaluate_motion(self.motion, t, f"obstacle {self.name!r}")
         c, R = self.position, self.rotation
         if self.velocity is not None:
             c = c + self.velocity * t
