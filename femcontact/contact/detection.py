@@ -90,6 +90,19 @@ def _rigid_point_node(lin, p, com, counters: ti.template(), vn_node: ti.template
 
 
 @ti.func
+def _triangle_point_node(tv, w, counters: ti.template(), vn_node: ti.template(), vn_weight: ti.template(),
+                         n_nodes):
+    """A new virtual node at the point of triangle tv (3 node ids) with barycentric weights w."""
+    v = ti.atomic_add(counters[1], 1)
+    if v < vn_node.shape[0]:
+        vn_node[v] = ti.Vector([tv[0], tv[1], tv[2], -1])
+        for k in ti.static(range(3)):
+            vn_weight[v, k] = w[k] * ti.Matrix.identity(float, 3)
+        vn_weight[v, 3] = ti.Matrix.zero(float, 3, 3)
+    return n_nodes + v
+
+
+@ti.func
 def _world_side(o, q, obs_pose: ti.template(), sdf_rigid: ti.template(), counters: ti.template(),
                 vn_node: ti.template(), vn_weight: ti.template(), n_nodes):
     """Side A of a contact at point q on SDF entity o: the world (node -1, with the obstacle's
@@ -256,14 +269,9 @@ def detect_bodies(x: ti.types.ndarray(), surf: ti.types.ndarray(), n_surf: ti.i3
                         phi = -d
                     row = pair_row[sb[z], bv]
                     F = contact_frame(n, axes[row])
-                    va = ti.atomic_add(counters[1], 1)
-                    if va < vn_node.shape[0]:
-                        vn_node[va] = ti.Vector([tv[0], tv[1], tv[2], -1])
-                        for k in ti.static(range(3)):
-                            vn_weight[va, k] = w[k] * ti.Matrix.identity(float, 3)
-                        vn_weight[va, 3] = ti.Matrix.zero(float, 3, 3)
+                    na = _triangle_point_node(tv, w, counters, vn_node, vn_weight, n_nodes)
                     nb = _claim_node(i, claim, counters, vn_node, vn_weight, n_nodes)
-                    _emit(n_nodes + va, nb, F, phi, mus[row], ti.Vector([0.0, 0.0, 0.0]), q, row, counters,
+                    _emit(na, nb, F, phi, mus[row], ti.Vector([0.0, 0.0, 0.0]), q, row, counters,
                           c_node_a, c_node_b, c_frame, c_phi, c_mu, c_vw, c_point, c_param, c_imp, c_status)
 
 

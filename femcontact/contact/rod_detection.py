@@ -31,7 +31,7 @@ import numpy as np
 import taichi as ti
 
 from .. import backend
-from .detection import _claim_node, _emit, _pose_of, _world_side
+from .detection import _claim_node, _emit, _pose_of, _triangle_point_node, _world_side
 from .narrowphase import BOUND, closest_on_triangle, contact_frame, shape_sdf
 
 
@@ -293,14 +293,9 @@ def detect_rod_fem(x: ti.types.ndarray(), v: ti.types.ndarray(), rn_node: ti.typ
                 vq = w[0] * v[tv[0]] + w[1] * v[tv[1]] + w[2] * v[tv[2]]
                 if phi < margin + dt * (v[i] - vq).norm():
                     row = pair_row[node_body[tv[0]], node_body[i]]
-                    va = ti.atomic_add(counters[1], 1)
-                    if va < vn_node.shape[0]:
-                        vn_node[va] = ti.Vector([tv[0], tv[1], tv[2], -1])
-                        for kk in ti.static(range(3)):
-                            vn_weight[va, kk] = w[kk] * ti.Matrix.identity(float, 3)
-                        vn_weight[va, 3] = ti.Matrix.zero(float, 3, 3)
+                    na = _triangle_point_node(tv, w, counters, vn_node, vn_weight, n_nodes)
                     nb = _claim_node(i, claim, counters, vn_node, vn_weight, n_nodes)
-                    _emit(n_nodes + va, nb, contact_frame(n, axes[row]), phi, mus[row], ti.Vector([0.0, 0.0, 0.0]),
+                    _emit(na, nb, contact_frame(n, axes[row]), phi, mus[row], ti.Vector([0.0, 0.0, 0.0]),
                           q, row, counters, c_node_a, c_node_b, c_frame, c_phi, c_mu, c_vw, c_point, c_param, c_imp,
                           c_status)
 
