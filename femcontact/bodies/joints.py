@@ -231,6 +231,7 @@ class JointSystem:
                 couple([n, side.lin, side.lin + 1 if not side.world else -1])
         self.coupling_pairs = (np.array(pairs_r, np.int64), np.array(pairs_c, np.int64))
         self.count = len(self.items) + len(self.attach)
+        self._cap = (0, 0)     # sizes of the scatter transfer arrays (allocated by _scatter)
 
     # ------------------------------------------------------------------ per step
     def assemble(self, state, A, b, coef, t: float, dt: float) -> None:
@@ -303,20 +304,39 @@ class JointSystem:
                 sdot = sum(float((jj @ v[blk])[0]) for jj, blk in zip(j, blocks) if blk >= 0)
                 self._coordinate_terms(spec, s, sdot, j, blocks, add_rows, coef, t, dt, it["k_lin"]
                                        if kind == "prismatic" else it["k_rot"])
-        for at in self.attach:
-            side = at["side"]
-            c, Rs = pose(side)
-            nodes = at["nodes"]
-            r = at["local"] @ Rs.T if not side.world else np.zeros_like(at["local"])
-            p = c + r if not side.world else at["local"]
-            e = x[nodes] - p
-            sk = coef.a_k + coef.a_kb * at["beta"]
-            k = at["k"]
-            # node rows
-            for n, kk, ee, rr in zip(nodes, k, e, r):
-                blocks = [int(n), side.lin, side.lin + 1 if not side.world else -1]
-                add_rows(blocks, [np.eye(3), -np.eye(3), _skew(rr)], kk * np.eye(3), ee, sk, coef.b_f)
-        self._scatter(terms, rhs, A, b)
+        rows, cols, mats, b_rows, b_vecs = [], [], [], [], []
+        for (a, c), M in terms.items():
+            rows.append(a), cols.append(c), mats.append(M)
+        for a, f in rhs.items():
+            b_rows.append(a), b_vecs.append(f)
+        parts = [(np.array(rows, np.int64), np.array(cols, np.int64), np.array(mats, float).reshape(-1, 3, 3),
+                  np.array(b_rows, np.int64), np.array(b_vecs, float).reshape(-1, 3))]
+        parts += [self._attachment_terms(at, x, pose, coef) for at in self.attach]
+        self._scatter(parts, A, b)
+
+    @staticmethod
+    def _attachment_terms(at: dict, x: np.ndarray, pose, coef):
+        """Vectorized over an attachment's nodes: e = x_i − p(i), J = [I, −I, [r_i]×] on
+        (node, v_body, ω_body) (the body blocks are absent for the world)."""
+        side, nodes, k = at["side"], at["nodes"], at["k"]
+        c, Rs = pose(side)
+        r = at["local"] @ Rs.T if not side.world else np.zeros_like(at["local"])
+        e = x[nodes] - (c + r if not side.world else at["local"])
+        sk = coef.a_k + coef.a_kb * at["beta"]
+        n = len(nodes)
+        eye = np.broadcast_to(np.eye(3), (n, 3, 3))
+        J = [eye, -eye, _skew(r)] if not side.world else [eye]
+        blk = [nodes, np.full(n, side.lin), np.full(n, side.lin + 1)][: len(J)]
+        rows, cols, mats, b_rows, b_vecs = [], [], [], [], []
+        for Ja, ba in zip(J, blk):
+            JaT = np.transpose(Ja, (0, 2, 1))
+            b_rows.append(ba)
+            b_vecs.append(-coef.b_f * k[:, None] * np.einsum("nij,nj->ni", JaT, e))
+            for Jc, bc in zip(J, blk):
+                rows.append(ba), cols.append(bc)
+                mats.append((sk * k)[:, None, None] * (JaT @ Jc))
+        return (np.concatenate(rows), np.concatenate(cols), np.concatenate(mats), np.concatenate(b_rows),
+                np.concatenate(b_vecs))
 
     def _coordinate_terms(self, spec, s, sdot, j, blocks, add_rows, coef, t, dt, k_limit):
         one = np.ones((1, 1))
@@ -346,22 +366,22 @@ class JointSystem:
         add_rows(blocks, j, kp * one, e, coef.a_k, coef.b_f)
         add_rows(blocks, j, d.kd * one, np.zeros(1), coef.a_kb, 0.0, extra_b=np.array([coef.a_kb * d.kd * vel]))
 
-    def _scatter(self, terms: dict, rhs: dict, A, b) -> None:
+    def _scatter(self, parts: list, A, b) -> None:
+        """Add all (row, col, 3x3) terms to A and (row, vec) terms to b with one kernel; the transfer
+        arrays are kept between steps and grow when a step needs more."""
+        rows, cols, mats, b_rows, b_vecs = (np.concatenate(z) for z in zip(*parts))
+        slots = self.model.pattern.index(rows, cols) if len(rows) else np.zeros(0, np.int64)
+        n, m = len(slots), len(b_rows)
+        if n > self._cap[0] or m > self._cap[1] or self._cap[0] == 0:
+            self._cap = (max(n, 1, 2 * self._cap[0]), max(m, 1, 2 * self._cap[1]))
+            self._slots = backend.int_array(np.zeros(self._cap[0]))
+            self._mats = backend.mat3_array(self._cap[0])
+            self._rows = backend.int_array(np.zeros(self._cap[1]))
+            self._vecs = backend.vec3_array(self._cap[1])
         real = backend.np_real()
-        keys = list(terms)
-        pattern = self.model.pattern
-        slots = pattern.index(np.array([k[0] for k in keys]), np.array([k[1] for k in keys])) if keys else []
-        mats = np.array([terms[k] for k in keys], float).reshape(-1, 3, 3)
-        rows = np.array(list(rhs), np.int64)
-        vecs = np.array([rhs[r] for r in rhs], float).reshape(-1, 3)
-        s_arr = backend.int_array(np.asarray(slots, np.int64))
-        m_arr = backend.mat3_array(len(mats))
-        if len(mats):
-            m_arr.from_numpy(mats.astype(real))
-        r_arr = backend.int_array(rows)
-        v_arr = backend.vec3_array(len(vecs), vecs)
-        if not len(mats):
-            s_arr.fill(-1)
-        if not len(vecs):
-            r_arr.fill(-1)
-        scatter_joint_terms(s_arr, m_arr, r_arr, v_arr, A.blocks, b)
+        pad = lambda a, size, fill: np.concatenate([a, np.full((size - len(a),) + a.shape[1:], fill, a.dtype)])
+        self._slots.from_numpy(pad(slots.astype(np.int32), self._cap[0], -1))
+        self._mats.from_numpy(pad(mats.astype(real), self._cap[0], 0))
+        self._rows.from_numpy(pad(b_rows.astype(np.int32), self._cap[1], -1))
+        self._vecs.from_numpy(pad(b_vecs.astype(real), self._cap[1], 0))
+        scatter_joint_terms(self._slots, self._mats, self._rows, self._vecs, A.blocks, b)
