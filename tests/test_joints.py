@@ -7,6 +7,7 @@ import pytest
 from scipy.spatial.transform import Rotation
 
 import femcontact as fc
+from oscillation import measured_period
 from femcontact.contact import shapes
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scenes"))
@@ -32,15 +33,7 @@ def test_hinge_pendulum_small_amplitude_period():
     d = 0.25
     I = spec.inertia[1, 1] + spec.mass * d * d
     T = 2 * np.pi * np.sqrt(I / (spec.mass * G * d))
-    xs, ts = [], []
-    for _ in range(int(2.2 * T / scene.dt)):
-        sim.step()
-        xs.append(sim.rigid_pose("rod")[0][0])
-        ts.append(sim.state.time)
-    xs, ts = np.array(xs), np.array(ts)
-    z = np.flatnonzero(np.sign(xs[1:]) != np.sign(xs[:-1]))
-    crossings = ts[z] - xs[z] * (ts[z + 1] - ts[z]) / (xs[z + 1] - xs[z])
-    assert 2 * np.mean(np.diff(crossings)) == pytest.approx(T, rel=0.01)
+    assert measured_period(sim, "rod", 2.2 * T) == pytest.approx(T, rel=0.01)
     c, R = sim.rigid_pose("rod")
     assert np.linalg.norm(c + R @ [0, 0, d] - pivot) < 1e-5        # the hinge holds
     assert abs(R[1, 0]) < 1e-6 and abs(R[1, 2]) < 1e-6              # no rotation off the hinge axis

@@ -3,6 +3,7 @@ import numpy as np
 import pytest
 
 import femcontact as fc
+from oscillation import measured_period
 from femcontact.bodies import rigid
 from femcontact.contact import shapes
 
@@ -181,15 +182,7 @@ def test_spring_cylinder_rolls_with_the_period_of_m_plus_I_over_R2(solver):
     spec = sim.model.rigid_specs[0]
     m_eff = spec.mass + spec.inertia[2, 2] / R_cyl**2            # about the cylinder axis (local z)
     T = 2 * np.pi * np.sqrt(m_eff / k)
-    xs, ts = [], []
-    for _ in range(int(1.6 * T / scene.dt)):
-        sim.step()
-        xs.append(sim.rigid_pose("cyl")[0][0])
-        ts.append(sim.state.time)
-    xs, ts = np.array(xs), np.array(ts)
-    z = np.flatnonzero(np.sign(xs[1:]) != np.sign(xs[:-1]))
-    crossings = ts[z] - xs[z] * (ts[z + 1] - ts[z]) / (xs[z + 1] - xs[z])
-    assert 2 * np.mean(np.diff(crossings)) == pytest.approx(T, rel=0.01)
+    assert measured_period(sim, "cyl", 1.6 * T) == pytest.approx(T, rel=0.01)
     v, w = sim.rigid_velocity("cyl")
     assert abs(v[0] - w[1] * R_cyl) < 2e-3 * v0                     # rolling, not slipping
 
