@@ -7,7 +7,8 @@ Each step minimizes over the end-of-step velocities v
 (``v_w,m`` the world side's contribution for contacts against the static or moving world)
 by Newton's method on ``H = Ã + Jᵀ G J`` with an exact line search (safeguarded
 Newton–bisection, ``rtsafe``, on dℓ/dα using the O(n_c)-per-trial derivatives of SAP §IV-C),
-stopping when ``‖D ∇ℓ‖ < ε_a + ε_r max(‖D p‖, ‖D j_c‖)`` (SAP eq. 26, ``D = diag(M)^{-1/2}``,
+stopping when ``‖D ∇ℓ‖ < ε_a + ε_r max(‖D p‖, ‖D j_c‖)`` (SAP eq. 26, ``D = diag(Ã)^{-1/2}``: the mass
+(inertia) diagonal of the step, so rotational DOFs count too;
 ``p = Ã v``, ``j_c = Jᵀγ``) and reporting the momentum error e_m (SAP eq. 32). The contact
 models (cost, impulse, Hessian block per contact) live in ``solvers.contact_models``; the
 linear solve behind ``solvers.newton_linear``. This first version runs on the host in
@@ -46,8 +47,9 @@ then ``solver_options``, then the automatic value):
 
 - ``stiffness`` k (N/m). SAP: automatic = ∞, i.e. SAP's near-rigid regularization
   ``R_n = β² w/(4π²)`` (eq. 29). Lagged/Similar: automatic = the same near-rigid estimate
-  ``k = 4π²/(β² w dt²)`` (the stiffness whose period is dt for the mass 1/w; the penetration
-  at rest is ``g dt²/(4π²)`` ≈ 25 µm at dt = 1e-2 s, independent of mass).
+  ``k = 4π²/(β² w dt²)`` (the stiffness whose period is dt for the mass 1/w; a free rigid
+  body rests ``g dt²/(4π²)`` ≈ 25 µm deep at dt = 1e-2 s, an FEM body less: its nodes' effective
+  mass includes ``dt²K``).
 - ``tau_d`` (s, SAP dissipation time scale): automatic = β dt/π (SAP eq. 28, critical damping).
 - ``hc_dissipation`` d (s/m, Lagged/Similar Hunt & Crossley): default 10 s/m.
 - ``stiction_tolerance`` v_s (m/s, Lagged/Similar): default 1e-4.
@@ -56,9 +58,9 @@ then ``solver_options``, then the automatic value):
 - friction μ: ``contacts.mu`` (mean of the two axes: the Newton models are isotropic).
 - ``restitution`` is ignored by the Newton path (the models are inelastic; use dissipation).
 
-Delassus estimate per contact: ``w_m = tr(J_m M⁻¹ J_mᵀ)/3`` with the lumped masses
-(``model.mass_np``) on the expanded Jacobian (virtual nodes through their J_v weights;
-prescribed nodes have infinite mass).
+Delassus estimate per contact: ``w_m = tr(J_m B⁻¹ J_mᵀ)/3`` with ``B`` the 3×3 diagonal
+blocks of Ã (``delassus_estimate``), on the expanded Jacobian (virtual nodes through their J_v
+weights; prescribed nodes have infinite mass).
 
 Solver options: ``rel_tol`` (ε_r, 1e-6), ``abs_tol`` (ε_a, 1e-14 in √J), ``max_iterations``
 (100), ``max_line_search_iterations`` (100), ``alpha_max`` (1.5), ``linear_solver``
@@ -135,6 +137,15 @@ class NewtonContactSolver:
         _check_params(kind, *opt_vals, where="(solver_options)")
         self._check_table()
         self.linear = make_newton_linear_solver(o["linear_solver"], getattr(model, "n_dofs", 0))
+        self.node_body = np.zeros(model.n_nodes, np.int64)          # for the Delassus floor 1/M_body
+        for k, body in enumerate(model.bodies):
+            self.node_body[body.nodes] = k
+        mass = np.asarray(model.mass_np, dtype=np.float64)[:model.n_nodes]
+        self.body_mass = np.array([mass[body.nodes].sum() for body in model.bodies] or [0.0])
+        rod_nodes = [np.arange(b.node_start, b.node_start + b.node_count) for b in model.bodies if b.kind == "rod"]
+        rod_nodes = np.concatenate(rod_nodes) if rod_nodes else np.zeros(0, np.int64)
+        self.lumped_nodes = rod_nodes[mass[rod_nodes] > 0]             # rod points: see delassus_estimate
+        self.lumped_blocks = mass[self.lumped_nodes, None, None] * np.eye(3)
         self.last_stats = None
 
     # ------------------------------------------------------------------ parameters
@@ -236,19 +247,16 @@ class NewtonContactSolver:
             vhat_fixed = np.linalg.solve(Dfix, b.reshape(n, 3)[fixed][:, :, None])[:, :, 0]
             v.reshape(n, 3)[fixed] = ch * vhat_fixed + co * vk.reshape(n, 3)[fixed]
 
-        # per-contact data
-        mass = np.asarray(model.mass_np, dtype=np.float64)[:n]
-        minv = np.where(fixed | ~(mass > 0), 0.0, 1.0 / np.where(mass > 0, mass, 1.0))
-        minv_dof = np.repeat(minv, 3)
-        w = (Jf.multiply(Jf) @ minv_dof).reshape(c, 3).sum(axis=1) / 3.0
-        if np.any(w <= 0):
-            w_fallback = w[w > 0].min() if np.any(w > 0) else 1.0 / max(mass.max(initial=0.0), 1e-12)
-            w = np.where(w > 0, w, w_fallback)
+        # per-contact data: Delassus estimate from the diagonal blocks of Ã (SAP §V-A)
+        Dblk = (s / ch) * problem.A.diagonal_blocks().astype(np.float64)
+        Bw = Dblk.copy()
+        Bw[self.lumped_nodes] = self.lumped_blocks
+        w = delassus_estimate(Jf, Bw, fixed, c, self.node_body, self.body_mass)
         vc_prev = (J @ vk).reshape(c, 3) + off
         mu = cd["mu"].mean(axis=1) if c else np.zeros(0)
         cm = self.build_model(mu, w, cd["phi"], vc_prev[:, 2], cd["param"].astype(np.int64), dt)
 
-        D = np.where(dof_fixed, 0.0, np.sqrt(minv_dof))
+        D = momentum_scaling(Dblk, dof_fixed)
         o = self.opt
         costs, alphas, errors = [], [], []
         ls_total = 0
@@ -360,13 +368,48 @@ class NewtonContactSolver:
         return a, trials
 
 
+def delassus_estimate(J: sp.csr_matrix, blocks: np.ndarray, fixed: np.ndarray, c: int,
+                      node_body: np.ndarray, body_mass: np.ndarray) -> np.ndarray:
+    """Per-contact Delassus estimate ``w_m`` (1/kg) for the near-rigid regularization (SAP eq. 29).
+
+    Per body touching contact m: ``w_mb = tr(J_mb B⁻¹ J_mbᵀ)/3`` with ``B`` the 3×3 diagonal
+    blocks of Ã (each node's effective mass in this step: lumped mass plus ``dt²K + dt D`` of its
+    elements, inertia for rotational blocks; SAP §V-A), but never below ``1/M_b``, the compliance
+    of the body's rigid translation: for a soft body ``dt²K_ii`` alone can exceed the whole
+    body's mass, and the true ``(J Ã⁻¹ Jᵀ)_mm`` is at least ``1/M_b``. ``w_m = Σ_b w_mb``.
+    (The solver passes rod points with their lumped mass as ``B``: their diagonal blocks hold the
+    stretch–shear stiffness that the segment rotations relieve, hundreds of times too stiff.)
+    Prescribed nodes (``fixed``) have infinite mass; a contact with no free node gets the
+    smallest ``w`` of the others."""
+    n = len(blocks)
+    free = ~fixed
+    inv = np.zeros_like(blocks)
+    if free.any():
+        inv[free] = np.linalg.inv(blocks[free])
+    Binv = sp.bsr_matrix((inv, np.arange(n), np.arange(n + 1)), shape=(3 * n, 3 * n)).tocsr()
+    per_dof = J.multiply(J @ Binv).tocoo()                       # (3c, 3n): entries of J_m B⁻¹ J_mᵀ traces
+    per_body = sp.coo_matrix((per_dof.data / 3.0, (per_dof.row // 3, node_body[per_dof.col // 3])),
+                             shape=(c, len(body_mass))).toarray()
+    floor = np.where(per_body > 0, 1.0 / np.maximum(body_mass, 1e-300), 0.0)
+    w = np.maximum(per_body, floor).sum(axis=1)
+    if np.any(w <= 0):
+        w = np.where(w > 0, w, w[w > 0].min() if np.any(w > 0) else 1.0 / np.abs(blocks).max(initial=1.0))
+    return w
+
+
+def momentum_scaling(blocks: np.ndarray, dof_fixed: np.ndarray) -> np.ndarray:
+    """SAP eq. 32 scaling ``D = diag(Ã)^{-1/2}`` per DOF (zero on prescribed DOFs)."""
+    d = np.einsum("nii->ni", blocks).ravel()
+    return np.where(dof_fixed | ~(d > 0), 0.0, 1.0 / np.sqrt(np.where(d > 0, d, 1.0)))
+
+
 def momentum_error(problem: StepProblem) -> float:
     """SAP eq. 32 momentum error of a solved step, whichever solver solved it.
 
     Reads the solution ``problem.v_hat`` and the contact impulses ``problem.contacts.impulse``
     (N s, contact frame) and returns ``‖D (Ã v − b̃ − Jᵀγ)‖ / max(‖D Ã v‖, ‖D Jᵀγ‖)`` in the
     impulse units of the Newton path (module docstring: ``v = v_{k+1}``, ``Ã``, ``b̃``,
-    ``D = diag(M)^{-1/2}``, prescribed DOFs left out, virtual nodes expanded through ``J_v``),
+    ``D = diag(Ã)^{-1/2}``, prescribed DOFs left out, virtual nodes expanded through ``J_v``),
     i.e. the same number the Newton solvers report as ``extra["momentum_error"]``. For COND
     this measures how far its stopping threshold leaves the momentum balance.
     """
@@ -387,8 +430,7 @@ def momentum_error(problem: StepProblem) -> float:
         J = contacts.jacobian(expand_virtual=True).tocsr()
         gamma = contacts.impulse.to_numpy()[:c].astype(np.float64).ravel()
         jc = J.T @ gamma
-    mass = np.asarray(model.mass_np, dtype=np.float64)[:n]
-    D = np.where(fixed | ~(np.repeat(mass, 3) > 0), 0.0, 1.0 / np.sqrt(np.maximum(np.repeat(mass, 3), 1e-300)))
+    D = momentum_scaling((s / ch) * problem.A.diagonal_blocks().astype(np.float64), fixed)
     scale = max(float(np.linalg.norm(D * Av)), float(np.linalg.norm(D * jc)))
     err = float(np.linalg.norm(D * (Av - bt - jc)))
     return err / scale if scale > 0 else err
