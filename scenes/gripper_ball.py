@@ -33,8 +33,6 @@ def build(friction: float = 0.5, grip_force: float = 8.0, resolution: int = 3, s
     gripper = ParallelGripper(scene, position=start, opening=2 * RADIUS + 0.02,
                               palm_motion=lambda t: (start + [0, 0, palm_height(t)], None))
     gripper.set_grip_force(grip_force)
-    for finger in gripper.fingers:   # Newton path: small friction regularization, so a held ball creeps < 0.1 mm/s
-        scene.set_contact("ball", finger.name, stiction_tolerance=1e-4, sigma=1e-5)
     scene.gripper = gripper
     return scene
 
