@@ -197,3 +197,55 @@ def test_rigid_bodies_are_written_as_surfaces_in_their_pose(tmp_path):
     c, _ = sim.rigid_pose("ball")
     r = np.linalg.norm(ball.points - c, axis=1)      # the output sphere is a tessellation of radius 0.05
     assert r.max() == pytest.approx(0.05, abs=1e-9) and r.min() > 0.045
+
+
+def _rigid_sides(sim):
+    """This step's contacts and, per side (a, b), the rigid body index it acts on (-1: none)."""
+    d, vn = sim.contacts.to_numpy(), sim.contacts.virtual_to_numpy()
+    n, lin = sim.model.n_nodes, list(sim.model.rigid_lin)
+
+    def side(node):
+        j = node if node < n else (vn["node"][node - n][0] if node >= 0 else -1)
+        return lin.index(j) if j in lin else -1
+    return d, np.array([side(a) for a in d["node_a"]], int), np.array([side(b) for b in d["node_b"]], int)
+
+
+def _impulse_between(sim, k, other=None):
+    """World impulse (N s) on rigid body k from this step's contacts with rigid body `other` (None: all)."""
+    d, a, b = _rigid_sides(sim)
+    on_b = (b == k) & ((a == other) if other is not None else True)
+    on_a = (a == k) & ((b == other) if other is not None else True)
+    return d["impulse_world"][on_b].sum(0) - d["impulse_world"][on_a].sum(0)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("solver", [pytest.param("lagged", marks=pytest.mark.sample), "cond"])
+def test_rigid_cube_rests_on_a_coarse_soft_slab_between_its_vertices(solver):
+    """A heavy 4 cm cube on a 40 x 40 x 10 cm FEM slab (E = 100 kPa) whose top vertices are 20 cm
+    apart, none under the cube: only the rigid-samples-vs-FEM-tets direction
+    (``detect_rigid_in_fem``) can hold it. Normal impulses sum to weight dt within 1%, its corners
+    sink less than 1% of the slab's mean edge, and it stays put."""
+    h = 0.02
+    integrator = "midpoint" if solver == "cond" else "euler"
+    scene = fc.Scene(dt=1e-2, solver=solver, integrator=integrator)
+    # Rayleigh damping: the midpoint rule would keep the slab's impact vibration forever
+    mat = fc.Material(youngs_modulus=1e5, poisson_ratio=0.3, density=1000.0, rayleigh_beta=0.02)
+    slab = scene.add_fem_body(fc.meshes.box(size=(0.4, 0.4, 0.1), resolution=(2, 2, 1), center=(0, 0, -0.05)),
+                              mat, name="slab")
+    slab.pin("z < -0.099")
+    scene.add_rigid_body(shapes.Box((h, h, h)), density=8000.0, position=(0.1, 0.1, h), name="cube")
+    sim = fc.Simulator(scene)
+    top = sim.body_positions("slab")
+    top = top[top[:, 2] > -1e-9]
+    margin = sim.model.contact.margin
+    # by construction the FEM-vertex direction sees nothing: every top vertex is far from the cube
+    assert np.all(np.abs(top[:, :2] - [0.1, 0.1]).max(1) > h + 2 * margin)
+    sim.run(steps=40)
+    m = sim.model.rigid_specs[0].mass
+    d, a, b = _rigid_sides(sim)
+    assert np.all(a != 0) and np.sum(b == 0) >= 4          # only rigid points in the slab, the bottom face
+    assert _impulse_between(sim, 0)[2] == pytest.approx(m * G * sim.scene.dt, rel=1e-2)
+    assert -d["phi"][b == 0].min() < 1e-2 * sim.model.contact.mean_edge
+    v, w = sim.rigid_velocity("cube")
+    assert np.linalg.norm(v) < 1e-4 and np.linalg.norm(w) * h < 1e-4
+    assert sim.rigid_pose("cube")[0][2] > h - 1e-2 * sim.model.contact.mean_edge
