@@ -251,6 +251,68 @@ def test_rigid_cube_rests_on_a_coarse_soft_slab_between_its_vertices(solver):
     assert sim.rigid_pose("cube")[0][2] > h - 1e-2 * sim.model.contact.mean_edge
 
 
+def _stack(solver, n=3):
+    integrator = "midpoint" if solver == "cond" else "euler"
+    scene = fc.Scene(dt=1e-2, solver=solver, integrator=integrator)
+    scene.add_obstacle(shapes.HalfSpace(), friction=0.5, name="ground")
+    for k in range(n):   # slightly staggered, so the faces overlap only in part
+        scene.add_rigid_body(shapes.Box((0.05, 0.05, 0.05)), mass=1.0, position=(0.003 * k, 0, 0.05 + 0.1 * k),
+                             name=f"box{k}")
+    return fc.Simulator(scene)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("solver", [pytest.param("lagged", marks=pytest.mark.sample), "cond"])
+def test_three_stacked_rigid_boxes_carry_the_weight_above_each_interface(solver):
+    """Rigid-rigid contact through the box proxies: at rest the ground carries 3 m g, the interfaces
+    above 2 m g and m g (within 1%), and nothing drifts or jitters (speeds < 1e-4 m/s)."""
+    sim = _stack(solver)
+    sim.run(steps=40)
+    dt, speeds = sim.scene.dt, []
+    for _ in range(20):
+        sim.step()
+        for k in range(3):
+            v, w = sim.rigid_velocity(f"box{k}")
+            speeds.append(np.linalg.norm(v) + 0.05 * np.linalg.norm(w))
+        for k, below in enumerate((-1, 0, 1)):     # -1: the ground (the world side)
+            assert _impulse_between(sim, k, below)[2] == pytest.approx((3 - k) * G * dt, rel=1e-2)
+    assert max(speeds) < 1e-4
+
+
+def _ramp(solver, mu, theta):
+    """A 10 cm box (1 kg) on a kinematic rigid ramp tilted by theta about y (downhill +x)."""
+    integrator = "midpoint" if solver == "cond" else "euler"
+    scene = fc.Scene(dt=1e-2, gravity=(0, 0, -G), solver=solver, integrator=integrator)
+    c, s = np.cos(theta), np.sin(theta)
+    R = np.array([[c, 0, s], [0, 1, 0], [-s, 0, c]])
+    scene.add_rigid_body(shapes.Box((0.5, 0.2, 0.05)), position=(0, 0, 0), rotation=R,
+                         motion=lambda t: (np.zeros(3), R), name="ramp")
+    scene.add_rigid_body(shapes.Box((0.05, 0.05, 0.05)), mass=1.0, position=R @ [-0.3, 0, 0.1], rotation=R,
+                         name="box")
+    scene.set_contact("ramp", "box", friction=mu)
+    return fc.Simulator(scene), R[:, 0]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("solver", [pytest.param("lagged", marks=pytest.mark.sample), "cond"])
+def test_box_on_a_rigid_ramp_slides_at_g_sin_minus_mu_cos_or_sticks(solver):
+    """MATH.md §7: on a rigid ramp at 20 deg, mu = 0.2 < tan 20 deg slides with a = g (sin - mu cos)
+    (within 2%, measured from the velocity change over 0.2 s); mu = 0.5 > tan 20 deg sticks."""
+    theta = np.radians(20.0)
+    for mu in (0.2, 0.5):
+        sim, down = _ramp(solver, mu, theta)
+        sim.run(steps=5)
+        v0, t0 = sim.rigid_velocity("box")[0] @ down, sim.state.time
+        sim.run(steps=20)
+        v1 = sim.rigid_velocity("box")[0]
+        a = (v1 @ down - v0) / (sim.state.time - t0)
+        if mu < np.tan(theta):
+            assert a == pytest.approx(G * (np.sin(theta) - mu * np.cos(theta)), rel=2e-2)
+            assert abs(v1 @ sim.rigid_pose("ramp")[1][:, 2]) < 1e-3 * abs(v1 @ down)   # stays on the ramp
+        else:
+            assert np.linalg.norm(v1) < 1e-3
+
+
 def test_cond_resting_sphere_sinks_less_than_a_tenth_of_a_millimetre():
     """COND's virtual-node tie lets a resting body sink until penetration recovery balances the lag
     λ/k_v (cond.py, rigid_gain): with rigid_gain = 100 a 5 cm sphere at dt = 1e-2 rests 0.065 mm deep
