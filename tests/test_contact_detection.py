@@ -196,6 +196,33 @@ def test_speculative_contacts_before_touch_and_disabled_pairs():
     assert not Model(scene).needs_contact
 
 
+@pytest.mark.parametrize("depth", [0.003, -0.002])
+def test_rigid_box_face_between_fem_vertices_gives_rigid_point_contacts(depth):
+    """A 2 cm rigid box pressed 3 mm into (or 2 mm above) the top face of a one-cell FEM cube whose
+    vertices are all 5 cm away: the 9 samples of its bottom face (``surface_samples``) are in
+    D-contact with the face, side A a virtual node on the top triangle (barycentric weights),
+    side B a rigid-point virtual node ``[I, -[r]x]``, gap -depth, normal +z; nothing else."""
+    scene = fc.Scene(contact_margin=0.004)
+    cube(scene, size=0.1, res=1, name="A")
+    scene.add_rigid_body(shapes.Box((0.01, 0.01, 0.01)), density=1000.0, position=(0.002, 0.001, 0.06 - depth),
+                         name="box")
+    model, state, cs, det, n = detect(scene)
+    d, vd = cs.to_numpy(), cs.virtual_to_numpy()
+    x, lin, N = state.positions(), model.rigid_lin[0], model.n_nodes
+    assert n == 9 and cs.n_virtual == 18
+    np.testing.assert_allclose(d["phi"], -depth, atol=1e-12)
+    np.testing.assert_allclose(d["normal"], np.tile([0, 0, 1.0], (n, 1)), atol=1e-12)
+    for m in range(n):
+        na, nb = vd["node"][d["node_a"][m] - N], vd["node"][d["node_b"][m] - N]
+        Wa, Wb = vd["weight"][d["node_a"][m] - N], vd["weight"][d["node_b"][m] - N]
+        q = sum(Wa[k][0, 0] * x[na[k]] for k in range(3))
+        np.testing.assert_allclose(q, d["point"][m], atol=1e-12)
+        assert list(nb[:2]) == [lin, lin + 1] and nb[2] < 0
+        r = q + [0, 0, -depth] - x[lin]          # the rigid point, relative to the centre of mass
+        np.testing.assert_allclose(Wb[1] @ [0, 0, 1.0], -np.cross(r, [0, 0, 1.0]), atol=1e-12)
+    assert abs(np.sort(d["point"][:, 0])[[0, -1]] - 0.002).max() == pytest.approx(0.01, abs=1e-12)
+
+
 # ------------------------------------------------------------------ nodalization
 def test_nodalization_keeps_the_surrogate_delassus_diagonal():
     # cube B in a corner: ground below, a wall beside, and overlapping cube A below it

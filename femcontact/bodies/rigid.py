@@ -144,6 +144,59 @@ def contact_proxies(shape) -> dict:
             "axis": np.concatenate(axis), "against": np.concatenate(against).astype(np.int32)}
 
 
+def surface_samples(shape, n_sphere: int = 32) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Body-frame surface points tested against FEM tets (``detection.detect_rigid_in_fem``), each with
+    the axis ``g`` (k, 3, unit, outward) and cosine (k,) of the half-angle of a cone around it that
+    holds the surface's outward normals there (its normal cone: one direction on a smooth or flat
+    part, the faces' normals at an edge, corner or mesh vertex). Points: the radius-0 contact
+    proxies (box corners, edge midpoints, face centres; mesh vertices; cylinder rims, sides, caps);
+    a sphere gets ``n_sphere`` Fibonacci points, a capsule those on its end caps plus rings of 12."""
+    if isinstance(shape, (S.Sphere, S.Capsule)):
+        k = np.arange(n_sphere) + 0.5
+        z = 1 - 2 * k / n_sphere
+        th = np.pi * (1 + 5**0.5) * k
+        u = np.c_[np.sqrt(1 - z * z) * np.cos(th), np.sqrt(1 - z * z) * np.sin(th), z]
+        if isinstance(shape, S.Sphere):
+            return shape.radius * u, u, np.ones(len(u))
+        h, r = shape.half_length, shape.radius
+        th = np.linspace(0, 2 * np.pi, 12, endpoint=False)
+        zs = np.linspace(-h, h, max(2, int(np.ceil(2 * h / r)) + 1))
+        side = np.tile(np.c_[np.cos(th), np.sin(th), np.zeros(12)], (len(zs), 1))
+        p = np.r_[r * u + np.c_[0 * z, 0 * z, np.sign(z) * h], r * side + np.c_[0 * side[:, :2], np.repeat(zs, 12)]]
+        g = np.r_[u, side]
+        return p, g, np.ones(len(p))
+    px = contact_proxies(shape)
+    p = px["point"][(px["radius"] == 0) & (px["kind"] == PROXY_SPHERE)]
+    if isinstance(shape, S.Box):
+        f = np.isclose(np.abs(p), shape.half_extents) * np.sign(p)      # the faces each point is on
+        n_faces = (f != 0).sum(1)
+    elif isinstance(shape, S.Cylinder):
+        rim = np.isclose(np.hypot(p[:, 0], p[:, 1]), shape.radius)
+        cap = np.isclose(np.abs(p[:, 2]), shape.half_length)
+        radial = p[:, :2] / np.maximum(np.hypot(p[:, 0], p[:, 1]), 1e-300)[:, None]
+        f = np.c_[radial * rim[:, None], np.sign(p[:, 2]) * cap]
+        n_faces = rim.astype(int) + cap
+    else:                                                  # mesh: the faces around each vertex
+        return p, *_vertex_cones(shape, p)
+    g = f / np.linalg.norm(f, axis=1, keepdims=True)
+    return p, g, 1.0 / np.sqrt(n_faces)                    # box and cylinder faces meet at right angles
+
+
+def _vertex_cones(shape, p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Axis (area-weighted vertex normal) and cosine of the smallest cone around it holding the unit
+    normals of the faces at each of the mesh vertices p."""
+    v, f = shape.vertices, shape.faces
+    fn = np.cross(v[f[:, 1]] - v[f[:, 0]], v[f[:, 2]] - v[f[:, 0]])
+    un = fn / np.linalg.norm(fn, axis=1, keepdims=True)
+    g, c = np.zeros_like(p), np.ones(len(p))
+    for i, q in enumerate(p):
+        at = np.flatnonzero(np.isclose(v[f], q, atol=1e-12 * (1 + np.abs(q).max())).all(2).any(1))
+        n = fn[at].sum(0)
+        g[i] = n / np.linalg.norm(n)
+        c[i] = max((un[at] @ g[i]).min(), 0.0)
+    return g, c
+
+
 # ---------------------------------------------------------------- quaternions (host)
 def quat_from_matrix(R: np.ndarray) -> np.ndarray:
     from scipy.spatial.transform import Rotation

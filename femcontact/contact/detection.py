@@ -1,6 +1,7 @@
 """Contact detection: fills the ContactSet every step (MATH.md §3, COND §III-A).
 
-Two kernels, run in this order on the state at the start of the step:
+Kernels run in this order on the state at the start of the step (rigid proxies against SDF
+entities, ``detect_rigid``, between 1. and 2.):
 
 1. **S-contacts** (FEM surface vertex vs obstacle): for every surface vertex and obstacle with
    ``phi < margin`` (obstacle SDF in its current pose): ``node_a = -1``, ``node_b`` = the vertex,
@@ -14,6 +15,9 @@ Two kernels, run in this order on the state at the start of the step:
    node** at the closest point of that triangle (``vn_node`` = its 3 nodes, ``vn_weight`` =
    barycentric weights x I); normal from A into B (``(x - q)/d`` outside, ``(q - x)/d`` inside,
    the triangle's outward normal when d ~ 0). Up to two bodies A per vertex.
+3. **Rigid samples in FEM bodies** (``detect_rigid_in_fem``): the same search (``_body_contacts``)
+   for rigid surface samples, side B a virtual node ``[I, −[r]×]`` on the rigid body; catches a
+   box corner or mesh vertex pressed between the vertices of a coarse FEM body.
 
 Nodalization (COND Prop. 2): every contact claims its real node with an atomic counter; a node
 already claimed routes the contact through a fresh virtual node of its own (``vn_node = [i]``,
@@ -40,7 +44,7 @@ from .. import backend
 from .broadphase import HashGrid, body_boxes, bucket, cell_of, near_other_body, read4
 from .contacts import OPEN
 from .narrowphase import BOUND, OBS_F, OBS_POSE, closest_on_triangle, contact_frame, in_tet, shape_sdf
-from ..bodies.rigid import contact_proxies, quat_matrix
+from ..bodies.rigid import contact_proxies, quat_matrix, surface_samples
 from .shapes import HALFSPACE, MESH
 
 MAX_RINGS = 8          # deep-penetration search: up to margin + MAX_RINGS * h around a vertex
@@ -174,105 +178,197 @@ def detect_obstacles(x: ti.types.ndarray(), surf: ti.types.ndarray(), n_surf: ti
                                   c_phi, c_mu, c_vw, c_point, c_param, c_imp, c_status)
 
 
+@ti.func
+def _into_cone(n, a, c):
+    """n turned toward the unit axis a until the angle between them is at most arccos(c)."""
+    r = n
+    ca = n.dot(a)
+    if ca < c:
+        t = n - ca * a
+        tn = t.norm()
+        r = a
+        if tn > 1e-12:
+            r = c * a + ti.sqrt(ti.max(1.0 - c * c, 0.0)) * t / tn
+    return r
+
+
+@ti.func
+def _body_contacts(p, bv, i, lin, com, g, cg, x: ti.template(), fixed: ti.template(), node_body: ti.template(),
+                   pair_row: ti.template(), tris: ti.template(), tri_counts: ti.template(),
+                   tri_entries: ti.template(), tets: ti.template(), tet_counts: ti.template(),
+                   tet_entries: ti.template(), h, size, mus: ti.template(), axes: ti.template(), margin, n_nodes,
+                   claim: ti.template(), counters: ti.template(), c_node_a: ti.template(), c_node_b: ti.template(),
+                   c_frame: ti.template(), c_phi: ti.template(), c_mu: ti.template(), c_vw: ti.template(),
+                   c_point: ti.template(), c_param: ti.template(), c_imp: ti.template(), c_status: ti.template(),
+                   vn_node: ti.template(), vn_weight: ti.template()):
+    """D-contacts of point p on body bv against the FEM bodies A != bv (module docstring, 2.): side B
+    is FEM node i (claimed, ``_claim_node``) when i >= 0, else a virtual node at p on the rigid body
+    with blocks (lin, lin+1) and centre of mass com (``_rigid_point_node``). The normal, from the
+    nearest boundary triangle (vertex–face), is then kept in the cone ``n·(−g) ≥ cg`` of the
+    rigid surface's inward normals at p (``surface_samples``): a force on a rigid point must push
+    into one of the faces there, so a flat face pressed into a curved FEM surface is pushed along its
+    own normal (cg = -2 for an FEM vertex: no cone)."""
+    KT, KE = tri_entries.shape[1], tet_entries.shape[1]
+    sb = ti.Vector([-1] * SLOTS)          # body A of each slot
+    sin = ti.Vector([0] * SLOTS)          # p inside A
+    sd = ti.Vector([1e30] * SLOTS)        # best distance
+    st = ti.Vector([-1] * SLOTS)          # best triangle
+    # 1. inside which other bodies? (tets of p's cell)
+    cc = cell_of(p, h)
+    bk = bucket(cc[0], cc[1], cc[2], size)
+    for e in range(ti.min(tet_counts[bk], KE)):
+        t = tet_entries[bk, e]
+        tv = tets[t]
+        ba = node_body[tv[0]]
+        if ba != bv and pair_row[ba, bv] >= 0:
+            if in_tet(p, x[tv[0]], x[tv[1]], x[tv[2]], x[tv[3]], 1e-9):
+                k = -1
+                for z in ti.static(range(SLOTS)):
+                    if k < 0 and (sb[z] == ba or sb[z] < 0):
+                        k = z
+                if k >= 0:
+                    sb[k] = ba
+                    sin[k] = 1
+    # 2. nearest boundary triangle of each such body, rings widening for deep points
+    need_deep = 0
+    for z in ti.static(range(SLOTS)):
+        need_deep += sin[z]
+    rings = MAX_RINGS if need_deep > 0 else 0
+    r = margin
+    for ring in range(rings + 1):
+        r = margin + ring * h
+        c0 = cell_of(p - r, h)
+        c1 = cell_of(p + r, h)
+        for ci, cj, ck in ti.ndrange((c0[0], c1[0] + 1), (c0[1], c1[1] + 1), (c0[2], c1[2] + 1)):
+            b2 = bucket(ci, cj, ck, size)
+            for e in range(ti.min(tri_counts[b2], KT)):
+                t = tri_entries[b2, e]
+                tv = tris[t]
+                ba = node_body[tv[0]]
+                if ba != bv and pair_row[ba, bv] >= 0:
+                    q, w = closest_on_triangle(p, x[tv[0]], x[tv[1]], x[tv[2]])
+                    d = (p - q).norm()
+                    k = -1
+                    for z in ti.static(range(SLOTS)):
+                        if k < 0 and sb[z] == ba:
+                            k = z
+                    if k < 0 and d < margin:
+                        for z in ti.static(range(SLOTS)):
+                            if k < 0 and sb[z] < 0:
+                                k = z
+                        if k >= 0:
+                            sb[k] = ba
+                    if k >= 0 and d < sd[k]:
+                        sd[k] = d
+                        st[k] = t
+        done = 1
+        for z in ti.static(range(SLOTS)):
+            if sin[z] == 1 and sd[z] > r:
+                done = 0
+        if done == 1:
+            break
+    # 3. one D-contact per slot
+    fixed_b = 0
+    if i >= 0:
+        fixed_b = fixed[i]
+    else:
+        fixed_b = fixed[lin]
+    for z in ti.static(range(SLOTS)):
+        if st[z] >= 0 and (sin[z] == 1 or sd[z] < margin):
+            tv = tris[st[z]]
+            if not (fixed_b == 1 and fixed[tv[0]] == 1 and fixed[tv[1]] == 1 and fixed[tv[2]] == 1):
+                a, b, c = x[tv[0]], x[tv[1]], x[tv[2]]
+                q, w = closest_on_triangle(p, a, b, c)
+                d = sd[z]
+                fn = (b - a).cross(c - a).normalized()
+                n = fn
+                if d > 1e-12 * h:
+                    n = (p - q) / d
+                    if sin[z] == 1:
+                        n = -n
+                if cg > -1.0:
+                    n = _into_cone(n, -g, cg)
+                phi = d
+                if sin[z] == 1:
+                    phi = -d
+                row = pair_row[sb[z], bv]
+                F = contact_frame(n, axes[row])
+                na = _triangle_point_node(tv, w, counters, vn_node, vn_weight, n_nodes)
+                nb = 0
+                if i >= 0:
+                    nb = _claim_node(i, claim, counters, vn_node, vn_weight, n_nodes)
+                else:
+                    nb = _rigid_point_node(lin, p, com, counters, vn_node, vn_weight, n_nodes)
+                _emit(na, nb, F, phi, mus[row], ti.Vector([0.0, 0.0, 0.0]), q, row, counters,
+                      c_node_a, c_node_b, c_frame, c_phi, c_mu, c_vw, c_point, c_param, c_imp, c_status)
+
+
 @ti.kernel
 def detect_bodies(x: ti.types.ndarray(), surf: ti.types.ndarray(), n_surf: ti.i32,
                   node_body: ti.types.ndarray(), fixed: ti.types.ndarray(), pair_row: ti.types.ndarray(),
                   tris: ti.types.ndarray(), tri_counts: ti.types.ndarray(), tri_entries: ti.types.ndarray(),
                   tets: ti.types.ndarray(), tet_counts: ti.types.ndarray(), tet_entries: ti.types.ndarray(),
-                  h: float, size: ti.i32, box_lo: ti.types.ndarray(), box_hi: ti.types.ndarray(), n_bodies: ti.i32, mus: ti.types.ndarray(), axes: ti.types.ndarray(), margin: float,
+                  h: float, size: ti.i32, box_lo: ti.types.ndarray(), box_hi: ti.types.ndarray(), n_bodies: ti.i32,
+                  mus: ti.types.ndarray(), axes: ti.types.ndarray(), margin: float,
                   n_nodes: ti.i32, claim: ti.types.ndarray(), counters: ti.types.ndarray(),
                   c_node_a: ti.types.ndarray(), c_node_b: ti.types.ndarray(), c_frame: ti.types.ndarray(),
                   c_phi: ti.types.ndarray(), c_mu: ti.types.ndarray(), c_vw: ti.types.ndarray(),
                   c_point: ti.types.ndarray(), c_param: ti.types.ndarray(), c_imp: ti.types.ndarray(),
                   c_status: ti.types.ndarray(), vn_node: ti.types.ndarray(), vn_weight: ti.types.ndarray()):
-    KT, KE = tri_entries.shape[1], tet_entries.shape[1]
+    """FEM surface vertices against the other FEM bodies' tets (``_body_contacts``)."""
     for s in range(n_surf):
         i = surf[s]
         bv = node_body[i]
         p = x[i]
-        if not near_other_body(p, p, bv, node_body, pair_row, box_lo, box_hi, n_bodies, margin):
-            continue
-        sb = ti.Vector([-1] * SLOTS)          # body A of each slot
-        sin = ti.Vector([0] * SLOTS)          # vertex inside A
-        sd = ti.Vector([1e30] * SLOTS)        # best distance
-        st = ti.Vector([-1] * SLOTS)          # best triangle
-        # 1. inside which other bodies? (tets of the vertex's cell)
-        cc = cell_of(p, h)
-        bk = bucket(cc[0], cc[1], cc[2], size)
-        for e in range(ti.min(tet_counts[bk], KE)):
-            t = tet_entries[bk, e]
-            tv = tets[t]
-            ba = node_body[tv[0]]
-            if ba != bv and pair_row[ba, bv] >= 0:
-                if in_tet(p, x[tv[0]], x[tv[1]], x[tv[2]], x[tv[3]], 1e-9):
-                    k = -1
-                    for z in ti.static(range(SLOTS)):
-                        if k < 0 and (sb[z] == ba or sb[z] < 0):
-                            k = z
-                    if k >= 0:
-                        sb[k] = ba
-                        sin[k] = 1
-        # 2. nearest boundary triangle of each such body, rings widening for deep points
-        need_deep = 0
-        for z in ti.static(range(SLOTS)):
-            need_deep += sin[z]
-        rings = MAX_RINGS if need_deep > 0 else 0
-        r = margin
-        for ring in range(rings + 1):
-            r = margin + ring * h
-            c0 = cell_of(p - r, h)
-            c1 = cell_of(p + r, h)
-            for ci, cj, ck in ti.ndrange((c0[0], c1[0] + 1), (c0[1], c1[1] + 1), (c0[2], c1[2] + 1)):
-                b2 = bucket(ci, cj, ck, size)
-                for e in range(ti.min(tri_counts[b2], KT)):
-                    t = tri_entries[b2, e]
-                    tv = tris[t]
-                    ba = node_body[tv[0]]
-                    if ba != bv and pair_row[ba, bv] >= 0:
-                        q, w = closest_on_triangle(p, x[tv[0]], x[tv[1]], x[tv[2]])
-                        d = (p - q).norm()
-                        k = -1
-                        for z in ti.static(range(SLOTS)):
-                            if k < 0 and sb[z] == ba:
-                                k = z
-                        if k < 0 and d < margin:
-                            for z in ti.static(range(SLOTS)):
-                                if k < 0 and sb[z] < 0:
-                                    k = z
-                            if k >= 0:
-                                sb[k] = ba
-                        if k >= 0 and d < sd[k]:
-                            sd[k] = d
-                            st[k] = t
-            done = 1
-            for z in ti.static(range(SLOTS)):
-                if sin[z] == 1 and sd[z] > r:
-                    done = 0
-            if done == 1:
-                break
-        # 3. one D-contact per slot
-        for z in ti.static(range(SLOTS)):
-            if st[z] >= 0 and (sin[z] == 1 or sd[z] < margin):
-                tv = tris[st[z]]
-                if not (fixed[i] == 1 and fixed[tv[0]] == 1 and fixed[tv[1]] == 1 and fixed[tv[2]] == 1):
-                    a, b, c = x[tv[0]], x[tv[1]], x[tv[2]]
-                    q, w = closest_on_triangle(p, a, b, c)
-                    d = sd[z]
-                    fn = (b - a).cross(c - a).normalized()
-                    n = fn
-                    if d > 1e-12 * h:
-                        n = (p - q) / d
-                        if sin[z] == 1:
-                            n = -n
-                    phi = d
-                    if sin[z] == 1:
-                        phi = -d
-                    row = pair_row[sb[z], bv]
-                    F = contact_frame(n, axes[row])
-                    na = _triangle_point_node(tv, w, counters, vn_node, vn_weight, n_nodes)
-                    nb = _claim_node(i, claim, counters, vn_node, vn_weight, n_nodes)
-                    _emit(na, nb, F, phi, mus[row], ti.Vector([0.0, 0.0, 0.0]), q, row, counters,
-                          c_node_a, c_node_b, c_frame, c_phi, c_mu, c_vw, c_point, c_param, c_imp, c_status)
+        if near_other_body(p, p, bv, node_body, pair_row, box_lo, box_hi, n_bodies, margin):
+            _body_contacts(p, bv, i, -1, p, p, -2.0, x, fixed, node_body, pair_row, tris, tri_counts, tri_entries, tets,
+                           tet_counts, tet_entries, h, size, mus, axes, margin, n_nodes, claim, counters,
+                           c_node_a, c_node_b, c_frame, c_phi, c_mu, c_vw, c_point, c_param, c_imp, c_status,
+                           vn_node, vn_weight)
+
+
+@ti.kernel
+def detect_rigid_in_fem(x: ti.types.ndarray(), quat: ti.types.ndarray(), s_rigid: ti.types.ndarray(),
+                        s_point: ti.types.ndarray(), s_axis: ti.types.ndarray(), s_cos: ti.types.ndarray(),
+                        n_samp: ti.i32, rigid_lin: ti.types.ndarray(),
+                        com_local: ti.types.ndarray(), rigid_body: ti.types.ndarray(), node_body: ti.types.ndarray(),
+                        fixed: ti.types.ndarray(), pair_row: ti.types.ndarray(), tris: ti.types.ndarray(),
+                        tri_counts: ti.types.ndarray(), tri_entries: ti.types.ndarray(), tets: ti.types.ndarray(),
+                        tet_counts: ti.types.ndarray(), tet_entries: ti.types.ndarray(), h: float, size: ti.i32,
+                        box_lo: ti.types.ndarray(), box_hi: ti.types.ndarray(), n_bodies: ti.i32,
+                        mus: ti.types.ndarray(), axes: ti.types.ndarray(), margin: float, n_nodes: ti.i32,
+                        claim: ti.types.ndarray(), counters: ti.types.ndarray(), c_node_a: ti.types.ndarray(),
+                        c_node_b: ti.types.ndarray(), c_frame: ti.types.ndarray(), c_phi: ti.types.ndarray(),
+                        c_mu: ti.types.ndarray(), c_vw: ti.types.ndarray(), c_point: ti.types.ndarray(),
+                        c_param: ti.types.ndarray(), c_imp: ti.types.ndarray(), c_status: ti.types.ndarray(),
+                        vn_node: ti.types.ndarray(), vn_weight: ti.types.ndarray()):
+    """Rigid surface samples (``bodies.rigid.surface_samples``) against the FEM bodies' tets
+    (``_body_contacts``): a box corner or mesh vertex pressed between the vertices of a coarse FEM
+    body, which the FEM-vertex-vs-SDF direction of ``detect_obstacles`` cannot see."""
+    for j in range(n_samp):
+        k = s_rigid[j]
+        lin = rigid_lin[k]
+        com = x[lin]
+        R = quat_matrix(quat[k])
+        p = com + R @ (s_point[j] - com_local[k])
+        bv = rigid_body[k]
+        if near_other_body(p, p, bv, node_body, pair_row, box_lo, box_hi, n_bodies, margin):
+            _body_contacts(p, bv, -1, lin, com, R @ s_axis[j], s_cos[j], x, fixed, node_body, pair_row, tris, tri_counts, tri_entries, tets,
+                           tet_counts, tet_entries, h, size, mus, axes, margin, n_nodes, claim, counters,
+                           c_node_a, c_node_b, c_frame, c_phi, c_mu, c_vw, c_point, c_param, c_imp, c_status,
+                           vn_node, vn_weight)
+
+
+@ti.kernel
+def rigid_boxes(obs_pose: ti.types.ndarray(), obs_f: ti.types.ndarray(), o0: ti.i32, n_rigid: ti.i32,
+                rigid_body: ti.types.ndarray(), box_lo: ti.types.ndarray(), box_hi: ti.types.ndarray()):
+    """Rigid bodies' boxes for the broadphase: shape origin ± bounding radius (``body_boxes`` sees
+    only the centre of mass and the angular block)."""
+    for k in range(n_rigid):
+        o = o0 + k
+        for a in ti.static(range(3)):
+            box_lo[rigid_body[k], a] = obs_pose[o, 9 + a] - obs_f[o, BOUND]
+            box_hi[rigid_body[k], a] = obs_pose[o, 9 + a] + obs_f[o, BOUND]
 
 
 @ti.kernel
@@ -487,6 +583,16 @@ class Detector:
         self.rigid_lin = backend.int_array(model.rigid_lin)
         self.com_local = backend.vec3_array(self.n_rigid, np.array([r.com_local for r in model.rigid_specs]))
         self.rigid_body = backend.int_array(rigid_body)
+        # surface samples against FEM tets, for rigid bodies that may touch an FEM body
+        fem = [i for i, b in enumerate(model.bodies) if b.kind == "fem"]
+        touch = [k for k, b in enumerate(rigid_body) if (self.data.pair_row[b, fem] >= 0).any()] if fem else []
+        samp = [surface_samples(model.rigid_specs[k].shape) for k in touch]
+        self.n_samp = sum(len(s[0]) for s in samp)
+        self.s_rigid = backend.int_array(np.concatenate([np.full(len(s[0]), k) for k, s in zip(touch, samp)])
+                                         if samp else np.zeros(0))
+        cat = (lambda i: np.concatenate([s[i] for s in samp])) if samp else (lambda i: None)
+        self.s_point, self.s_axis = backend.vec3_array(self.n_samp, cat(0)), backend.vec3_array(self.n_samp, cat(1))
+        self.s_cos = backend.scalar_array(self.n_samp, cat(2))
 
     def update_obstacles(self, t: float, dt: float) -> np.ndarray:
         """Pose and velocity of every obstacle for the step [t, t+dt] (host, O(obstacles))."""
@@ -522,6 +628,9 @@ class Detector:
                         self.obs_pose)
         if self.has_bodies:
             body_boxes(state.x, self.node_body, self.n_nodes, self.n_bodies, self.box_lo, self.box_hi)
+            if self.n_rigid:
+                rigid_boxes(self.obs_pose, self.obs_f, self.n_obs, self.n_rigid, self.rigid_body, self.box_lo,
+                            self.box_hi)
         while True:
             self.counters.fill(0)
             self.claim.fill(0)
@@ -545,7 +654,15 @@ class Detector:
                 tg, eg = self.tri_grid, self.tet_grid
                 detect_bodies(state.x, self.surf, self.n_surf, self.node_body, self.fixed, self.pair_row,
                               tg.items, tg.counts, tg.entries, eg.items, eg.counts, eg.entries, self.h, tg.size,
-                              self.box_lo, self.box_hi, self.n_bodies, self.mus, self.axes, self.margin, self.n_nodes, *args)
+                              self.box_lo, self.box_hi, self.n_bodies, self.mus, self.axes, self.margin, self.n_nodes,
+                              *args)
+                if self.n_samp:
+                    detect_rigid_in_fem(state.x, state.q, self.s_rigid, self.s_point, self.s_axis, self.s_cos,
+                                        self.n_samp, self.rigid_lin,
+                                        self.com_local, self.rigid_body, self.node_body, self.fixed, self.pair_row,
+                                        tg.items, tg.counts, tg.entries, eg.items, eg.counts, eg.entries, self.h,
+                                        tg.size, self.box_lo, self.box_hi, self.n_bodies, self.mus, self.axes,
+                                        self.margin, self.n_nodes, *args)
             if self.rod_contacts is not None:
                 self.rod_contacts.detect(state, dt, args, sdf)
             n_c, n_v, fill_t, fill_e = (int(v) for v in read4(self.counters))
