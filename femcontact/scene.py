@@ -352,22 +352,65 @@ class Scene:
         self.joints.append(joint)
         return joint
 
-    def attach(self, body: str, nodes: NodeSelector, rigid: Optional[str] = None, *,
-               stiffness: Optional[float] = None, damping: Optional[float] = None):
-        """Glue the selected nodes of FEM body ``body`` to rigid body ``rigid`` (None: the world)
-        where they are now, by stiff springs (``femcontact.bodies.joints``). Returns the indices."""
-        from .bodies.joints import Attachment
+    def attach(self, body: str, nodes: NodeSelector, to: Optional[str] = None, *, orientation: bool = False,
+               target_nodes=None, tolerance: Optional[float] = None, stiffness: Optional[float] = None,
+               damping: Optional[float] = None):
+        """Glue the selected nodes of FEM body or rod ``body`` where they are now, by stiff springs
+        (``femcontact.bodies.joints``), to ``to``: None (the world), a rigid body, or an FEM body (each
+        node tied to the material point where it lies: barycentric in its containing tet, or on the
+        nearest surface triangle within ``tolerance`` m (default 1e-3 of the body's size); or to the
+        given FEM ``target_nodes``, one per selected node). Rod nodes may be "start" or "end". ``orientation=True`` (rods, to the world
+        or a rigid body) also welds the frames of the segments touching the selected nodes: a clamp.
+        Returns the selected body-local node indices."""
+        from .bodies.joints import Attachment, locate_points
+        from .rod_spec import RodSpec
 
         spec = self.body(body)
-        if not isinstance(spec, FemBodySpec):
-            raise ParameterError(f"attach: {body!r} is not an FEM body")
-        if rigid is not None and not isinstance(self.body(rigid), RigidBodySpec):
-            raise ParameterError(f"attach: {rigid!r} is not a rigid body")
-        for value, label in ((stiffness, "stiffness"), (damping, "damping")):
+        what = f"attach {body!r}"
+        if not isinstance(spec, (FemBodySpec, RodSpec)):
+            raise ParameterError(f"{what}: {body!r} is a rigid body; connect rigid bodies with add_joint")
+        target = None if to is None else self.body(to)
+        if target is not None and not isinstance(target, (FemBodySpec, RigidBodySpec)):
+            raise ParameterError(f"{what}: the target {to!r} must be a rigid body, an FEM body or None (the world)")
+        if to == body:
+            raise ParameterError(f"{what}: a body cannot be attached to itself")
+        for value, label in ((stiffness, "stiffness"), (damping, "damping"), (tolerance, "tolerance")):
             if value is not None and (not isinstance(value, (int, float)) or not np.isfinite(value) or value <= 0):
-                raise ParameterError(f"attach: {label} must be a positive number or None, got {value!r}")
-        idx = spec.select(nodes)
-        self.attachments.append(Attachment(body, idx, rigid, stiffness, damping, f"attach{len(self.attachments)}"))
+                raise ParameterError(f"{what}: {label} must be a positive number or None, got {value!r}")
+        if isinstance(spec, RodSpec):
+            if isinstance(nodes, str) and nodes in ("start", "end"):
+                nodes = [0 if nodes == "start" else spec.n_points - 1]
+            idx, points = spec._nodes(nodes), spec.points
+        else:
+            idx, points = spec.select(nodes), spec.positions
+        if len(idx) == 0:
+            raise ParameterError(f"{what}: the selection {nodes!r} picks no node")
+        segments = np.zeros(0, np.int64)
+        if orientation:
+            if not isinstance(spec, RodSpec) or isinstance(target, FemBodySpec):
+                raise ParameterError(f"{what}: orientation=True clamps rod segments to a rigid body or the world")
+            segments = np.unique(np.concatenate([idx - 1, idx]).clip(0, spec.n_segments - 1))
+        name = f"attach{len(self.attachments)}"
+        if isinstance(target, FemBodySpec):
+            if target_nodes is not None:
+                tn = np.asarray(target_nodes).reshape(-1)
+                if tn.dtype.kind not in "iu" or len(tn) != len(idx):
+                    raise ParameterError(f"{what}: target_nodes must be {len(idx)} integer node indices of {to!r}")
+                if np.any((tn < 0) | (tn >= target.n_nodes)):
+                    raise ParameterError(f"{what}: target node index out of range 0..{target.n_nodes - 1} of {to!r}")
+                t_nodes = np.repeat(tn.astype(np.int64)[:, None], 4, axis=1)
+                weights = np.zeros((len(idx), 4))
+                weights[:, 0] = 1.0
+            else:
+                size = float(np.linalg.norm(np.ptp(target.positions, axis=0)))
+                tol = tolerance if tolerance is not None else 1e-3 * size
+                t_nodes, weights = locate_points(points[idx], target.positions, target.mesh.tets, tol,
+                                                 f"{what} to {to!r}")
+            self.attachments.append(Attachment(body, idx, None, stiffness, damping, name, to, t_nodes, weights))
+        else:
+            if target_nodes is not None:
+                raise ParameterError(f"{what}: target_nodes only applies to an FEM target")
+            self.attachments.append(Attachment(body, idx, to, stiffness, damping, name, segments=segments))
         return idx
 
     def add_rod(self, points, radius: float, material: Optional[Material] = None, *, youngs_modulus=None,

@@ -222,3 +222,135 @@ def test_rod_rests_on_fem_and_rigid_bodies():
     x = sim.rod_positions("rod")
     assert abs(x[3, 2] - (sim.body_positions("pad")[:, 2].max() + r)) < 0.2 * r
     assert abs(x[27, 2] - (sim.rigid_pose("blk")[0][2] + 0.05 + r)) < 0.1 * r
+
+
+# ---------------------------------------------------------------- rod ends attached to bodies (Scene.attach)
+def _hanging(target, solver="lagged"):
+    """A rod clamped to the world at z = L with a 1 kg load (rigid box or FEM block) attached to its
+    lower end; returns (sim, rod stretch at rest, expected (M g L + w L²/2)/(EA), load mass)."""
+    E, r, rho, L, n = 1.27e8, 0.005, 1000.0, 1.0, 20
+    scene = fc.Scene(dt=0.01, integrator="euler", solver=solver)
+    rod = scene.add_rod(fc.meshes.rod_straight((0, 0, L), (0, 0, 0), n), r, youngs_modulus=E, density=rho,
+                        rayleigh_alpha=2.0, self_contact=False, name="rod")
+    rod.clamp("start")
+    if target == "rigid":
+        scene.add_rigid_body(fc.shapes.Box((0.05, 0.05, 0.05)), mass=1.0, position=(0, 0, -0.05), name="load")
+    else:
+        scene.add_fem_body(fc.meshes.box(size=(0.1, 0.1, 0.1), resolution=2, center=(0, 0, -0.05)),
+                           fc.Material(1e6, 0.3, 1000.0, rayleigh_alpha=2.0), name="load")
+    scene.set_contact("rod", "load", enabled=False)
+    scene.attach("rod", "end", "load")
+    sim = fc.Simulator(scene)
+    sim.run(steps=150)
+    A = np.pi * r * r
+    expected = (1.0 * G_ACC * L + rho * A * G_ACC * L * L / 2) / (E * A)
+    return sim, -sim.rod_positions("rod")[-1, 2], expected
+
+
+@pytest.mark.parametrize("solver", ["lagged", "cond"])
+def test_rigid_box_hanging_from_a_rod(solver):
+    """Static stretch (M g L + w L²/2)/(EA) within 1 % and the box at rest under the rod end
+    (no contacts here, so COND's path is the linear solve)."""
+    sim, stretch, expected = _hanging("rigid", solver)
+    assert abs(stretch / expected - 1) < 0.01                 # measured 4e-13
+    c, R = sim.rigid_pose("load")
+    assert np.allclose(c[:2], 0, atol=1e-9) and abs(c[2] + 0.05 + stretch) < 1e-5
+    assert np.abs(sim.state.velocities()).max() < 1e-6
+
+
+def test_fem_block_hanging_from_a_rod():
+    """The same with an FEM block (rod end tied to the material point at the middle of its top face)."""
+    sim, stretch, expected = _hanging("fem")
+    assert abs(stretch / expected - 1) < 0.01                 # measured 2e-9
+    assert np.abs(sim.state.velocities()).max() < 1e-4        # the block's sway modes still decaying: 7e-5
+
+
+def _hub(omega=2.0, orientation=True, steps=50):
+    """A stiff rod along x clamped (or attached) at its start to a kinematic hub spinning about z."""
+    scene = fc.Scene(dt=0.01, integrator="euler", solver="lagged", gravity=(0, 0, 0))
+    scene.add_rigid_body(fc.shapes.Box((0.02, 0.02, 0.02)), position=(0, 0, 0), name="hub",
+                         motion=lambda t: ((0, 0, 0), Rotation.from_rotvec([0, 0, omega * t]).as_matrix()))
+    scene.add_rod(fc.meshes.rod_straight((0.02, 0, 0), (0.52, 0, 0), 10), 0.005, youngs_modulus=1e9, density=1000,
+                  rayleigh_alpha=1.0, self_contact=False, name="rod")
+    scene.set_contact("rod", "hub", enabled=False)
+    scene.attach("rod", "start", "hub", orientation=orientation)
+    sim = fc.Simulator(scene)
+    sim.run(steps=steps)
+    return sim, Rotation.from_rotvec([0, 0, omega * steps * 0.01]).as_matrix()
+
+
+def test_rod_clamped_to_a_spinning_hub_turns_with_it():
+    """The clamped end stays on the hub and its tangent turns with the hub; the stiff rod turns rigidly."""
+    sim, R = _hub()
+    x = sim.rod_positions("rod")
+    assert np.linalg.norm(x[0] - R @ [0.02, 0, 0]) < 2e-5     # measured 8e-6: the r ω² dt² lag of a linearized spring
+    d3 = sim.rod_frames("rod")[0][:, 2]
+    assert np.degrees(np.arccos(min(1.0, d3 @ (R @ [1.0, 0, 0])))) < 0.01   # measured 1.6e-4 degrees
+    assert np.linalg.norm(x[-1] - R @ [0.52, 0, 0]) < 1e-3    # measured 0.5 mm (bending under its inertia)
+    sim, R = _hub(orientation=False)                          # end node only: a ball joint, the rod lags 60°
+    assert np.linalg.norm(sim.rod_positions("rod")[-1] - R @ [0.52, 0, 0]) > 0.3
+
+
+def test_rod_attached_to_a_moving_body_follows_it():
+    """Attached by its end node only (a ball joint): the end follows the hub, the rod trails behind."""
+    scene = fc.Scene(dt=0.01, integrator="euler", solver="lagged", gravity=(0, 0, 0))
+    scene.add_rigid_body(fc.shapes.Box((0.02, 0.02, 0.02)), position=(0, 0, 0), name="hub",
+                         motion=lambda t: ((0.2 * t, 0, 0), None))
+    scene.add_rod(fc.meshes.rod_straight((-0.02, 0, 0), (-0.52, 0, 0), 10), 0.005, youngs_modulus=1e8,
+                  density=1000, rayleigh_alpha=1.0, self_contact=False, name="rod")
+    scene.set_contact("rod", "hub", enabled=False)
+    scene.attach("rod", [0], "hub")
+    sim = fc.Simulator(scene)
+    sim.run(steps=100)
+    x = sim.rod_positions("rod")
+    assert np.linalg.norm(x[0] - [0.18, 0, 0]) < 1e-6
+    assert np.allclose(x[:, 0] - np.linspace(-0.02, -0.52, 11), 0.2, atol=1e-4)
+
+
+def test_attach_bad_input():
+    scene = fc.Scene()
+    rod = scene.add_rod(fc.meshes.rod_straight((0, 0, 1), (0, 0, 0.2), 4), 0.01, youngs_modulus=1e6, density=1000,
+                        name="rod")
+    scene.add_fem_body(fc.meshes.box(size=(0.1, 0.1, 0.1), resolution=1, center=(0, 0, 0)), fc.Material(1e5, 0.3, 1000),
+                       name="blk")
+    scene.add_rigid_body(fc.shapes.Box((0.05, 0.05, 0.05)), mass=1.0, position=(1, 0, 0), name="box")
+    with pytest.raises(ParameterError, match="no body named"):
+        scene.attach("rod", "end", "nothing")
+    with pytest.raises(ParameterError, match="out of range"):
+        scene.attach("rod", [7], "box")
+    with pytest.raises(ParameterError, match="outside the FEM body"):
+        scene.attach("rod", "end", "blk")                    # 0.15 m above the block
+    with pytest.raises(ParameterError, match="orientation"):
+        scene.attach("rod", "end", "blk", orientation=True, tolerance=1.0)
+    with pytest.raises(ParameterError, match="rigid body"):
+        scene.attach("box", [0], None)
+    with pytest.raises(ParameterError, match="target node index"):
+        scene.attach("rod", "end", "blk", target_nodes=[99])
+    nodes = scene.attach("rod", "end", "blk", tolerance=0.2)   # nearest surface point within 0.2 m
+    assert nodes.tolist() == [4]
+
+
+def test_rod_broadphase_grid_matches_all_pairs():
+    """The spatial hash (rod_broadphase.py) finds the same rod-rod, rod-self and rod-FEM contacts as the
+    all-pairs loops on a tangle of random rods (random velocities for the speculative reach) over an FEM pad."""
+    rng = np.random.default_rng(7)
+    scene = fc.Scene(dt=1e-2, integrator="euler", solver="lagged", contact_margin=0.01)
+    scene.add_fem_body(fc.meshes.box(size=(0.3, 0.3, 0.06), resolution=(5, 5, 1), center=(0, 0, -0.03)),
+                       fc.Material(1e5, 0.3, 1000), name="pad")
+    for k in range(6):
+        a, b = rng.uniform(-0.15, 0.15, 3), rng.uniform(-0.15, 0.15, 3)
+        a[2], b[2] = rng.uniform(0.0, 0.04, 2)
+        t = np.linspace(0, 1, 25)[:, None]
+        pts = a + t * (b - a) + 0.03 * np.sin(9 * t + k) * [1, 1, 0.3]
+        scene.add_rod(pts, 0.006, youngs_modulus=1e6, density=1000, velocity=rng.normal(0, 0.5, 3), name=f"r{k}")
+    sim = fc.Simulator(scene)
+    det, rods = sim.detector, sim.detector.rod_contacts
+    found = {}
+    for mode in ("grid", "all"):
+        rods.broadphase = mode
+        det.detect(sim.state, sim.contacts, scene.dt)
+        c = sim.contacts.to_numpy()
+        rows = np.c_[c["point"], c["phi"], c["normal"]].round(9)
+        found[mode] = rows[np.lexsort(rows.T[::-1])]
+    assert len(found["all"]) > 50
+    assert found["grid"].shape == found["all"].shape and np.array_equal(found["grid"], found["all"])

@@ -1,6 +1,6 @@
 """Cable benchmark (issue 7): the COND §V-C winding scene at the paper's two sizes, plus the
 coil drop, on the Newton path and COND. Prints the columns of COND Table I: DOF, contacts,
-iterations, dynamics ms (assembly + detection) and solver ms per step (means over the timed
+iterations, dynamics ms (assembly + detection; detection alone) and solver ms per step (means over the timed
 steps, after warm-up steps that wind the cable onto the drum so contacts exist).
 
     PYTHONPATH=. python tools/bench_cable.py [--steps 50] [--warmup 100] [--arch cpu]
@@ -26,14 +26,19 @@ def _scene(name):
 
 def run(label, scene, warmup, steps):
     sim = fc.Simulator(scene)
-    sim.run(steps=warmup)
-    st = sim.run(steps=steps) and sim.stats[-steps:]
+    try:
+        sim.run(steps=warmup)
+        st = sim.run(steps=steps) and sim.stats[-steps:]
+    except fc.errors.SimulationError as exc:
+        print(f"{label:<34} diverged: {str(exc).split('. Likely')[0]}", flush=True)
+        return
     dof = sim.model.n_dofs
     c = np.mean([s.contacts for s in st])
     it = np.mean([s.iterations for s in st])
     dyn = np.mean([s.ms_assembly + s.ms_detection for s in st])
+    det = np.mean([s.ms_detection for s in st])
     sol = np.mean([s.ms_solve for s in st])
-    print(f"{label:<34} {dof:>6} {c:>9.0f} {it:>7.1f} {dyn:>12.2f} {sol:>10.2f}", flush=True)
+    print(f"{label:<34} {dof:>6} {c:>9.0f} {it:>7.1f} {dyn:>12.2f} {det:>10.2f} {sol:>10.2f}", flush=True)
 
 
 def main(argv=None):
@@ -44,7 +49,7 @@ def main(argv=None):
     a = ap.parse_args(argv)
     fc.backend.init(a.arch, "f64")
     winding, coil = _scene("cable_winding"), _scene("cable_coil")
-    print(f"{'scene / solver':<34} {'DOF':>6} {'contacts':>9} {'iters':>7} {'dynamics ms':>12} {'solver ms':>10}")
+    print(f"{'scene / solver':<34} {'DOF':>6} {'contacts':>9} {'iters':>7} {'dynamics ms':>12} {'detect ms':>10} {'solver ms':>10}")
     for seg in (160, 320):
         run(f"winding {seg} seg / lagged euler", winding.build(seg), a.warmup, a.steps)
         sc = winding.build(seg, solver="cond")

@@ -13,7 +13,11 @@ Errors and Jacobians (world frame; body A may be the world; ``r = p − x_com``)
   ``(ω_A, ω_B)``;
 - hinge alignment: ``e = a_A × a_B`` of the axis seen by each body, ``J = [−P, P]`` with
   ``P = I − a aᵀ`` (rank 2: rotation about the axis is free);
-- attachment of FEM nodes to a rigid body: ``e = x_i − p_A(i)`` per node.
+- attachment of FEM or rod nodes to a rigid body or the world: ``e = x_i − p_A(i)`` per node; to a
+  material point of an FEM body: ``e = x_i − Σ_k w_k x_k`` (barycentric weights of the containing
+  tet or the nearest surface triangle), ``J = [I, −w_1 I, …, −w_4 I]``;
+- orientation attachment of rod segments (a clamp to a rigid body or the world): the weld's
+  orientation row on (ω_A, ω_segment).
 
 Joint coordinates ``s`` (hinge angle about its axis, rad; prismatic slide along it, m) with
 rate ``ṡ = jᵀ v`` carry one-sided limits (engaged when ``s + dt ṡ`` leaves ``[lower, upper]``: a stiff damper
@@ -24,7 +28,9 @@ with an effort limit the drive force ``−k_p (s − s*) − k_d (ṡ − ṡ*)`
 the step, is clamped to ``±max_force`` and then applied as a constant force (the saturated drive).
 
 Default stiffness ``k = stiffness_factor · m / dt²`` with ``m`` the smaller mass (or inertia for
-rotation rows) of the two sides, so the joint error under a load F is about ``F dt² / (1e4 m)``.
+rotation rows) of the two sides, so the joint error under a load F is about ``F dt² / (1e4 m)``;
+an attached rod node (segment) adds ``100 EA/l`` (``100 EI/l``) of its segment, so the attachment
+is at most 1 % as compliant as one rod segment however light the node.
 
 Joints are few; they are evaluated on the host with numpy (vectorized over attachment nodes)
 and scattered into ``A`` and ``b`` by one kernel.
@@ -96,7 +102,10 @@ class JointSpec:
 
 @dataclass
 class Attachment:
-    """FEM nodes of ``body`` glued to rigid body ``rigid`` (None: the world) where they are now."""
+    """Nodes (body-local) of FEM body or rod ``body`` glued where they are now to rigid body ``rigid``
+    (None: the world), or, when ``target`` names an FEM body, to its material points
+    ``Σ_k weights[i, k] x[target_nodes[i, k]]`` (body-local, padded with weight 0). ``segments``: rod
+    segments (local indices) whose orientation is welded to ``rigid`` (None: the world)."""
 
     body: str
     nodes: np.ndarray
@@ -104,6 +113,83 @@ class Attachment:
     stiffness: Optional[float] = None
     damping: Optional[float] = None
     name: str = ""
+    target: Optional[str] = None
+    target_nodes: Optional[np.ndarray] = None
+    weights: Optional[np.ndarray] = None
+    segments: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+
+
+def locate_points(points: np.ndarray, positions: np.ndarray, tets: np.ndarray, tolerance: float,
+                  what: str) -> tuple[np.ndarray, np.ndarray]:
+    """Barycentric (nodes (n, 4), weights (n, 4)) of world ``points`` in an FEM body: the containing
+    tet, else the closest point of the nearest boundary triangle (weight 0 in the 4th slot) if it
+    lies within ``tolerance``; ParameterError otherwise."""
+    from ..meshes.surface import boundary_faces
+    from ..meshes.types import TetMesh
+
+    X = positions[tets]                                        # (m, 4, 3)
+    T = np.transpose(X[:, 1:] - X[:, :1], (0, 2, 1))
+    Tinv = np.linalg.inv(T)
+    faces = boundary_faces(TetMesh(positions, tets))
+    out_n = np.zeros((len(points), 4), np.int64)
+    out_w = np.zeros((len(points), 4))
+    for i, p in enumerate(points):
+        lam = np.einsum("mij,mj->mi", Tinv, p - X[:, 0])
+        bary = np.concatenate([1.0 - lam.sum(1, keepdims=True), lam], 1)
+        best = int(np.argmax(bary.min(1)))
+        if bary[best].min() >= -1e-9:
+            out_n[i], out_w[i] = tets[best], np.clip(bary[best], 0.0, 1.0) / np.clip(bary[best], 0, 1).sum()
+            continue
+        q, w = _closest_on_triangles(p, positions[faces])
+        f = int(np.argmin(np.linalg.norm(q - p, axis=1)))
+        dist = float(np.linalg.norm(q[f] - p))
+        if dist > tolerance:
+            raise ParameterError(f"{what}: point {i} at {np.round(p, 6).tolist()} is {dist:.3g} m outside the "
+                                 f"FEM body (tolerance {tolerance:.3g} m)")
+        out_n[i, :3], out_w[i, :3] = faces[f], w[f]
+        out_n[i, 3] = faces[f][0]
+    return out_n, out_w
+
+
+def _closest_on_triangles(p: np.ndarray, tri: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Closest points (m, 3) of triangles (m, 3, 3) to p and their barycentric weights (m, 3)
+    (Ericson's region test, vectorized)."""
+    a, b, c = tri[:, 0], tri[:, 1], tri[:, 2]
+    ab, ac, ap = b - a, c - a, p - a
+    d1, d2 = (ab * ap).sum(1), (ac * ap).sum(1)
+    bp, cp = p - b, p - c
+    d3, d4 = (ab * bp).sum(1), (ac * bp).sum(1)
+    d5, d6 = (ab * cp).sum(1), (ac * cp).sum(1)
+    va, vb, vc = d3 * d6 - d5 * d4, d5 * d2 - d1 * d6, d1 * d4 - d3 * d2
+    w = np.zeros((len(tri), 3))
+    den = np.where(np.abs(va + vb + vc) > 0, va + vb + vc, 1.0)
+    w[:, 1], w[:, 2] = vb / den, vc / den                   # interior
+    w[:, 0] = 1.0 - w[:, 1] - w[:, 2]
+    cases = [  # (condition, weights) in reverse priority: later ones win
+        ((va <= 0) & (d4 - d3 >= 0) & (d5 - d6 >= 0), "bc"),
+        ((vb <= 0) & (d2 >= 0) & (d6 <= 0), "ac"),
+        ((d6 >= 0) & (d5 <= d6), "c"), ((vc <= 0) & (d1 >= 0) & (d3 <= 0), "ab"),
+        ((d3 >= 0) & (d4 <= d3), "b"), ((d1 <= 0) & (d2 <= 0), "a")]
+    for cond, kind in cases:
+        if kind == "a":
+            val = np.array([1.0, 0, 0])
+        elif kind == "b":
+            val = np.array([0, 1.0, 0])
+        elif kind == "c":
+            val = np.array([0, 0, 1.0])
+        else:
+            if kind == "ab":
+                t = d1 / np.where(d1 - d3 != 0, d1 - d3, 1.0)
+                val = np.stack([1 - t, t, 0 * t], 1)
+            elif kind == "ac":
+                t = d2 / np.where(d2 - d6 != 0, d2 - d6, 1.0)
+                val = np.stack([1 - t, 0 * t, t], 1)
+            else:
+                t = (d4 - d3) / np.where((d4 - d3) + (d5 - d6) != 0, (d4 - d3) + (d5 - d6), 1.0)
+                val = np.stack([0 * t, 1 - t, t], 1)
+            val = val[cond]
+        w[cond] = val
+    return np.einsum("mk,mkj->mj", w, tri), w
 
 
 def make_joint(kind: str, parent, child, anchor, axis, limits, stiffness, damping, name: str,
@@ -175,6 +261,56 @@ class _Side:
         self.inertia = float(np.linalg.eigvalsh(spec.inertia)[0]) if not spec.kinematic else np.inf
 
 
+def _pair_terms(J: list, blk: list, k: np.ndarray, e: np.ndarray, sk: float, b_f: float):
+    """Per-row springs ``k ½|e|²`` with ``ė = Σ_a J_a v_{blk_a}``: the (row, col, sk·k J_aᵀJ_c) terms of A
+    and (row, −b_f k J_aᵀ e) terms of b, rows with a negative block dropped."""
+    rows, cols, mats, b_rows, b_vecs = [], [], [], [], []
+    for Ja, ba in zip(J, blk):
+        JaT = np.transpose(Ja, (0, 2, 1))
+        keep = ba >= 0
+        b_rows.append(ba[keep])
+        b_vecs.append((-b_f * k[:, None] * np.einsum("nij,nj->ni", JaT, e))[keep])
+        for Jc, bc in zip(J, blk):
+            both = keep & (bc >= 0)
+            rows.append(ba[both]), cols.append(bc[both])
+            mats.append(((sk * k)[:, None, None] * (JaT @ Jc))[both])
+    return (np.concatenate(rows), np.concatenate(cols), np.concatenate(mats), np.concatenate(b_rows),
+            np.concatenate(b_vecs))
+
+
+def _side_blocks(side) -> list:
+    """The (linear, angular) blocks of a rigid side; none for the world or an FEM point target."""
+    return [] if side is None or side.world else [side.lin, side.lin + 1]
+
+
+class _RodEnds:
+    """Rod data an attachment needs: segment blocks, quaternion indices, inertias, stiffnesses."""
+
+    def __init__(self, model, k: int):
+        self.model, self.k = model, k
+        self.spec = model.rod_specs[k]
+        self.br = model.body(self.spec.name)
+
+    def segments(self, seg: np.ndarray):
+        spec = self.spec
+        q = int(self.model.rod_rot0[self.k]) + seg
+        blk = self.br.node_start + spec.n_points + seg
+        inertia = np.linalg.eigvalsh(spec.segment_inertias[seg])[:, 0]
+        _, I, _ = spec.areas
+        return spec, q, blk, inertia, spec.youngs_modulus * I / spec.rest_lengths[seg]
+
+
+def _rod_element_stiffness(model, body: str, nodes: np.ndarray):
+    """(EA/l of the stiffest adjacent segment per node (0 for FEM nodes), EI/l likewise, _RodEnds or None)."""
+    for k, spec in enumerate(getattr(model, "rod_specs", [])):
+        if spec.name == body:
+            A, I, _ = spec.areas
+            l = spec.rest_lengths
+            lmin = np.minimum(l[np.clip(nodes - 1, 0, len(l) - 1)], l[np.clip(nodes, 0, len(l) - 1)])
+            return spec.youngs_modulus * A / lmin, spec.youngs_modulus * I / lmin, _RodEnds(model, k)
+    return np.zeros(len(nodes)), np.zeros(len(nodes)), None
+
+
 class JointSystem:
     """All joints and attachments of a Model: their coupling pairs for the pattern, and per step
     their contributions to A and b (module docstring)."""
@@ -214,23 +350,46 @@ class JointSystem:
                                    R_rel=loc[0][2].T @ loc[1][2],
                                    perp_A=(loc[0][2].T @ perp), perp_B=(loc[1][2].T @ perp)))
             couple([A.lin, A.lin + 1 if not A.world else -1, B.lin, B.lin + 1])
-        self.attach = []
+        self.attach, self.orient = [], []
         for a in attachments:
             body = model.body(a.body)
             nodes = np.asarray(a.nodes, np.int64) + body.node_start
-            side = _Side(model, a.rigid)
-            x_nodes = x0[nodes]
-            if side.world:
-                local = x_nodes.copy()
+            k_el, kr_el, rod = _rod_element_stiffness(model, a.body, np.asarray(a.nodes, np.int64))
+            mass = model.mass_np
+            if a.target is not None:        # material points of an FEM body: e = x_i − Σ w_k x_k
+                tn = np.asarray(a.target_nodes, np.int64) + model.body(a.target).node_start
+                w = np.asarray(a.weights, float)
+                blocks = np.concatenate([nodes[:, None], np.where(w > 0, tn, -1)], 1)
+                coefs = np.concatenate([np.ones((len(nodes), 1)), -w], 1)
+                side = None
+                local = np.zeros((len(nodes), 3))
+                m_t = 1.0 / np.where(w > 0, w * w / mass[tn], 0.0).sum(1)     # mass seen at the point
             else:
-                local = (x_nodes - x0[side.lin]) @ R0[side.k]
-            m = np.minimum(model.mass_np[nodes], side.mass)
-            k = np.full(len(nodes), a.stiffness) if a.stiffness else STIFFNESS_FACTOR * m / dt**2
-            self.attach.append(dict(nodes=nodes, side=side, local=local, k=k, beta=a.damping or dt))
-            for n in nodes:
-                couple([n, side.lin, side.lin + 1 if not side.world else -1])
+                side = _Side(model, a.rigid)
+                blocks, coefs = nodes[:, None], np.ones((len(nodes), 1))
+                local = x0[nodes].copy() if side.world else (x0[nodes] - x0[side.lin]) @ R0[side.k]
+                m_t = side.mass
+            m = np.minimum(mass[nodes], m_t)
+            k = np.full(len(nodes), float(a.stiffness)) if a.stiffness else STIFFNESS_FACTOR * m / dt**2 + 100 * k_el
+            self.attach.append(dict(blocks=blocks, coefs=coefs, side=side, local=local, k=k, beta=a.damping or dt))
+            for row in blocks:
+                couple([*row, *(_side_blocks(side))])
+            if len(a.segments):             # rod segments welded in orientation (MATH.md §2, weld row)
+                spec, seg_q, seg_blk, seg_I, kr_seg = rod.segments(np.asarray(a.segments, np.int64))
+                side = _Side(model, a.rigid)
+                Rseg0 = model.rot_q0_np[seg_q]
+                from .rigid import quat_to_matrix
+
+                Rs0 = quat_to_matrix(Rseg0)
+                R_rel = Rs0 if side.world else np.einsum("ji,njk->nik", R0[side.k], Rs0)   # R_A0ᵀ R_seg0
+                kr = (np.full(len(seg_q), float(a.stiffness)) if a.stiffness else
+                      STIFFNESS_FACTOR * np.minimum(seg_I, side.inertia) / dt**2 + 100 * kr_seg)
+                self.orient.append(dict(q=seg_q, blocks=seg_blk, side=side, R_rel=R_rel, k=kr,
+                                        beta=a.damping or dt))
+                for blk in seg_blk:
+                    couple([blk, side.lin + 1 if not side.world else -1])
         self.coupling_pairs = (np.array(pairs_r, np.int64), np.array(pairs_c, np.int64))
-        self.count = len(self.items) + len(self.attach)
+        self.count = len(self.items) + len(self.attach) + len(self.orient)
         self._cap = (0, 0)     # sizes of the scatter transfer arrays (allocated by _scatter)
 
     # ------------------------------------------------------------------ per step
@@ -312,31 +471,47 @@ class JointSystem:
         parts = [(np.array(rows, np.int64), np.array(cols, np.int64), np.array(mats, float).reshape(-1, 3, 3),
                   np.array(b_rows, np.int64), np.array(b_vecs, float).reshape(-1, 3))]
         parts += [self._attachment_terms(at, x, pose, coef) for at in self.attach]
+        parts += [self._orientation_terms(o, R, coef) for o in self.orient]
         self._scatter(parts, A, b)
 
     @staticmethod
     def _attachment_terms(at: dict, x: np.ndarray, pose, coef):
-        """Vectorized over an attachment's nodes: e = x_i − p(i), J = [I, −I, [r_i]×] on
-        (node, v_body, ω_body) (the body blocks are absent for the world)."""
-        side, nodes, k = at["side"], at["nodes"], at["k"]
-        c, Rs = pose(side)
-        r = at["local"] @ Rs.T if not side.world else np.zeros_like(at["local"])
-        e = x[nodes] - (c + r if not side.world else at["local"])
-        sk = coef.a_k + coef.a_kb * at["beta"]
-        n = len(nodes)
+        """Vectorized over an attachment's nodes: ``e = Σ_c coefs_c x_{blocks_c} − p(i)`` with
+        ``J = [coefs_c I …, −I, [r_i]×]`` on (its translational blocks, v_body, ω_body); ``p`` is the
+        rigid point, the world point, or 0 for an FEM material-point target (absent blocks are −1)."""
+        side, blocks, coefs, k = at["side"], at["blocks"], at["coefs"], at["k"]
+        n = len(blocks)
+        e = np.einsum("nc,ncj->nj", coefs, x[np.maximum(blocks, 0)])
         eye = np.broadcast_to(np.eye(3), (n, 3, 3))
-        J = [eye, -eye, _skew(r)] if not side.world else [eye]
-        blk = [nodes, np.full(n, side.lin), np.full(n, side.lin + 1)][: len(J)]
-        rows, cols, mats, b_rows, b_vecs = [], [], [], [], []
-        for Ja, ba in zip(J, blk):
-            JaT = np.transpose(Ja, (0, 2, 1))
-            b_rows.append(ba)
-            b_vecs.append(-coef.b_f * k[:, None] * np.einsum("nij,nj->ni", JaT, e))
-            for Jc, bc in zip(J, blk):
-                rows.append(ba), cols.append(bc)
-                mats.append((sk * k)[:, None, None] * (JaT @ Jc))
-        return (np.concatenate(rows), np.concatenate(cols), np.concatenate(mats), np.concatenate(b_rows),
-                np.concatenate(b_vecs))
+        J = [coefs[:, c, None, None] * eye for c in range(blocks.shape[1])]
+        blk = [blocks[:, c] for c in range(blocks.shape[1])]
+        if side is not None and side.world:
+            e = e - at["local"]
+        elif side is not None:
+            c, Rs = pose(side)
+            r = at["local"] @ Rs.T
+            e = e - (c + r)
+            J += [-eye, _skew(r)]
+            blk += [np.full(n, side.lin), np.full(n, side.lin + 1)]
+        return _pair_terms(J, blk, k, e, coef.a_k + coef.a_kb * at["beta"], coef.b_f)
+
+    @staticmethod
+    def _orientation_terms(o: dict, R: np.ndarray, coef):
+        """Rod segments welded in orientation: ``e = log(R_seg R_relᵀ R_Aᵀ)``, ``J = [I, −I]`` on
+        (ω_seg, ω_A) (the weld's orientation row; the world has no block)."""
+        side = o["side"]
+        Rs = R[o["q"]]
+        E = np.einsum("nij,nkj->nik", Rs, o["R_rel"])
+        if not side.world:
+            E = E @ R[side.k].T
+        e = Rotation.from_matrix(E).as_rotvec()
+        n = len(e)
+        eye = np.broadcast_to(np.eye(3), (n, 3, 3))
+        J, blk = [eye], [o["blocks"]]
+        if not side.world:
+            J.append(-eye)
+            blk.append(np.full(n, side.lin + 1))
+        return _pair_terms(J, blk, o["k"], e, coef.a_k + coef.a_kb * o["beta"], coef.b_f)
 
     def _coordinate_terms(self, spec, s, sdot, j, blocks, add_rows, coef, t, dt, k_limit):
         one = np.ones((1, 1))

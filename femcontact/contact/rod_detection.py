@@ -22,8 +22,10 @@ Three kernels, run after the FEM and rigid passes inside ``Detector.detect``:
 **Speculative contacts.** A pair is reported when its gap is below ``margin + dt·|v_rel|``
 (``v_rel`` the relative velocity of the two closest points at the start of the step), so two
 cables crossing at 1 m/s with dt = 1e-2 see each other the step before they would touch and the
-solver keeps ``φ + dt v_n ≥ 0``. Broadphase: all pairs with a bounding-sphere test (O(S²) in the
-kernel; fine to a few thousand segments, a spatial hash is the next step beyond).
+solver keeps ``φ + dt v_n ≥ 0``. Broadphase: a spatial hash of grown segment and FEM-triangle boxes
+(``rod_broadphase.py``), built once per step; it yields the contacts of the all-pairs loops
+(``RodContacts.broadphase = "all"``, kept as the reference), except that a rod node deeper inside an
+FEM body than its speculative reach no longer finds the far surface.
 
 (No ``from __future__ import annotations`` here: Taichi reads the annotations.)
 """
@@ -32,6 +34,8 @@ import taichi as ti
 
 from .. import backend
 from .detection import _claim_node, _emit, _pose_of, _triangle_point_node, _world_side
+from .broadphase import bucket, cell_of
+from .rod_broadphase import ItemGrid
 from .narrowphase import BOUND, closest_on_triangle, contact_frame, shape_sdf
 
 
@@ -163,6 +167,56 @@ def detect_rod_sdf(x: ti.types.ndarray(), v: ti.types.ndarray(), rn_node: ti.typ
                               c_phi, c_mu, c_vw, c_point, c_param, c_imp, c_status)
 
 
+@ti.func
+def _segment_pair(i, j, x: ti.template(), v: ti.template(), rs_elem: ti.template(), rs_rad: ti.template(),
+                  rs_info: ti.template(), node_body: ti.template(), fixed: ti.template(), pair_row: ti.template(),
+                  mus: ti.template(), axes: ti.template(), margin, dt, n_nodes, claim: ti.template(),
+                  counters: ti.template(), c_node_a: ti.template(), c_node_b: ti.template(), c_frame: ti.template(),
+                  c_phi: ti.template(), c_mu: ti.template(), c_vw: ti.template(), c_point: ti.template(),
+                  c_param: ti.template(), c_imp: ti.template(), c_status: ti.template(), vn_node: ti.template(),
+                  vn_weight: ti.template()):
+    """Narrow phase of segments i < j (module docstring, 2): bounding-sphere test, closest points,
+    a D-contact between the two segment points when the gap is below the speculative reach."""
+    a0, a1 = rs_elem[i][0], rs_elem[i][1]
+    ra = rs_rad[i]
+    pa0, pa1 = x[a0], x[a1]
+    ca = 0.5 * (pa0 + pa1)
+    ha = 0.5 * (pa1 - pa0).norm()
+    va = ti.max(v[a0].norm(), v[a1].norm())
+    b0, b1 = rs_elem[j][0], rs_elem[j][1]
+    row = pair_row[node_body[a0], node_body[b0]]
+    if rs_info[i][0] == rs_info[j][0]:
+        row = -1
+        if rs_info[i][3] >= 0 and rs_info[j][1] - rs_info[i][1] > rs_info[i][3]:
+            row = 0
+    if row >= 0 and not (fixed[a0] == 1 and fixed[a1] == 1 and fixed[b0] == 1 and fixed[b1] == 1):
+        pb0, pb1 = x[b0], x[b1]
+        rb = rs_rad[j]
+        reach = margin + dt * (va + ti.max(v[b0].norm(), v[b1].norm()))
+        cb = 0.5 * (pb0 + pb1)
+        if (ca - cb).norm() <= ha + 0.5 * (pb1 - pb0).norm() + ra + rb + reach:
+            s, t = _segments_closest(pa0, pa1, pb0, pb1)
+            skip = (s >= 1.0 and rs_info[i][2] == 0) or (t >= 1.0 and rs_info[j][2] == 0)
+            if not skip:
+                p = pa0 + s * (pa1 - pa0)
+                q = pb0 + t * (pb1 - pb0)
+                d = (q - p).norm()
+                vrel = ((1 - t) * v[b0] + t * v[b1]) - ((1 - s) * v[a0] + s * v[a1])
+                reach = margin + dt * vrel.norm()
+                phi = d - ra - rb
+                if phi < reach:
+                    n = ti.Vector([0.0, 0.0, 1.0])
+                    if d > 1e-9 * (ha + ra):
+                        n = (q - p) / d
+                    else:
+                        n = (pa1 - pa0).cross(pb1 - pb0).normalized()
+                    na = _segment_point(a0, a1, s, claim, counters, vn_node, vn_weight, n_nodes)
+                    nb = _segment_point(b0, b1, t, claim, counters, vn_node, vn_weight, n_nodes)
+                    F = contact_frame(n, axes[row])
+                    _emit(na, nb, F, phi, mus[row], ti.Vector([0.0, 0.0, 0.0]), p + ra * n, row, counters,
+                          c_node_a, c_node_b, c_frame, c_phi, c_mu, c_vw, c_point, c_param, c_imp, c_status)
+
+
 @ti.kernel
 def detect_rod_pairs(x: ti.types.ndarray(), v: ti.types.ndarray(), rs_elem: ti.types.ndarray(),
                      rs_rad: ti.types.ndarray(), rs_info: ti.types.ndarray(), n_rs: ti.i32,
@@ -173,55 +227,85 @@ def detect_rod_pairs(x: ti.types.ndarray(), v: ti.types.ndarray(), rs_elem: ti.t
                      c_mu: ti.types.ndarray(), c_vw: ti.types.ndarray(), c_point: ti.types.ndarray(),
                      c_param: ti.types.ndarray(), c_imp: ti.types.ndarray(), c_status: ti.types.ndarray(),
                      vn_node: ti.types.ndarray(), vn_weight: ti.types.ndarray()):
-    """Segment–segment contacts between rods and within one rod (module docstring, 2).
-    rs_info[i] = (rod, index in rod, is last segment, self-contact skip (-1: no self-contact))."""
+    """Segment–segment contacts between rods and within one rod (module docstring, 2), all pairs
+    (the reference of the grid pass). rs_info[i] = (rod, index in rod, is last segment, self-contact
+    skip (-1: no self-contact))."""
     for i in range(n_rs):
-        a0, a1 = rs_elem[i][0], rs_elem[i][1]
-        ra = rs_rad[i]
-        pa0, pa1 = x[a0], x[a1]
-        ca = 0.5 * (pa0 + pa1)
-        ha = 0.5 * (pa1 - pa0).norm()
-        va = ti.max(v[a0].norm(), v[a1].norm())
         for j in range(i + 1, n_rs):
-            b0, b1 = rs_elem[j][0], rs_elem[j][1]
-            row = pair_row[node_body[a0], node_body[b0]]
-            if rs_info[i][0] == rs_info[j][0]:
-                row = -1
-                if rs_info[i][3] >= 0 and rs_info[j][1] - rs_info[i][1] > rs_info[i][3]:
-                    row = 0
-            if row >= 0 and not (fixed[a0] == 1 and fixed[a1] == 1 and fixed[b0] == 1 and fixed[b1] == 1):
-                pb0, pb1 = x[b0], x[b1]
-                rb = rs_rad[j]
-                reach = margin + dt * (va + ti.max(v[b0].norm(), v[b1].norm()))
-                cb = 0.5 * (pb0 + pb1)
-                if (ca - cb).norm() <= ha + 0.5 * (pb1 - pb0).norm() + ra + rb + reach:
-                    s, t = _segments_closest(pa0, pa1, pb0, pb1)
-                    skip = (s >= 1.0 and rs_info[i][2] == 0) or (t >= 1.0 and rs_info[j][2] == 0)
-                    if not skip:
-                        p = pa0 + s * (pa1 - pa0)
-                        q = pb0 + t * (pb1 - pb0)
-                        d = (q - p).norm()
-                        vrel = ((1 - t) * v[b0] + t * v[b1]) - ((1 - s) * v[a0] + s * v[a1])
-                        reach = margin + dt * vrel.norm()
-                        phi = d - ra - rb
-                        if phi < reach:
-                            n = ti.Vector([0.0, 0.0, 1.0])
-                            if d > 1e-9 * (ha + ra):
-                                n = (q - p) / d
-                            else:
-                                n = (pa1 - pa0).cross(pb1 - pb0).normalized()
-                            na = _segment_point(a0, a1, s, claim, counters, vn_node, vn_weight, n_nodes)
-                            nb = _segment_point(b0, b1, t, claim, counters, vn_node, vn_weight, n_nodes)
-                            F = contact_frame(n, axes[row])
-                            _emit(na, nb, F, phi, mus[row], ti.Vector([0.0, 0.0, 0.0]), p + ra * n, row, counters,
-                                  c_node_a, c_node_b, c_frame, c_phi, c_mu, c_vw, c_point, c_param, c_imp, c_status)
+            _segment_pair(i, j, x, v, rs_elem, rs_rad, rs_info, node_body, fixed, pair_row, mus, axes, margin, dt,
+                          n_nodes, claim, counters, c_node_a, c_node_b, c_frame, c_phi, c_mu, c_vw, c_point,
+                          c_param, c_imp, c_status, vn_node, vn_weight)
+
+
+@ti.kernel
+def detect_rod_pairs_grid(x: ti.types.ndarray(), v: ti.types.ndarray(), rs_elem: ti.types.ndarray(),
+                          rs_rad: ti.types.ndarray(), rs_info: ti.types.ndarray(), n_rs: ti.i32,
+                          h: float, size: ti.i32, counts: ti.types.ndarray(), entries: ti.types.ndarray(),
+                          ecell: ti.types.ndarray(), lo: ti.types.ndarray(), hi: ti.types.ndarray(),
+                          node_body: ti.types.ndarray(), fixed: ti.types.ndarray(), pair_row: ti.types.ndarray(),
+                          mus: ti.types.ndarray(), axes: ti.types.ndarray(), margin: float, dt: float,
+                          n_nodes: ti.i32, claim: ti.types.ndarray(), counters: ti.types.ndarray(),
+                          c_node_a: ti.types.ndarray(), c_node_b: ti.types.ndarray(), c_frame: ti.types.ndarray(),
+                          c_phi: ti.types.ndarray(), c_mu: ti.types.ndarray(), c_vw: ti.types.ndarray(),
+                          c_point: ti.types.ndarray(), c_param: ti.types.ndarray(), c_imp: ti.types.ndarray(),
+                          c_status: ti.types.ndarray(), vn_node: ti.types.ndarray(), vn_weight: ti.types.ndarray()):
+    """``detect_rod_pairs`` over the segment grid (``rod_broadphase.ItemGrid``): pairs i < j whose grown
+    boxes overlap, each met once (in the cell holding the low corner of the boxes' overlap)."""
+    K = entries.shape[1]
+    for i in range(n_rs):
+        li, ui = lo[i], hi[i]
+        c0, c1 = cell_of(li, h), cell_of(ui, h)
+        for ci, cj, ck in ti.ndrange((c0[0], c1[0] + 1), (c0[1], c1[1] + 1), (c0[2], c1[2] + 1)):
+            bk = bucket(ci, cj, ck, size)
+            cell = ti.Vector([ci, cj, ck])
+            for sl in range(ti.min(counts[bk], K)):
+                j = entries[bk, sl]
+                if j > i and (ecell[bk, sl] == cell).all():
+                    lj, uj = lo[j], hi[j]
+                    if (ti.max(li, lj) <= ti.min(ui, uj)).all() and (cell_of(ti.max(li, lj), h) == cell).all():
+                        _segment_pair(i, j, x, v, rs_elem, rs_rad, rs_info, node_body, fixed, pair_row, mus, axes,
+                                      margin, dt, n_nodes, claim, counters, c_node_a, c_node_b, c_frame, c_phi,
+                                      c_mu, c_vw, c_point, c_param, c_imp, c_status, vn_node, vn_weight)
+
+
+@ti.func
+def _nearer_capsule(j, i, p, best, bs, bt, x: ti.template(), rs_elem: ti.template(), rs_rad: ti.template(),
+                    node_body: ti.template(), fixed: ti.template(), pair_row: ti.template()):
+    """(best gap, segment, parameter) after trying capsule j for point p of FEM node i."""
+    a0, a1 = rs_elem[j][0], rs_elem[j][1]
+    if pair_row[node_body[i], node_body[a0]] >= 0 and not (fixed[i] == 1 and fixed[a0] == 1 and fixed[a1] == 1):
+        d = x[a1] - x[a0]
+        t = ti.math.clamp((p - x[a0]).dot(d) / d.dot(d), 0.0, 1.0)
+        phi = (p - (x[a0] + t * d)).norm() - rs_rad[j]
+        if phi < best or (phi == best and j < bs):
+            best = phi
+            bs = j
+            bt = t
+    return best, bs, bt
+
+
+@ti.func
+def _nearer_triangle(e, i, p, best, bt, x: ti.template(), tris: ti.template(), node_body: ti.template(),
+                     pair_row: ti.template()):
+    """(best distance, triangle) after trying surface triangle e for rod node i at p."""
+    tv = tris[e]
+    if pair_row[node_body[i], node_body[tv[0]]] >= 0:
+        q, w = closest_on_triangle(p, x[tv[0]], x[tv[1]], x[tv[2]])
+        d = (p - q).norm()
+        if d < best or (d == best and e < bt):
+            best = d
+            bt = e
+    return best, bt
 
 
 @ti.kernel
 def detect_rod_fem(x: ti.types.ndarray(), v: ti.types.ndarray(), rn_node: ti.types.ndarray(),
                    rn_rad: ti.types.ndarray(), n_rn: ti.i32, rs_elem: ti.types.ndarray(), rs_rad: ti.types.ndarray(),
                    n_rs: ti.i32, surf: ti.types.ndarray(), n_surf: ti.i32, tris: ti.types.ndarray(), n_tris: ti.i32,
-                   node_body: ti.types.ndarray(), fixed: ti.types.ndarray(), pair_row: ti.types.ndarray(),
+                   use_grid: ti.template(), h: float, size: ti.i32, s_counts: ti.types.ndarray(),
+                   s_entries: ti.types.ndarray(), s_ecell: ti.types.ndarray(), s_vmax: ti.types.ndarray(),
+                   t_counts: ti.types.ndarray(), t_entries: ti.types.ndarray(), t_ecell: ti.types.ndarray(),
+                   t_vmax: ti.types.ndarray(), node_body: ti.types.ndarray(), fixed: ti.types.ndarray(), pair_row: ti.types.ndarray(),
                    mus: ti.types.ndarray(), axes: ti.types.ndarray(), margin: float, dt: float, n_nodes: ti.i32,
                    claim: ti.types.ndarray(), counters: ti.types.ndarray(), c_node_a: ti.types.ndarray(),
                    c_node_b: ti.types.ndarray(), c_frame: ti.types.ndarray(), c_phi: ti.types.ndarray(),
@@ -229,7 +313,10 @@ def detect_rod_fem(x: ti.types.ndarray(), v: ti.types.ndarray(), rn_node: ti.typ
                    c_param: ti.types.ndarray(), c_imp: ti.types.ndarray(), c_status: ti.types.ndarray(),
                    vn_node: ti.types.ndarray(), vn_weight: ti.types.ndarray()):
     """Rods against FEM bodies (module docstring, 3): FEM surface vertex vs nearest rod capsule (side A
-    the rod point), and rod node vs nearest FEM surface triangle (side A the triangle point)."""
+    the rod point), and rod node vs nearest FEM surface triangle (side A the triangle point). With
+    ``use_grid`` the nearest is sought among the grid's items within ``margin + dt(|v_i| + vmax)`` of
+    the point (``rod_broadphase``; the same item whenever the all-items search would emit a contact),
+    else among all items (the reference). Ties go to the lower index either way."""
     for k in range(n_surf + n_rn):
         if k < n_surf:                      # FEM vertex against the nearest capsule
             i = surf[k]
@@ -237,17 +324,19 @@ def detect_rod_fem(x: ti.types.ndarray(), v: ti.types.ndarray(), rn_node: ti.typ
             best = 1e30
             bs = -1
             bt = 0.0
-            for j in range(n_rs):
-                a0, a1 = rs_elem[j][0], rs_elem[j][1]
-                if pair_row[node_body[i], node_body[a0]] >= 0 and not (fixed[i] == 1 and fixed[a0] == 1
-                                                                       and fixed[a1] == 1):
-                    d = x[a1] - x[a0]
-                    t = ti.math.clamp((p - x[a0]).dot(d) / d.dot(d), 0.0, 1.0)
-                    phi = (p - (x[a0] + t * d)).norm() - rs_rad[j]
-                    if phi < best:
-                        best = phi
-                        bs = j
-                        bt = t
+            if ti.static(use_grid):
+                g = 0.5 * margin + dt * (v[i].norm() + s_vmax[0])
+                c0, c1 = cell_of(p - g, h), cell_of(p + g, h)
+                for ci, cj, ck in ti.ndrange((c0[0], c1[0] + 1), (c0[1], c1[1] + 1), (c0[2], c1[2] + 1)):
+                    bk = bucket(ci, cj, ck, size)
+                    for sl in range(ti.min(s_counts[bk], s_entries.shape[1])):
+                        if (s_ecell[bk, sl] == ti.Vector([ci, cj, ck])).all():
+                            best, bs, bt = _nearer_capsule(s_entries[bk, sl], i, p, best, bs, bt, x, rs_elem,
+                                                           rs_rad, node_body, fixed, pair_row)
+            else:
+                for j in range(n_rs):
+                    best, bs, bt = _nearer_capsule(j, i, p, best, bs, bt, x, rs_elem, rs_rad, node_body, fixed,
+                                                   pair_row)
             if bs >= 0:
                 a0, a1 = rs_elem[bs][0], rs_elem[bs][1]
                 q = x[a0] + bt * (x[a1] - x[a0])
@@ -267,14 +356,18 @@ def detect_rod_fem(x: ti.types.ndarray(), v: ti.types.ndarray(), rn_node: ti.typ
             rad = rn_rad[k - n_surf]
             best = 1e30
             bt = -1
-            for e in range(n_tris):
-                tv = tris[e]
-                if pair_row[node_body[i], node_body[tv[0]]] >= 0:
-                    q, w = closest_on_triangle(p, x[tv[0]], x[tv[1]], x[tv[2]])
-                    d = (p - q).norm()
-                    if d < best:
-                        best = d
-                        bt = e
+            if ti.static(use_grid):
+                g = rad + 0.5 * margin + dt * (v[i].norm() + t_vmax[0])
+                c0, c1 = cell_of(p - g, h), cell_of(p + g, h)
+                for ci, cj, ck in ti.ndrange((c0[0], c1[0] + 1), (c0[1], c1[1] + 1), (c0[2], c1[2] + 1)):
+                    bk = bucket(ci, cj, ck, size)
+                    for sl in range(ti.min(t_counts[bk], t_entries.shape[1])):
+                        if (t_ecell[bk, sl] == ti.Vector([ci, cj, ck])).all():
+                            best, bt = _nearer_triangle(t_entries[bk, sl], i, p, best, bt, x, tris, node_body,
+                                                        pair_row)
+            else:
+                for e in range(n_tris):
+                    best, bt = _nearer_triangle(e, i, p, best, bt, x, tris, node_body, pair_row)
             if bt >= 0 and not (fixed[i] == 1 and fixed[tris[bt][0]] == 1 and fixed[tris[bt][1]] == 1
                                 and fixed[tris[bt][2]] == 1):
                 tv = tris[bt]
@@ -334,6 +427,17 @@ class RodContacts:
         if self.any_fem:
             self.tris = backend.int_array(cd.surf_tris, width=3)
             self.n_tris = len(cd.surf_tris)
+        # broadphase (rod_broadphase.py): "grid" (default) or "all" (all pairs, the reference)
+        self.broadphase = "grid"
+        e = np.concatenate(elem)
+        h = max(float(max(s.rest_lengths.max() for s in model.rod_specs)) + 2 * float(np.concatenate(srad).max()),
+                1e-9)
+        if self.any_fem and len(cd.surf_tris):
+            x0 = model.rest_positions[cd.surf_tris]
+            h = max(h, float(np.linalg.norm(x0 - np.roll(x0, 1, axis=1), axis=2).mean()))
+        self.seg_grid = ItemGrid(np.c_[e[:, :2], e[:, 1], e[:, 1]], np.concatenate(srad), h)
+        self.tri_grid = (ItemGrid(np.c_[cd.surf_tris, cd.surf_tris[:, 2]], np.zeros(len(cd.surf_tris)), h)
+                         if self.any_fem and len(cd.surf_tris) else None)
 
     def detect(self, state, dt: float, args: tuple, sdf: tuple) -> None:
         """Append this step's rod contacts (inside the detector's overflow loop)."""
@@ -343,10 +447,22 @@ class RodContacts:
             detect_rod_sdf(state.x, state.v, self.rn_node, self.rn_rad, self.n_rn, self.rs_elem, self.rs_rad,
                            self.n_rs, d.node_body, d.fixed, d.pair_row, *sdf, d.grid, d.mus, d.axes, d.margin, dt,
                            d.n_nodes, claim, counters, *rest)
-        if self.any_pairs:
+        grid = self.broadphase == "grid"
+        if grid and (self.any_pairs or self.any_fem):
+            self.seg_grid.build(state.x, state.v, 0.5 * d.margin, dt)
+        sg = self.seg_grid
+        if self.any_pairs and grid:
+            detect_rod_pairs_grid(state.x, state.v, self.rs_elem, self.rs_rad, self.rs_info, self.n_rs, sg.h, sg.size,
+                                  sg.counts, sg.entries, sg.ecell, sg.lo, sg.hi, d.node_body, d.fixed, d.pair_row,
+                                  d.mus, d.axes, d.margin, dt, d.n_nodes, claim, counters, *rest)
+        elif self.any_pairs:
             detect_rod_pairs(state.x, state.v, self.rs_elem, self.rs_rad, self.rs_info, self.n_rs, d.node_body,
                              d.fixed, d.pair_row, d.mus, d.axes, d.margin, dt, d.n_nodes, claim, counters, *rest)
         if self.any_fem:
+            tg = self.tri_grid or sg
+            if grid and self.tri_grid is not None:
+                tg.build(state.x, state.v, 0.5 * d.margin, dt)
             detect_rod_fem(state.x, state.v, self.rn_node, self.rn_rad, self.n_rn, self.rs_elem, self.rs_rad,
-                           self.n_rs, d.surf, d.n_surf, self.tris, self.n_tris, d.node_body, d.fixed, d.pair_row,
-                           d.mus, d.axes, d.margin, dt, d.n_nodes, claim, counters, *rest)
+                           self.n_rs, d.surf, d.n_surf, self.tris, self.n_tris, grid, sg.h, sg.size, sg.counts,
+                           sg.entries, sg.ecell, sg.vmax, tg.counts, tg.entries, tg.ecell, tg.vmax, d.node_body,
+                           d.fixed, d.pair_row, d.mus, d.axes, d.margin, dt, d.n_nodes, claim, counters, *rest)
