@@ -26,7 +26,9 @@ def top_motion(sign: float):
 def build(solver: str = "lagged", resolution: int = 3, friction: float = 1.0, duration: float = 2.0) -> fc.Scene:
     scene = fc.Scene(dt=1e-2, solver=solver, integrator="midpoint" if solver == "cond" else "euler",
                      duration=duration, friction=friction, frame_dt=0.02, name="soft_fingers_cylinder")
-    scene.add_obstacle(fc.shapes.HalfSpace(), friction=0.3, name="ground")
+    # stiff ground, like the pads below: the automatic near-rigid stiffness of a contact at a rim end
+    # includes the cylinder's tilt compliance, so it would rest ~0.3 mm deep on its two rim points
+    scene.add_obstacle(fc.shapes.HalfSpace(), friction=0.3, stiffness=1e6, name="ground")
     axis_y = np.array([[1.0, 0, 0], [0, 0, -1.0], [0, 1.0, 0]])
     scene.add_rigid_body(fc.shapes.Cylinder(R_CYL, 0.03), density=500.0, position=(0, 0, R_CYL), rotation=axis_y,
                          name="cylinder")
