@@ -483,11 +483,19 @@ def cond_iterate(P: ti.types.ndarray(), blocks: ti.types.ndarray(), V: ti.types.
         zwz = 0.0
         for i in range(n):
             w = V[6, i][0]
-            if w > 0.0:
-                s = V[0, i] - V[1, i]
-                z = V[3, i] - V[4, i]
+            s = V[0, i] - V[1, i]
+            z = V[3, i] - V[4, i]
+            if i < n0 and V[6, i][1] > 0.5:      # block row: zᵀ W z with the block step actually taken
+                wz = WB[i] @ z
+                p = ti.cast(V[6, i][2], ti.i32)
+                if p >= 0:
+                    wz += WB2[i] @ (V[3, p] - V[4, p])
+                sz += s.dot(z)
+                zwz += z.dot(wz)
+            elif w > 0.0:
                 sz += s.dot(z)
                 zwz += w * z.norm_sqr()
+        for i in range(n):
             V[4, i] = V[3, i]
         if sz > 0.0 and zwz > 0.0:
             alpha = ti.min(ti.max(sz / zwz, 0.01), 10.0)
