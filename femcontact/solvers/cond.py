@@ -23,7 +23,11 @@ block of A and ``W_k`` the 3×3 weights of J_v: ``m_eff`` is the point's effecti
 local compliance, whatever the body type and units (barycentric FEM weights or rigid
 ``[I, −[r]×]``). Default virtual_gain = 10; larger is more exact (COND Prop. 1) and converges slower.
 A point on a rigid body (links ``(lin, lin+1)`` of a rigid 6x6 block step) gets ``rigid_gain``
-(default 100) instead: at convergence the body moves at ``λ/k_v`` relative to its stuck virtual
+(default 100) instead, with ``1/m_eff = tr(J_v A_pp⁻¹ J_vᵀ)/3`` from the body's 6x6 block ``A_pp``
+(the trace rule on a jointed body — a gripper finger on a prismatic joint, A's linear block
+eig (20, 1.5e5, 1.5e5) — took m_eff from the joint's stiff rows, k_v ≈ 4.5e6× the finger's
+inertia along its free axis: the finger + virtual-node mode then moved ~1e-7 per iteration, the
+step-norm test passed with the finger unresolved and SAP eq. 32 e_m was 0.6): at convergence the body moves at ``λ/k_v`` relative to its stuck virtual
 node (the damper's lag), so a resting body sinks until penetration recovery balances it
 (``|φ| ≈ dt λ/(recovery k_v)``: 0.65 mm for a 5 cm sphere at dt = 1e-2 with gain 10, 0.065 mm
 with 100) and a stuck one creeps at ``λ_t/k_v`` (1.4 mm/s on a 20° ramp at 10, 0.14 at 100).
@@ -305,7 +309,24 @@ def cond_setup(blocks: ti.types.ndarray(), diag: ti.types.ndarray(), b: ti.types
         if inv_m > 0.0:
             kv = gain / inv_m
             if blockstep[j0] == 2 and vn_node[q][1] == j0 + 1:     # a point on a rigid body
-                kv = rigid_gain / inv_m
+                # its compliance from the body's 6x6 block, J_v A_pp⁻¹ J_vᵀ (not the trace rule: a
+                # joint's stiff rows dominate tr(A_kk) but leave the free directions at the body's
+                # inertia, so the trace rule overstated m_eff there by up to ~1e6 and froze the
+                # body's motion along them; module docstring)
+                Pi = blocks[diag[j0]].inverse()
+                Q = ti.Matrix.zero(float, 3, 3)
+                if pair_slot[j0] >= 0:
+                    Q = blocks[pair_slot[j0]]
+                Sa = (blocks[diag[j0 + 1]] - Q.transpose() @ Pi @ Q).inverse()
+                Pla = -Pi @ Q @ Sa
+                Pll = Pi - Pla @ Q.transpose() @ Pi
+                W0 = vn_weight[q, 0]
+                W1 = vn_weight[q, 1]
+                Cq = W0 @ Pll @ W0.transpose() + W0 @ Pla @ W1.transpose() \
+                    + W1 @ Pla.transpose() @ W0.transpose() + W1 @ Sa @ W1.transpose()
+                inv_r = Cq.trace() / 3.0
+                if inv_r > 0.0:
+                    kv = rigid_gain / inv_r
         vn_gain[q] = kv
         VN[q, 40] = kv
     for i in range(n0):
@@ -483,11 +504,19 @@ def cond_iterate(P: ti.types.ndarray(), blocks: ti.types.ndarray(), V: ti.types.
         zwz = 0.0
         for i in range(n):
             w = V[6, i][0]
-            if w > 0.0:
-                s = V[0, i] - V[1, i]
-                z = V[3, i] - V[4, i]
+            s = V[0, i] - V[1, i]
+            z = V[3, i] - V[4, i]
+            if i < n0 and V[6, i][1] > 0.5:      # block row: zᵀ W z with the block step actually taken
+                wz = WB[i] @ z
+                p = ti.cast(V[6, i][2], ti.i32)
+                if p >= 0:
+                    wz += WB2[i] @ (V[3, p] - V[4, p])
+                sz += s.dot(z)
+                zwz += z.dot(wz)
+            elif w > 0.0:
                 sz += s.dot(z)
                 zwz += w * z.norm_sqr()
+        for i in range(n):
             V[4, i] = V[3, i]
         if sz > 0.0 and zwz > 0.0:
             alpha = ti.min(ti.max(sz / zwz, 0.01), 10.0)
