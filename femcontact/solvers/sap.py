@@ -137,9 +137,7 @@ class NewtonContactSolver:
         _check_params(kind, *opt_vals, where="(solver_options)")
         self._check_table()
         self.linear = make_newton_linear_solver(o["linear_solver"], getattr(model, "n_dofs", 0))
-        self.node_body = np.zeros(model.n_nodes, np.int64)          # for the Delassus floor 1/M_body
-        for k, body in enumerate(model.bodies):
-            self.node_body[body.nodes] = k
+        self.node_body = model.contact.node_body.astype(np.int64)   # for the Delassus floor 1/M_body
         mass = np.asarray(model.mass_np, dtype=np.float64)[:model.n_nodes]
         self.body_mass = np.array([mass[body.nodes].sum() for body in model.bodies] or [0.0])
         rod_nodes = [np.arange(b.node_start, b.node_start + b.node_count) for b in model.bodies if b.kind == "rod"]
