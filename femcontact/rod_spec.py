@@ -89,13 +89,6 @@ class RodDrive:
 
 
 @dataclass
-class RodForce:
-    nodes: np.ndarray
-    force: object
-    mode: str = "total"
-
-
-@dataclass
 class RodSpec:
     """One Cosserat rod. Units: m, Pa, kg/m^3; ``points`` (n+1, 3) the initial centre line."""
 
@@ -220,24 +213,18 @@ class RodSpec:
     def add_force(self, force, nodes: NodeSelector = None, mode: str = "total") -> np.ndarray:
         """External force (3,) N or t -> (3,) on the selected nodes ("total": split by lumped mass;
         "per_node": each node gets it)."""
-        from .scene import _vec3
+        from .scene import nodal_force
 
-        if mode not in ("total", "per_node"):
-            raise ParameterError(f"force mode must be 'total' or 'per_node', got {mode!r}")
-        if not callable(force):
-            force = _vec3(force, f"force on rod {self.name!r}")
         idx = self._nodes(nodes)
-        self.forces.append(RodForce(idx, force, mode))
+        self.forces.append(nodal_force(idx, force, mode, f"force on rod {self.name!r}"))
         return idx
 
     def add_torque(self, torque, segments=-1) -> np.ndarray:
         """External torque (3,) N m (world frame) or t -> (3,) on each of the given segments."""
-        from .scene import _vec3
+        from .scene import nodal_force
 
-        if not callable(torque):
-            torque = _vec3(torque, f"torque on rod {self.name!r}")
         idx = self.segment_block(segments)
-        self.forces.append(RodForce(idx, torque, "per_node"))
+        self.forces.append(nodal_force(idx, torque, "per_node", f"torque on rod {self.name!r}"))
         return idx
 
 

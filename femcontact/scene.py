@@ -94,6 +94,13 @@ class NodalForce:
     mode: str = "total"  # "total": distributed by lumped mass; "per_node": on every node
 
 
+def nodal_force(nodes: np.ndarray, force, mode: str, what: str) -> NodalForce:
+    """A checked NodalForce: ``force`` a constant (3,) or a function of time, ``mode`` as above."""
+    if mode not in ("total", "per_node"):
+        raise ParameterError(f"force mode must be 'total' or 'per_node', got {mode!r}")
+    return NodalForce(nodes, force if callable(force) else _vec3(force, what), mode)
+
+
 @dataclass
 class FemBodySpec:
     """One FEM body as the user described it (world-frame rest positions)."""
@@ -138,12 +145,8 @@ class FemBodySpec:
         mode "total": the force is the resultant, split over the nodes by lumped mass;
         "per_node": every selected node gets the full force.
         """
-        if mode not in ("total", "per_node"):
-            raise ParameterError(f"force mode must be 'total' or 'per_node', got {mode!r}")
-        if not callable(force):
-            force = _vec3(force, f"force on {self.name!r}")
         idx = self.select(nodes)
-        self.forces.append(NodalForce(idx, force, mode))
+        self.forces.append(nodal_force(idx, force, mode, f"force on {self.name!r}"))
         return idx
 
 
