@@ -285,30 +285,43 @@ def cond_setup(blocks: ti.types.ndarray(), diag: ti.types.ndarray(), b: ti.types
                node_a: ti.types.ndarray(), node_b: ti.types.ndarray(), frame: ti.types.ndarray(),
                phi: ti.types.ndarray(), v_world: ti.types.ndarray(), mu: ti.types.ndarray(),
                param: ti.types.ndarray(), rest_table: ti.types.ndarray(), blockstep: ti.types.ndarray(),
-               pair_slot: ti.types.ndarray(), WB: ti.types.ndarray(), WB2: ti.types.ndarray(), n0: ti.i32, nv: ti.i32, nc: ti.i32, n_rest: ti.i32, warm: ti.i32, midpoint: ti.i32,
+               pair_slot: ti.types.ndarray(), WB: ti.types.ndarray(), WB2: ti.types.ndarray(), RT: ti.types.ndarray(),
+               n0: ti.i32, nv: ti.i32, nvx: ti.i32, nc: ti.i32, n_rest: ti.i32, warm: ti.i32, midpoint: ti.i32,
                gain: float, rigid_gain: float, dt: float, e_default: float, recovery: float, vrec_max: float,
                wcap: float) -> float:
     """Per-step setup: k_v (written to the ContactSet too), W (Frobenius), initial v̂ (real,
     prescribed, virtual), the packed contact rows and the normal targets t_m (module docstring).
     Returns ‖D⁻¹ b‖² (the velocity scale of the residual)."""
     # virtual nodes: gains from the effective mass of the point (module docstring), packed copy
-    for q in range(nv):
-        inv_m = 0.0
+    # (q ≥ nv: the solver's own virtual nodes on rod rows, cond_reroute)
+    for q in range(nvx):
         for k in ti.static(range(4)):
-            j = vn_node[q][k]
+            j = -1
+            Wk = ti.Matrix.zero(float, 3, 3)
+            if q < nv:
+                j = vn_node[q][k]
+                Wk = vn_weight[q, k]
+            else:
+                if ti.static(k == 0):
+                    j = RT[2 * nc + q - nv]
+                    Wk = ti.Matrix.identity(float, 3)
             VN[q, k] = ti.cast(j, float)
-            Wk = vn_weight[q, k]
             for r in ti.static(range(3)):
                 for c in ti.static(range(3)):
                     VN[q, 4 + 9 * k + 3 * r + c] = Wk[r, c]
+    for q in range(nvx):
+        inv_m = 0.0
+        for k in ti.static(range(4)):
+            j = ti.cast(VN[q, k], ti.i32)
+            Wk = _vweight(VN, q, k)
             if j >= 0:
                 d = ti.max(blocks[diag[j]].trace() / 3.0, 1e-300)
                 inv_m += (Wk * Wk).sum() / (3.0 * d)
         kv = 0.0
-        j0 = vn_node[q][0]
+        j0 = ti.cast(VN[q, 0], ti.i32)
         if inv_m > 0.0:
             kv = gain / inv_m
-            if blockstep[j0] == 2 and vn_node[q][1] == j0 + 1:     # a point on a rigid body
+            if blockstep[j0] == 2 and ti.cast(VN[q, 1], ti.i32) == j0 + 1:     # a point on a rigid body
                 # its compliance from the body's 6x6 block, J_v A_pp⁻¹ J_vᵀ (not the trace rule: a
                 # joint's stiff rows dominate tr(A_kk) but leave the free directions at the body's
                 # inertia, so the trace rule overstated m_eff there by up to ~1e6 and froze the
@@ -320,14 +333,15 @@ def cond_setup(blocks: ti.types.ndarray(), diag: ti.types.ndarray(), b: ti.types
                 Sa = (blocks[diag[j0 + 1]] - Q.transpose() @ Pi @ Q).inverse()
                 Pla = -Pi @ Q @ Sa
                 Pll = Pi - Pla @ Q.transpose() @ Pi
-                W0 = vn_weight[q, 0]
-                W1 = vn_weight[q, 1]
+                W0 = _vweight(VN, q, 0)
+                W1 = _vweight(VN, q, 1)
                 Cq = W0 @ Pll @ W0.transpose() + W0 @ Pla @ W1.transpose() \
                     + W1 @ Pla.transpose() @ W0.transpose() + W1 @ Sa @ W1.transpose()
                 inv_r = Cq.trace() / 3.0
                 if inv_r > 0.0:
                     kv = rigid_gain / inv_r
-        vn_gain[q] = kv
+        if q < nv:
+            vn_gain[q] = kv
         VN[q, 40] = kv
     for i in range(n0):
         tr2[i] = tr[i]
@@ -339,24 +353,24 @@ def cond_setup(blocks: ti.types.ndarray(), diag: ti.types.ndarray(), b: ti.types
             if blockstep[i] == 2 and pair_slot[i] >= 0:
                 WB2[i] = blocks[pair_slot[i]]
     # the virtual coupling's blocks (COND eq. 15) in the real rows they touch
-    for q in range(nv):
-        kv = vn_gain[q]
+    for q in range(nvx):
+        kv = VN[q, 40]
         for k in ti.static(range(4)):
-            j = vn_node[q][k]
+            j = ti.cast(VN[q, k], ti.i32)
             if j >= 0:
-                Wk = vn_weight[q, k]
+                Wk = _vweight(VN, q, k)
                 if blockstep[j] != 0:
                     WB[j] += kv * (Wk.transpose() @ Wk)
                 if blockstep[j] == 2:
                     for l in ti.static(range(4)):
-                        if vn_node[q][l] == j + 1:
-                            WB2[j] += kv * (Wk.transpose() @ vn_weight[q, l])
+                        if ti.cast(VN[q, l], ti.i32) == j + 1:
+                            WB2[j] += kv * (Wk.transpose() @ _vweight(VN, q, l))
                 tr2[j] += kv * (Wk * Wk).sum()
                 add = kv * kv * (Wk * Wk).sum()
                 g = kv * _inf_norm(Wk.transpose())
                 for l in ti.static(range(4)):
-                    if vn_node[q][l] >= 0:
-                        M = kv * (Wk.transpose() @ vn_weight[q, l])
+                    if VN[q, l] >= 0.0:
+                        M = kv * (Wk.transpose() @ _vweight(VN, q, l))
                         add += (M * M).sum()
                         g += _inf_norm(M)
                 rs2[j] += add
@@ -380,9 +394,13 @@ def cond_setup(blocks: ti.types.ndarray(), diag: ti.types.ndarray(), b: ti.types
         V[3, i] = ti.Vector.zero(float, 3)
         V[4, i] = ti.Vector.zero(float, 3)
         V[5, i] = b[i]
+        V[7, i] = ti.Vector.zero(float, 3)
+        V[8, i] = ti.Vector.zero(float, 3)
         V[6, i] = ti.Vector([w, 0.0, 0.0])
         if blockstep[i] != 0 and fixed[i] == 0:
             V[6, i] = ti.Vector([w, 1.0, -1.0])
+            if blockstep[i] == 4:          # a rod row: the rod's block step (V[7] = Ã_rod⁻¹ g)
+                V[6, i] = ti.Vector([w, 2.0, -1.0])
         scale += (b[i] / dscale).norm_sqr()
     # block steps: 3x3 inverses, and the 6x6 inverse of a rigid body's (linear, angular) pair by
     # its Schur complement (W_ll, W_la in the linear row; W_aa, W_al = W_laᵀ in the angular row)
@@ -402,17 +420,18 @@ def cond_setup(blocks: ti.types.ndarray(), diag: ti.types.ndarray(), b: ti.types
             V[6, i + 1][2] = ti.cast(i, float)
         elif fixed[i] == 0 and blockstep[i] == 2:
             WB[i] = WB[i].inverse()
-    for q in range(nv):
-        kv = vn_gain[q]
+    for q in range(nvx):
+        kv = VN[q, 40]
         sw = 0.0
         gv = 0.0
         vv = ti.Vector.zero(float, 3)
         for k in ti.static(range(4)):
-            j = vn_node[q][k]
+            j = ti.cast(VN[q, k], ti.i32)
             if j >= 0:
-                sw += (vn_weight[q, k] * vn_weight[q, k]).sum()
-                gv += _inf_norm(vn_weight[q, k])
-                vv += vn_weight[q, k] @ V[0, j]
+                Wk = _vweight(VN, q, k)
+                sw += (Wk * Wk).sum()
+                gv += _inf_norm(Wk)
+                vv += Wk @ V[0, j]
         w = 0.0
         if kv > 0.0:
             w = ti.min(3.0 * kv / (kv * kv * (3.0 + sw)), wcap / (kv * (1.0 + gv)))
@@ -465,17 +484,208 @@ def cond_setup(blocks: ti.types.ndarray(), diag: ti.types.ndarray(), b: ti.types
         C[m, 15] = 0.0
         C[m, 16] = 0.0
         C[m, 17] = 0.0
-        C[m, 18] = ti.cast(na, float)
-        C[m, 19] = ti.cast(nb, float)
+        C[m, 18] = ti.cast(RT[2 * m], float)
+        C[m, 19] = ti.cast(RT[2 * m + 1], float)
         C[m, 20] = -0.5 * vck[0] if midpoint != 0 else 0.0
         C[m, 21] = -0.5 * vck[1] if midpoint != 0 else 0.0
     return scale
 
 
+# ---------------------------------------------------------------------------------------------- rod block step
+# Per rod, unknowns z_j = (ẋ_j, ω_j) (node j, segment j; the last node alone): its diagonal
+# sub-block of Ã (A plus the virtual coupling k_v J_vᵀJ_v on its rows) is block-tridiagonal in
+# 6x6 blocks D_j (diagonal) and L_j = Ã(z_j, z_{j−1}). Block LDLᵀ once per step:
+#   S_0 = D_0,  G_j = L_j S_{j−1}⁻¹,  S_j = D_j − G_j L_jᵀ;
+# each iteration d = Ã_rod⁻¹ g by  y_j = g_j − G_j y_{j−1},  d_j = S_j⁻¹ y_j − G_{j+1}ᵀ d_{j+1}.
+# A missing half (the last block's segment) or a prescribed row is an identity row with zero step.
+#   RI (i32): [0, nrods] block starts per rod; [rows_at + 2 j + h] row of half h of block j (−1: none);
+#             [pos_at + i] 2·block + half of real row i (−1: not a rod row)
+#   RSL (i32, NB × 8): A's slots of D_j (xx, xθ, θx, θθ) and L_j (same order; −1 absent)
+#   DL (f, NB × 72): D_j, L_j row-major; F (f, NB × 78): S_j⁻¹ [0:36], G_j [36:72], sweep vector [72:78]
+_F_STRIDE = 78
+
+
+@ti.func
+def _inv6(S):
+    """Inverse of a 6x6 SPD matrix (Gauss–Jordan without pivoting: the pivots of an SPD matrix are positive)."""
+    M = S
+    I = ti.Matrix.identity(float, 6)
+    for k in ti.static(range(6)):
+        p = 1.0 / M[k, k]
+        for c in ti.static(range(6)):
+            M[k, c] *= p
+            I[k, c] *= p
+        for r in ti.static(range(6)):
+            if ti.static(r != k):
+                f = M[r, k]
+                for c in ti.static(range(6)):
+                    M[r, c] -= f * M[k, c]
+                    I[r, c] -= f * I[k, c]
+    return 0.5 * (I + I.transpose())
+
+
+@ti.func
+def _get6(A: ti.types.ndarray(), j, off: ti.template()):
+    M = ti.Matrix.zero(float, 6, 6)
+    for r in ti.static(range(6)):
+        for c in ti.static(range(6)):
+            M[r, c] = A[j, off + 6 * r + c]
+    return M
+
+
+@ti.func
+def _put6(A: ti.types.ndarray(), j, off: ti.template(), M):
+    for r in ti.static(range(6)):
+        for c in ti.static(range(6)):
+            A[j, off + 6 * r + c] = M[r, c]
+
+
+@ti.kernel
+def cond_reroute(node_a: ti.types.ndarray(), node_b: ti.types.ndarray(), blockstep: ti.types.ndarray(),
+                 RT: ti.types.ndarray(), n0: ti.i32, nv: ti.i32, nc: ti.i32) -> ti.i32:
+    """A contact on a real rod row (a rod node claimed by its first contact) is moved onto a
+    solver-private virtual node ``J_v = [I]`` on that row (numbered after the ContactSet's), so
+    no contact touches a row of a rod's block step and Γ = J W Jᵀ stays diagonal.
+    RT[2m + s] = the node side s (a, b) of contact m acts on; RT[2 nc + k] = the row of extra virtual node k.
+    Returns the number of extra virtual nodes."""
+    cnt = 0
+    ti.loop_config(serialize=True)
+    for m in range(nc):
+        for s in ti.static(range(2)):
+            node = node_a[m]
+            if ti.static(s == 1):
+                node = node_b[m]
+            out = node
+            if node >= 0 and node < n0:
+                if blockstep[node] == 4:
+                    out = n0 + nv + cnt
+                    RT[2 * nc + cnt] = node
+                    cnt += 1
+            RT[2 * m + s] = out
+    return cnt
+
+
+@ti.kernel
+def fill_reroute(node_a: ti.types.ndarray(), node_b: ti.types.ndarray(), RT: ti.types.ndarray(), nc: ti.i32):
+    """RT[2m + s] = the contact's own nodes (no contact on a rod row)."""
+    for m in range(nc):
+        RT[2 * m] = node_a[m]
+        RT[2 * m + 1] = node_b[m]
+
+
+@ti.kernel
+def cond_rod_factor(blocks: ti.types.ndarray(), fixed: ti.types.ndarray(), VN: ti.types.ndarray(),
+                    RI: ti.types.ndarray(), RSL: ti.types.ndarray(), DL: ti.types.ndarray(), F: ti.types.ndarray(),
+                    nvx: ti.i32, nrods: ti.i32, nb: ti.i32, rows_at: ti.i32, pos_at: ti.i32):
+    """Per-step block LDLᵀ of every rod's Ã_rod (see above)."""
+    for j in range(nb):
+        for h in ti.static(range(2)):
+            r = RI[rows_at + 2 * j + h]
+            ra = r >= 0
+            if ra:
+                ra = fixed[r] == 0
+            for h2 in ti.static(range(2)):
+                c = RI[rows_at + 2 * j + h2]
+                cl = -1
+                if j > 0:
+                    cl = RI[rows_at + 2 * (j - 1) + h2]
+                Md = ti.Matrix.zero(float, 3, 3)
+                Ml = ti.Matrix.zero(float, 3, 3)
+                s = RSL[j, 2 * h + h2]
+                if ra and s >= 0 and c >= 0:
+                    if fixed[c] == 0:
+                        Md = blocks[s]
+                sl = RSL[j, 4 + 2 * h + h2]
+                if ra and sl >= 0 and cl >= 0:
+                    if fixed[cl] == 0:
+                        Ml = blocks[sl]
+                if ti.static(h == h2):
+                    if not ra:
+                        Md = ti.Matrix.identity(float, 3)
+                for a in ti.static(range(3)):
+                    for b in ti.static(range(3)):
+                        DL[j, 6 * (3 * h + a) + 3 * h2 + b] = Md[a, b]
+                        DL[j, 36 + 6 * (3 * h + a) + 3 * h2 + b] = Ml[a, b]
+    # the virtual coupling k_v W_kᵀ W_l on pairs of free rod rows (tridiagonal by construction)
+    for q in range(nvx):
+        kv = VN[q, 40]
+        for k in ti.static(range(4)):
+            jk = ti.cast(VN[q, k], ti.i32)
+            if jk >= 0:
+                pk = RI[pos_at + jk]
+                if pk >= 0 and fixed[jk] == 0:
+                    for l in ti.static(range(4)):
+                        jl = ti.cast(VN[q, l], ti.i32)
+                        if jl >= 0:
+                            pl = RI[pos_at + jl]
+                            if pl >= 0 and fixed[jl] == 0:
+                                bk, hk, bl, hl = pk // 2, pk % 2, pl // 2, pl % 2
+                                off = -1
+                                if bk == bl:
+                                    off = 0
+                                elif bk == bl + 1:
+                                    off = 36
+                                if off >= 0:
+                                    M = kv * (_vweight(VN, q, k).transpose() @ _vweight(VN, q, l))
+                                    for a in ti.static(range(3)):
+                                        for b in ti.static(range(3)):
+                                            ti.atomic_add(DL[bk, off + 6 * (3 * hk + a) + 3 * hl + b], M[a, b])
+    for rd in range(nrods):
+        s0, s1 = RI[rd], RI[rd + 1]
+        Sp = ti.Matrix.zero(float, 6, 6)
+        for j in range(s0, s1):
+            S = _get6(DL, j, 0)
+            if j > s0:
+                L = _get6(DL, j, 36)
+                G = L @ Sp
+                S = S - G @ L.transpose()
+                _put6(F, j, 36, G)
+            Sp = _inv6(S)
+            _put6(F, j, 0, Sp)
+
+
+@ti.func
+def _rod_solve(V: ti.types.ndarray(), RI: ti.types.ndarray(), F: ti.types.ndarray(), nrods, rows_at):
+    """V[7] = Ã_rod⁻¹ V[3] on every free rod row (parallel over rods, serial sweeps along each)."""
+    for rd in range(nrods):
+        s0, s1 = RI[rd], RI[rd + 1]
+        y = ti.Vector.zero(float, 6)
+        for j in range(s0, s1):
+            g = ti.Vector.zero(float, 6)
+            for h in ti.static(range(2)):
+                r = RI[rows_at + 2 * j + h]
+                if r >= 0:
+                    if V[6, r][1] > 1.5:
+                        gr = V[3, r]
+                        for a in ti.static(range(3)):
+                            g[3 * h + a] = gr[a]
+            if j > s0:
+                g -= _get6(F, j, 36) @ y
+            y = g
+            for a in ti.static(range(6)):
+                F[j, 72 + a] = y[a]
+        d = ti.Vector.zero(float, 6)
+        for jj in range(s1 - s0):
+            j = s1 - 1 - jj
+            yj = ti.Vector.zero(float, 6)
+            for a in ti.static(range(6)):
+                yj[a] = F[j, 72 + a]
+            dn = _get6(F, j, 0) @ yj
+            if j < s1 - 1:
+                dn -= _get6(F, j + 1, 36).transpose() @ d
+            d = dn
+            for h in ti.static(range(2)):
+                r = RI[rows_at + 2 * j + h]
+                if r >= 0:
+                    if V[6, r][1] > 1.5:
+                        V[7, r] = ti.Vector([d[3 * h], d[3 * h + 1], d[3 * h + 2]])
+
+
 @ti.kernel
 def cond_iterate(P: ti.types.ndarray(), blocks: ti.types.ndarray(), V: ti.types.ndarray(), C: ti.types.ndarray(),
-                 VN: ti.types.ndarray(), WB: ti.types.ndarray(), WB2: ti.types.ndarray(), n0: ti.i32, nv: ti.i32, nc: ti.i32, alpha_in: float, bb: ti.i32,
-                 nu: float, u: float, op: ti.i32, omega: float) -> ti.math.vec4:
+                 VN: ti.types.ndarray(), WB: ti.types.ndarray(), WB2: ti.types.ndarray(), RI: ti.types.ndarray(),
+                 F: ti.types.ndarray(), n0: ti.i32, nv: ti.i32, nc: ti.i32, nrods: ti.i32, rows_at: ti.i32,
+                 alpha_in: float, bb: ti.i32, nu: float, u: float, op: ti.i32, omega: float) -> ti.math.vec4:
     """One VL-FPI iteration (COND Alg. 1/3) on the packed arrays (see above).
     Returns (‖v̂ˡ⁺¹−v̂ˡ‖², ‖v̂ˡ⁺¹‖², α, ‖v̂**−v̂ˡ‖²)."""
     n = n0 + nv
@@ -497,6 +707,8 @@ def cond_iterate(P: ti.types.ndarray(), blocks: ti.types.ndarray(), V: ti.types.
             j = ti.cast(VN[q, k], ti.i32)
             if j >= 0:
                 V[3, j] += _vweight(VN, q, k).transpose() @ kd
+    # rod rows: d = Ã_rod⁻¹ g (exact block step, before BB, which needs W z = d − d_prev)
+    _rod_solve(V, RI, F, nrods, rows_at)
     # Barzilai-Borwein (BB2, preconditioned by W_F): α = sᵀz / zᵀ W_F z
     alpha = alpha_in
     if bb != 0:
@@ -506,7 +718,10 @@ def cond_iterate(P: ti.types.ndarray(), blocks: ti.types.ndarray(), V: ti.types.
             w = V[6, i][0]
             s = V[0, i] - V[1, i]
             z = V[3, i] - V[4, i]
-            if i < n0 and V[6, i][1] > 0.5:      # block row: zᵀ W z with the block step actually taken
+            if i < n0 and V[6, i][1] > 1.5:      # rod row: W z = Ã_rod⁻¹ g − Ã_rod⁻¹ g_prev
+                sz += s.dot(z)
+                zwz += z.dot(V[7, i] - V[8, i])
+            elif i < n0 and V[6, i][1] > 0.5:      # block row: zᵀ W z with the block step actually taken
                 wz = WB[i] @ z
                 p = ti.cast(V[6, i][2], ti.i32)
                 if p >= 0:
@@ -518,11 +733,15 @@ def cond_iterate(P: ti.types.ndarray(), blocks: ti.types.ndarray(), V: ti.types.
                 zwz += w * z.norm_sqr()
         for i in range(n):
             V[4, i] = V[3, i]
+            if i < n0:
+                V[8, i] = V[7, i]
         if sz > 0.0 and zwz > 0.0:
             alpha = ti.min(ti.max(sz / zwz, 0.01), 10.0)
     # v* = v̂ − W g
     for i in range(n):
-        if i < n0 and V[6, i][1] > 0.5:      # block step (rigid bodies, rod segments; never in a contact)
+        if i < n0 and V[6, i][1] > 1.5:      # rod block step (never in a contact: cond_reroute)
+            V[2, i] = V[0, i] - alpha * V[7, i]
+        elif i < n0 and V[6, i][1] > 0.5:      # block step (rigid bodies; never in a contact)
             d = WB[i] @ V[3, i]
             p = ti.cast(V[6, i][2], ti.i32)
             if p >= 0:
@@ -646,6 +865,7 @@ class CondSolver:
                 pair_slot[lin] = model.pattern.index([lin], [lin + 1])[0]
             except ValueError:
                 pass
+        self._rod_tables(model, step_blocks)
         self._blockstep = backend.int_array(step_blocks)
         self._pair_slot = backend.int_array(pair_slot)
         self._WB = backend.mat3_array(self.n0)
@@ -664,14 +884,63 @@ class CondSolver:
         self.rho_estimate: Optional[float] = None
         self._rho_prev: Optional[float] = None     # ϱ the last solve ended with (adaptive Chebyshev)
 
+    def _rod_tables(self, model, step_blocks: np.ndarray) -> None:
+        """Rod block step (module docstring): rows of every rod get blockstep 4 and the tables
+        RI / RSL of the 6x6 block-tridiagonal Ã_rod (see ``cond_rod_factor``)."""
+        specs = list(getattr(model, "rod_specs", []))
+        self.n_rods = len(specs)
+        starts, rows = [0], []
+        for spec in specs:
+            node0 = int(model.body(spec.name).node_start)
+            npt, n = int(spec.n_points), int(spec.n_segments)
+            x = node0 + np.arange(npt)
+            th = np.full(npt, -1, np.int64)
+            th[:n] = node0 + npt + np.arange(n)
+            rows.append(np.stack([x, th], axis=1))
+            starts.append(starts[-1] + npt)
+            step_blocks[node0: node0 + spec.n_nodes] = 4
+        nb = starts[-1]
+        rows = np.concatenate(rows).astype(np.int64) if rows else np.zeros((0, 2), np.int64)
+        pos = np.full(self.n0, -1, np.int64)
+        for h in range(2):
+            ok = rows[:, h] >= 0
+            pos[rows[ok, h]] = 2 * np.arange(nb)[ok] + h
+        keys, npat = model.pattern.keys, model.pattern.n
+
+        def slot(r, c):
+            q = np.where((r >= 0) & (c >= 0), r * npat + c, -1)
+            idx = np.minimum(np.searchsorted(keys, q), len(keys) - 1)
+            return np.where((q >= 0) & (keys[idx] == q), idx, -1)
+
+        prev = np.full((nb, 2), -1, np.int64)
+        first = np.zeros(nb, bool)
+        first[np.array(starts[:-1], np.int64)] = True
+        if nb:
+            prev[1:] = rows[:-1]
+            prev[first] = -1
+        rsl = np.full((max(nb, 1), 8), -1, np.int64)
+        for h in range(2):
+            for h2 in range(2):
+                rsl[:nb, 2 * h + h2] = slot(rows[:, h], rows[:, h2])
+                rsl[:nb, 4 + 2 * h + h2] = slot(rows[:, h], prev[:, h2])
+        self.n_rod_blocks = nb
+        self._rod_rows_at = self.n_rods + 1
+        self._rod_pos_at = self._rod_rows_at + 2 * nb
+        self._RI = backend.int_array(np.concatenate([np.array(starts, np.int64), rows.ravel(), pos]))
+        self._RSL = ti.ndarray(ti.i32, shape=rsl.shape)
+        self._RSL.from_numpy(rsl.astype(np.int32))
+        self._DL = ti.ndarray(float, shape=(max(nb, 1), 72))
+        self._F = ti.ndarray(float, shape=(max(nb, 1), _F_STRIDE))
+
     def _alloc(self, cap: int) -> None:
         self._cap = cap
-        self.V = ti.Vector.ndarray(3, float, shape=(7, cap))
+        self.V = ti.Vector.ndarray(3, float, shape=(9, cap))
 
     def _alloc_contacts(self, cap: int) -> None:
         self._ccap = cap
         self.C = ti.ndarray(float, shape=(cap, _P_STRIDE))
         self.lam = backend.vec3_array(cap)
+        self._RT = ti.ndarray(ti.i32, shape=4 * cap)
 
     def _alloc_virtual(self, cap: int) -> None:
         self._vcap = cap
@@ -719,12 +988,18 @@ class CondSolver:
         c = problem.contacts
         nc, nv = int(c.count), int(c.n_virtual)
         n0 = self.n0
-        if n0 + nv > self._cap:
-            self._alloc(max(n0 + nv, n0 + 2 * (self._cap - n0)))
         if nc > self._ccap:
             self._alloc_contacts(max(nc, 2 * self._ccap))
-        if nv > self._vcap:
-            self._alloc_virtual(max(nv, 2 * self._vcap))
+        if self.n_rods and nc:
+            nx = cond_reroute(c.node_a, c.node_b, self._blockstep, self._RT, n0, nv, nc)
+        else:
+            nx = 0
+            fill_reroute(c.node_a, c.node_b, self._RT, nc)
+        nvx = nv + nx
+        if n0 + nvx > self._cap:
+            self._alloc(max(n0 + nvx, n0 + 2 * (self._cap - n0)))
+        if nvx > self._vcap:
+            self._alloc_virtual(max(nvx, 2 * self._vcap))
         A = problem.A
         P = self._pattern(A)
         if self._steps_since_w is None or self._steps_since_w >= o.recycle:
@@ -736,9 +1011,12 @@ class CondSolver:
         scale2 = cond_setup(A.blocks, A.diag, problem.b, problem.fixed, problem.v_hat, problem.state.v,
                             self._tr, self._rs, self._tr2, self._rs2, self._l1, self._l12, self.V, self.VN, self.C,
                             c.vn_node, c.vn_weight, c.vn_gain, c.node_a, c.node_b, c.frame, c.phi, c.v_world, c.mu,
-                            c.param, rest, self._blockstep, self._pair_slot, self._WB, self._WB2, n0, nv, nc, n_rest, int(bool(o.warm_start)), midpoint,
+                            c.param, rest, self._blockstep, self._pair_slot, self._WB, self._WB2, self._RT, n0, nv, nvx, nc, n_rest, int(bool(o.warm_start)), midpoint,
                             float(o.virtual_gain), float(o.rigid_gain), float(problem.dt), float(o.restitution), float(o.recovery),
                             float(o.max_recovery_speed), _W_CAP if o.step == "frobenius" else 1e300)
+        if self.n_rods:
+            cond_rod_factor(A.blocks, problem.fixed, self.VN, self._RI, self._RSL, self._DL, self._F, nvx,
+                            self.n_rods, self.n_rod_blocks, self._rod_rows_at, self._rod_pos_at)
         vscale = max(math.sqrt(max(scale2, 0.0)), 1e-12)
         op = STRICT if o.operator == "strict" else PROXIMAL
         bb = 1 if o.step == "bb" else 0
@@ -771,8 +1049,8 @@ class CondSolver:
                 nu = 2.0 / (2.0 - rho * rho)
             else:
                 nu = 4.0 / (4.0 - rho * rho * nu)
-            out = cond_iterate(P, A.blocks, self.V, self.C, self.VN, self._WB, self._WB2, n0, nv, nc, alpha, bb, nu, u,
-                               op, omega)
+            out = cond_iterate(P, A.blocks, self.V, self.C, self.VN, self._WB, self._WB2, self._RI, self._F, n0, nvx, nc,
+                               self.n_rods, self._rod_rows_at, alpha, bb, nu, u, op, omega)
             dv2, vv2, alpha = float(out[0]), float(out[1]), float(out[2])
             dn = math.sqrt(max(dv2, 0.0))
             theta = dn / max(math.sqrt(max(vv2, 0.0)), vscale)
