@@ -286,7 +286,7 @@ def cond_setup(blocks: ti.types.ndarray(), diag: ti.types.ndarray(), b: ti.types
                phi: ti.types.ndarray(), v_world: ti.types.ndarray(), mu: ti.types.ndarray(),
                param: ti.types.ndarray(), rest_table: ti.types.ndarray(), blockstep: ti.types.ndarray(),
                pair_slot: ti.types.ndarray(), WB: ti.types.ndarray(), WB2: ti.types.ndarray(), RT: ti.types.ndarray(),
-               n0: ti.i32, nv: ti.i32, nvx: ti.i32, nc: ti.i32, n_rest: ti.i32, warm: ti.i32, midpoint: ti.i32,
+               CR: ti.types.ndarray(), n0: ti.i32, nv: ti.i32, nvx: ti.i32, nc: ti.i32, n_rest: ti.i32, warm: ti.i32, midpoint: ti.i32,
                gain: float, rigid_gain: float, dt: float, e_default: float, recovery: float, vrec_max: float,
                wcap: float) -> float:
     """Per-step setup: k_v (written to the ContactSet too), W (Frobenius), initial v̂ (real,
@@ -315,8 +315,11 @@ def cond_setup(blocks: ti.types.ndarray(), diag: ti.types.ndarray(), b: ti.types
             j = ti.cast(VN[q, k], ti.i32)
             Wk = _vweight(VN, q, k)
             if j >= 0:
-                d = ti.max(blocks[diag[j]].trace() / 3.0, 1e-300)
-                inv_m += (Wk * Wk).sum() / (3.0 * d)
+                if CR[j] > 0.0:     # a free rod row: the rod's own compliance (cond_rod_compliance)
+                    inv_m += (Wk * Wk).sum() * CR[j] / 3.0
+                else:
+                    d = ti.max(blocks[diag[j]].trace() / 3.0, 1e-300)
+                    inv_m += (Wk * Wk).sum() / (3.0 * d)
         kv = 0.0
         j0 = ti.cast(VN[q, 0], ti.i32)
         if inv_m > 0.0:
@@ -573,11 +576,10 @@ def fill_reroute(node_a: ti.types.ndarray(), node_b: ti.types.ndarray(), RT: ti.
         RT[2 * m + 1] = node_b[m]
 
 
-@ti.kernel
-def cond_rod_factor(blocks: ti.types.ndarray(), fixed: ti.types.ndarray(), VN: ti.types.ndarray(),
-                    RI: ti.types.ndarray(), RSL: ti.types.ndarray(), DL: ti.types.ndarray(), F: ti.types.ndarray(),
-                    nvx: ti.i32, nrods: ti.i32, nb: ti.i32, rows_at: ti.i32, pos_at: ti.i32):
-    """Per-step block LDLᵀ of every rod's Ã_rod (see above)."""
+@ti.func
+def _rod_fill(blocks: ti.types.ndarray(), fixed: ti.types.ndarray(), RI: ti.types.ndarray(), RSL: ti.types.ndarray(),
+              DL: ti.types.ndarray(), nb, rows_at):
+    """DL = the rods' 6x6 blocks D_j, L_j of A (identity rows for missing halves and prescribed rows)."""
     for j in range(nb):
         for h in ti.static(range(2)):
             r = RI[rows_at + 2 * j + h]
@@ -606,6 +608,51 @@ def cond_rod_factor(blocks: ti.types.ndarray(), fixed: ti.types.ndarray(), VN: t
                     for b in ti.static(range(3)):
                         DL[j, 6 * (3 * h + a) + 3 * h2 + b] = Md[a, b]
                         DL[j, 36 + 6 * (3 * h + a) + 3 * h2 + b] = Ml[a, b]
+
+
+@ti.kernel
+def cond_rod_compliance(blocks: ti.types.ndarray(), fixed: ti.types.ndarray(), RI: ti.types.ndarray(),
+                        RSL: ti.types.ndarray(), DL: ti.types.ndarray(), F: ti.types.ndarray(), CR: ti.types.ndarray(),
+                        nrods: ti.i32, nb: ti.i32, rows_at: ti.i32):
+    """CR[i] = tr((A_rod⁻¹)_ii)/3 on free rod rows: the compliance of the rod at a node (m_eff of its
+    virtual nodes, module docstring), from the diagonal 6x6 blocks of A_rod⁻¹ by a forward and a
+    backward Schur sweep: (A_rod⁻¹)_jj = (S_j + T_j − D_j)⁻¹, S_j = D_j − L_j S_{j−1}⁻¹ L_jᵀ,
+    T_j = D_j − L_{j+1}ᵀ T_{j+1}⁻¹ L_{j+1}."""
+    _rod_fill(blocks, fixed, RI, RSL, DL, nb, rows_at)
+    for rd in range(nrods):
+        s0, s1 = RI[rd], RI[rd + 1]
+        Sp = ti.Matrix.zero(float, 6, 6)
+        for j in range(s0, s1):
+            S = _get6(DL, j, 0)
+            if j > s0:
+                L = _get6(DL, j, 36)
+                S = S - L @ Sp @ L.transpose()
+            _put6(F, j, 0, S)
+            Sp = _inv6(S)
+        Tp = ti.Matrix.zero(float, 6, 6)
+        for jj in range(s1 - s0):
+            j = s1 - 1 - jj
+            T = _get6(DL, j, 0)
+            if j < s1 - 1:
+                L = _get6(DL, j + 1, 36)
+                T = T - L.transpose() @ Tp @ L
+            Tp = _inv6(T)
+            Cj = _inv6(_get6(F, j, 0) + T - _get6(DL, j, 0))
+            for h in ti.static(range(2)):
+                r = RI[rows_at + 2 * j + h]
+                if r >= 0:
+                    c = 0.0
+                    if fixed[r] == 0:
+                        c = (Cj[3 * h, 3 * h] + Cj[3 * h + 1, 3 * h + 1] + Cj[3 * h + 2, 3 * h + 2]) / 3.0
+                    CR[r] = c
+
+
+@ti.kernel
+def cond_rod_factor(blocks: ti.types.ndarray(), fixed: ti.types.ndarray(), VN: ti.types.ndarray(),
+                    RI: ti.types.ndarray(), RSL: ti.types.ndarray(), DL: ti.types.ndarray(), F: ti.types.ndarray(),
+                    nvx: ti.i32, nrods: ti.i32, nb: ti.i32, rows_at: ti.i32, pos_at: ti.i32):
+    """Per-step block LDLᵀ of every rod's Ã_rod (see above)."""
+    _rod_fill(blocks, fixed, RI, RSL, DL, nb, rows_at)
     # the virtual coupling k_v W_kᵀ W_l on pairs of free rod rows (tridiagonal by construction)
     for q in range(nvx):
         kv = VN[q, 40]
@@ -931,6 +978,7 @@ class CondSolver:
         self._RSL.from_numpy(rsl.astype(np.int32))
         self._DL = ti.ndarray(float, shape=(max(nb, 1), 72))
         self._F = ti.ndarray(float, shape=(max(nb, 1), _F_STRIDE))
+        self._CR = backend.scalar_array(self.n0, np.zeros(self.n0))
 
     def _alloc(self, cap: int) -> None:
         self._cap = cap
@@ -1007,11 +1055,14 @@ class CondSolver:
             self._steps_since_w = 0
         self._steps_since_w += 1
         rest, n_rest = self._restitution_table()
+        if self.n_rods:
+            cond_rod_compliance(A.blocks, problem.fixed, self._RI, self._RSL, self._DL, self._F, self._CR,
+                                self.n_rods, self.n_rod_blocks, self._rod_rows_at)
         midpoint = 1 if problem.integrator == "midpoint" else 0
         scale2 = cond_setup(A.blocks, A.diag, problem.b, problem.fixed, problem.v_hat, problem.state.v,
                             self._tr, self._rs, self._tr2, self._rs2, self._l1, self._l12, self.V, self.VN, self.C,
                             c.vn_node, c.vn_weight, c.vn_gain, c.node_a, c.node_b, c.frame, c.phi, c.v_world, c.mu,
-                            c.param, rest, self._blockstep, self._pair_slot, self._WB, self._WB2, self._RT, n0, nv, nvx, nc, n_rest, int(bool(o.warm_start)), midpoint,
+                            c.param, rest, self._blockstep, self._pair_slot, self._WB, self._WB2, self._RT, self._CR, n0, nv, nvx, nc, n_rest, int(bool(o.warm_start)), midpoint,
                             float(o.virtual_gain), float(o.rigid_gain), float(problem.dt), float(o.restitution), float(o.recovery),
                             float(o.max_recovery_speed), _W_CAP if o.step == "frobenius" else 1e300)
         if self.n_rods:
