@@ -30,7 +30,7 @@ def run(label, scene, warmup, steps):
         sim.run(steps=warmup)
         st = sim.run(steps=steps) and sim.stats[-steps:]
     except fc.errors.SimulationError as exc:
-        print(f"{label:<34} diverged: {str(exc).split('. Likely')[0]}", flush=True)
+        print(f"{label:<40} diverged: {str(exc).split('. Likely')[0]}", flush=True)
         return
     dof = sim.model.n_dofs
     c = np.mean([s.contacts for s in st])
@@ -38,7 +38,7 @@ def run(label, scene, warmup, steps):
     dyn = np.mean([s.ms_assembly + s.ms_detection for s in st])
     det = np.mean([s.ms_detection for s in st])
     sol = np.mean([s.ms_solve for s in st])
-    print(f"{label:<34} {dof:>6} {c:>9.0f} {it:>7.1f} {dyn:>12.2f} {det:>10.2f} {sol:>10.2f}", flush=True)
+    print(f"{label:<40} {dof:>6} {c:>9.0f} {it:>7.1f} {dyn:>12.2f} {det:>10.2f} {sol:>10.2f}", flush=True)
 
 
 def main(argv=None):
@@ -49,7 +49,7 @@ def main(argv=None):
     a = ap.parse_args(argv)
     fc.backend.init(a.arch, "f64")
     winding, coil = _scene("cable_winding"), _scene("cable_coil")
-    print(f"{'scene / solver':<34} {'DOF':>6} {'contacts':>9} {'iters':>7} {'dynamics ms':>12} {'detect ms':>10} {'solver ms':>10}")
+    print(f"{'scene / solver':<40} {'DOF':>6} {'contacts':>9} {'iters':>7} {'dynamics ms':>12} {'detect ms':>10} {'solver ms':>10}")
     for seg in (160, 320):
         run(f"winding {seg} seg / lagged euler", winding.build(seg), a.warmup, a.steps)
         for step in ("frobenius", "bb"):        # build() integrates with implicit Euler
