@@ -39,7 +39,7 @@ def test_lone_rod_block_step_is_exact():
         v_cond = sim.v_hat.to_numpy().astype(np.float64)
         sim.linear.solve(sim.A, sim.b, sim.v_hat)
         v_lin = sim.v_hat.to_numpy().astype(np.float64)
-        assert st.converged and st.iterations <= 12, st          # measured 12-13 at tol 1e-10... see below
+        assert st.converged and st.iterations <= 12, st          # θ falls ×10 per iteration (u = 0.9)
         assert np.abs(v_cond - v_lin).max() < 1e-8 * max(np.abs(v_lin).max(), 1.0)   # measured ~1e-13
         sim.step()
 
@@ -47,7 +47,7 @@ def test_lone_rod_block_step_is_exact():
 def test_dragged_cable_cond_agrees_with_lagged():
     """A 0.3 m cable (40 segments, the winding scene's material) lying on the ground, one end dragged
     sideways at 0.2 m/s for 30 steps (friction 0.5): COND's node positions agree with the lagged
-    solver's within 2 % of the dragged distance, and COND stays below its iteration cap."""
+    solver's within 0.2 % of the dragged distance, and COND stays below its iteration cap."""
     out = {}
     for solver, opts in (("lagged", None), ("cond", {"max_iter": 500})):
         scene, _ = _cable(solver, opts)
@@ -57,5 +57,5 @@ def test_dragged_cable_cond_agrees_with_lagged():
     (xl, _), (xc, its) = out["lagged"], out["cond"]
     moved = 0.2 * 30 * 1e-2
     err = np.abs(xc - xl).max()
-    assert err < 0.02 * moved, (err, moved)
-    assert max(its) < 500, its
+    assert err < 2e-3 * moved, (err, moved)            # measured 4.2e-5 m (7e-4); before the rod block 4.7e-4 m
+    assert max(its) < 400, its                         # measured 147-245; before: 500 (the cap) every step
