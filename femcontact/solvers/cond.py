@@ -34,6 +34,25 @@ with 100) and a stuck one creeps at ``λ_t/k_v`` (1.4 mm/s on a 20° ramp at 10,
 The body's exact block step includes ``Σ k_v J_vᵀJ_v``, so the stiffer tie costs no iterations
 there (a three-box stack: 390 iterations at 10, 336 at 100, tol 1e-8).
 
+**Rod block step.** Each Cosserat rod's rows take the exact step ``W_rod = Ã_rod⁻¹``, ``Ã_rod`` the
+rod's diagonal sub-block of A plus the virtual coupling's blocks ``k_v J_vᵀJ_v`` on its rows. With
+the unknowns ordered ``z_j = (ẋ_j, ω_j)`` (node j, segment j; the last node alone) it is
+block-tridiagonal in 6x6 blocks; ``cond_rod_factor`` factors it once per step (block LDLᵀ), and the
+iteration kernel applies it by a serial forward/backward sweep per rod (parallel across rods).
+Prescribed rows and the missing segment of the last block are identity rows with zero step. W need
+not be diagonal there because no contact acts on a rod row: a contact on a real rod node (a node
+claimed by its first contact) is moved onto a solver-private virtual node ``J_v = [I]`` on it
+(``cond_reroute``; numbered after the ContactSet's, so ``virtual_velocities`` is unchanged). The
+stiff stretch (EA dt²/m ≈ 4400× the node mass on the winding cable) made κ(W A) ≳ 5000 with a
+nodal W; the block step takes it out of the iteration. A virtual node on rod rows takes
+``1/m_eff = Σ_k ‖W_k‖_F² c_k / 3`` with ``c_k = tr((A_rod⁻¹)_kk)/3`` (``cond_rod_compliance``: forward
+and backward Schur sweeps), not the trace rule: the stretch and shear stiffness dominate
+``tr(A_kk)`` but not the lateral compliance, and the trace rule put k_v at ~1e4× the point's lateral
+mass, so the rod/virtual-node alternation (a two-block Jacobi converging at ≈ √(k_v c/(1 + k_v c)))
+stalled. What remains slow is that alternation for groups of neighbouring virtual nodes (the cable
+on the drum: the bending length spans ~25 segments, so a group is ~k times as compliant as one
+point): 330 iterations on the winding cable (160 segments) instead of the 500-iteration cap.
+
 **Step matrix W** (one scalar per node, so Γ = J W Jᵀ is diagonal, COND Prop. 2):
 ``step="frobenius"``: ``w̄_i = tr(A_ii) / Σ_j ‖A_ij‖_F²`` (COND §IV-C.1), the virtual coupling's
 blocks added to the rows it touches (cross terms of a modified diagonal block dropped); the
