@@ -45,13 +45,15 @@ claimed by its first contact) is moved onto a solver-private virtual node ``J_v 
 (``cond_reroute``; numbered after the ContactSet's, so ``virtual_velocities`` is unchanged). The
 stiff stretch (EA dt²/m ≈ 4400× the node mass on the winding cable) made κ(W A) ≳ 5000 with a
 nodal W; the block step takes it out of the iteration. A virtual node on rod rows takes
-``1/m_eff = Σ_k ‖W_k‖_F² c_k / 3`` with ``c_k = tr((A_rod⁻¹)_kk)/3`` (``cond_rod_compliance``: forward
-and backward Schur sweeps), not the trace rule: the stretch and shear stiffness dominate
+``1/m_eff = Σ_k ‖W_k‖_F² c_k / 3`` with ``c_k = tr((A_rod⁻¹)_kk)/3`` (``cond_rod_compliance``: the
+factorization and the selected-inverse recursion for the diagonal blocks), not the trace rule: the stretch and shear stiffness dominate
 ``tr(A_kk)`` but not the lateral compliance, and the trace rule put k_v at ~1e4× the point's lateral
 mass, so the rod/virtual-node alternation (a two-block Jacobi converging at ≈ √(k_v c/(1 + k_v c)))
-stalled. What remains slow is that alternation for groups of neighbouring virtual nodes (the cable
-on the drum: the bending length spans ~25 segments, so a group is ~k times as compliant as one
-point): 330 iterations on the winding cable (160 segments) instead of the 500-iteration cap.
+stalled. What remains slow is that alternation for groups of neighbouring virtual nodes (the
+cable on the drum: the bending length, (dt² EI/ρA)^¼ ≈ 0.18 m, spans ~25 segments, so a group is
+~15× as compliant as one point; taking k_v from the group's compliance halved the iterations but
+let a cable resting on the ground sink 9 % of its radius, so it is not done): ~230 iterations on
+the winding cable (160 segments) instead of the 500-iteration cap.
 
 **Step matrix W** (one scalar per node, so Γ = J W Jᵀ is diagonal, COND Prop. 2):
 ``step="frobenius"``: ``w̄_i = tr(A_ii) / Σ_j ‖A_ij‖_F²`` (COND §IV-C.1), the virtual coupling's
@@ -305,7 +307,7 @@ def cond_setup(blocks: ti.types.ndarray(), diag: ti.types.ndarray(), b: ti.types
                phi: ti.types.ndarray(), v_world: ti.types.ndarray(), mu: ti.types.ndarray(),
                param: ti.types.ndarray(), rest_table: ti.types.ndarray(), blockstep: ti.types.ndarray(),
                pair_slot: ti.types.ndarray(), WB: ti.types.ndarray(), WB2: ti.types.ndarray(), RT: ti.types.ndarray(),
-               CR: ti.types.ndarray(), CQ: ti.types.ndarray(), n0: ti.i32, nv: ti.i32, nvx: ti.i32, nc: ti.i32, n_rest: ti.i32, warm: ti.i32, midpoint: ti.i32,
+               CR: ti.types.ndarray(), n0: ti.i32, nv: ti.i32, nvx: ti.i32, nc: ti.i32, n_rest: ti.i32, warm: ti.i32, midpoint: ti.i32,
                gain: float, rigid_gain: float, dt: float, e_default: float, recovery: float, vrec_max: float,
                wcap: float) -> float:
     """Per-step setup: k_v (written to the ContactSet too), W (Frobenius), initial v̂ (real,
@@ -339,8 +341,6 @@ def cond_setup(blocks: ti.types.ndarray(), diag: ti.types.ndarray(), b: ti.types
                 else:
                     d = ti.max(blocks[diag[j]].trace() / 3.0, 1e-300)
                     inv_m += (Wk * Wk).sum() / (3.0 * d)
-        if CQ[q] > inv_m:      # on rod rows: the compliance of the group it moves with (cond_rod_compliance)
-            inv_m = CQ[q]
         kv = 0.0
         j0 = ti.cast(VN[q, 0], ti.i32)
         if inv_m > 0.0:
@@ -631,35 +631,13 @@ def _rod_fill(blocks: ti.types.ndarray(), fixed: ti.types.ndarray(), RI: ti.type
                         DL[j, 36 + 6 * (3 * h + a) + 3 * h2 + b] = Ml[a, b]
 
 
-@ti.func
-def _vn_row(vn_node: ti.types.ndarray(), vn_weight: ti.types.ndarray(), RT: ti.types.ndarray(), q, k: ti.template(),
-            nv, nc):
-    """Node and 3x3 weight k of virtual node q: the ContactSet's (q < nv) or a rerouted rod node's (J_v = [I])."""
-    j = -1
-    Wk = ti.Matrix.zero(float, 3, 3)
-    if q < nv:
-        j = vn_node[q][k]
-        Wk = vn_weight[q, k]
-    else:
-        if ti.static(k == 0):
-            j = RT[2 * nc + q - nv]
-            Wk = ti.Matrix.identity(float, 3)
-    return j, Wk
-
-
 @ti.kernel
 def cond_rod_compliance(blocks: ti.types.ndarray(), fixed: ti.types.ndarray(), RI: ti.types.ndarray(),
                         RSL: ti.types.ndarray(), DL: ti.types.ndarray(), F: ti.types.ndarray(), CR: ti.types.ndarray(),
-                        vn_node: ti.types.ndarray(), vn_weight: ti.types.ndarray(), RT: ti.types.ndarray(),
-                        CQ: ti.types.ndarray(), frame: ti.types.ndarray(), nrods: ti.i32, nb: ti.i32, rows_at: ti.i32,
-                        pos_at: ti.i32, n0: ti.i32, nv: ti.i32, nvx: ti.i32, nc: ti.i32):
-    """Compliances of the rods (without the virtual coupling) for the virtual-node gains:
-    CR[i] = tr((A_rod⁻¹)_ii)/3 on free rod rows (block LDLᵀ, then the selected-inverse recursion
-    (A⁻¹)_jj = S_j⁻¹ + G_{j+1}ᵀ (A⁻¹)_{j+1,j+1} G_{j+1}), and per virtual node on rod rows the
-    compliance of the group of virtual nodes it moves with, CQ[q] = ⅓ Σ_d r_{q,d}ᵀ J_q A_rod⁻¹ Σ_p J_pᵀ r_{p,d}
-    (three solves: a unit force along axis d of its contact's frame, r_{p,d}, on every virtual node
-    of the rods that is in a contact, with the sign of its side; the normals of a cable wrapped on a
-    drum point all around it, so world axes would miss the squeeze mode)."""
+                        nrods: ti.i32, nb: ti.i32, rows_at: ti.i32):
+    """CR[i] = tr((A_rod⁻¹)_ii)/3 on free rod rows: the rod's compliance at a node, without the
+    virtual coupling (m_eff of its virtual nodes, module docstring): block LDLᵀ as in
+    ``cond_rod_factor``, then the selected-inverse recursion (A⁻¹)_jj = S_j⁻¹ + G_{j+1}ᵀ (A⁻¹)_{j+1,j+1} G_{j+1}."""
     _rod_fill(blocks, fixed, RI, RSL, DL, nb, rows_at)
     for rd in range(nrods):
         s0, s1 = RI[rd], RI[rd + 1]
@@ -688,75 +666,6 @@ def cond_rod_compliance(blocks: ti.types.ndarray(), fixed: ti.types.ndarray(), R
                     if fixed[r] == 0:
                         c = (Z[3 * h, 3 * h] + Z[3 * h + 1, 3 * h + 1] + Z[3 * h + 2, 3 * h + 2]) / 3.0
                     CR[r] = c
-    # group compliance: DL[j, 6 d + 3 h + a] = Σ_p (J_pᵀ e_d) on half h of block j (DL is free now)
-    for j in range(nb):
-        for a in ti.static(range(18)):
-            DL[j, a] = 0.0
-    for ms in range(2 * nc):
-        node = RT[ms]
-        if node >= n0:
-            q = node - n0
-            R = frame[ms // 2]
-            if ms % 2 == 0:
-                R = -R
-            for k in ti.static(range(4)):
-                jk, Wk = _vn_row(vn_node, vn_weight, RT, q, k, nv, nc)
-                if jk >= 0:
-                    pk = RI[pos_at + jk]
-                    if pk >= 0:
-                        if fixed[jk] == 0:
-                            b, h = pk // 2, pk % 2
-                            for d in ti.static(range(3)):
-                                f = Wk.transpose() @ ti.Vector([R[d, 0], R[d, 1], R[d, 2]])
-                                for a in ti.static(range(3)):
-                                    ti.atomic_add(DL[b, 6 * d + 3 * h + a], f[a])
-    for rd in range(nrods):
-        s0, s1 = RI[rd], RI[rd + 1]
-        for d in ti.static(range(3)):
-            y = ti.Vector.zero(float, 6)
-            for j in range(s0, s1):
-                g = ti.Vector.zero(float, 6)
-                for a in ti.static(range(6)):
-                    g[a] = DL[j, 6 * d + a]
-                if j > s0:
-                    g -= _get6(F, j, 36) @ y
-                y = g
-                for a in ti.static(range(6)):
-                    F[j, 72 + a] = y[a]
-            x = ti.Vector.zero(float, 6)
-            for jj in range(s1 - s0):
-                j = s1 - 1 - jj
-                yj = ti.Vector.zero(float, 6)
-                for a in ti.static(range(6)):
-                    yj[a] = F[j, 72 + a]
-                xn = _get6(F, j, 0) @ yj
-                if j < s1 - 1:
-                    xn -= _get6(F, j + 1, 36).transpose() @ x
-                x = xn
-                for a in ti.static(range(6)):
-                    DL[j, 18 + 6 * d + a] = x[a]
-    for q in range(nvx):
-        CQ[q] = 0.0
-    for ms in range(2 * nc):
-        node = RT[ms]
-        if node >= n0:
-            q = node - n0
-            R = frame[ms // 2]
-            if ms % 2 == 0:
-                R = -R
-            c = 0.0
-            for k in ti.static(range(4)):
-                jk, Wk = _vn_row(vn_node, vn_weight, RT, q, k, nv, nc)
-                if jk >= 0:
-                    pk = RI[pos_at + jk]
-                    if pk >= 0:
-                        if fixed[jk] == 0:
-                            b, h = pk // 2, pk % 2
-                            for d in ti.static(range(3)):
-                                yv = ti.Vector([DL[b, 18 + 6 * d + 3 * h], DL[b, 18 + 6 * d + 3 * h + 1],
-                                                DL[b, 18 + 6 * d + 3 * h + 2]])
-                                c += ti.Vector([R[d, 0], R[d, 1], R[d, 2]]).dot(Wk @ yv) / 3.0
-            CQ[q] = c
 
 
 @ti.kernel
@@ -1105,7 +1014,6 @@ class CondSolver:
     def _alloc_virtual(self, cap: int) -> None:
         self._vcap = cap
         self.VN = ti.ndarray(float, shape=(cap, _VN_STRIDE))
-        self._CQ = backend.scalar_array(cap, np.zeros(cap))
 
     def _pattern(self, A):
         if self._P is None or self._P_key is not A.pattern:
@@ -1170,13 +1078,12 @@ class CondSolver:
         rest, n_rest = self._restitution_table()
         if self.n_rods:
             cond_rod_compliance(A.blocks, problem.fixed, self._RI, self._RSL, self._DL, self._F, self._CR,
-                                c.vn_node, c.vn_weight, self._RT, self._CQ, c.frame, self.n_rods, self.n_rod_blocks,
-                                self._rod_rows_at, self._rod_pos_at, n0, nv, nvx, nc)
+                                self.n_rods, self.n_rod_blocks, self._rod_rows_at)
         midpoint = 1 if problem.integrator == "midpoint" else 0
         scale2 = cond_setup(A.blocks, A.diag, problem.b, problem.fixed, problem.v_hat, problem.state.v,
                             self._tr, self._rs, self._tr2, self._rs2, self._l1, self._l12, self.V, self.VN, self.C,
                             c.vn_node, c.vn_weight, c.vn_gain, c.node_a, c.node_b, c.frame, c.phi, c.v_world, c.mu,
-                            c.param, rest, self._blockstep, self._pair_slot, self._WB, self._WB2, self._RT, self._CR, self._CQ, n0, nv, nvx, nc, n_rest, int(bool(o.warm_start)), midpoint,
+                            c.param, rest, self._blockstep, self._pair_slot, self._WB, self._WB2, self._RT, self._CR, n0, nv, nvx, nc, n_rest, int(bool(o.warm_start)), midpoint,
                             float(o.virtual_gain), float(o.rigid_gain), float(problem.dt), float(o.restitution), float(o.recovery),
                             float(o.max_recovery_speed), _W_CAP if o.step == "frobenius" else 1e300)
         if self.n_rods:
