@@ -104,7 +104,7 @@ the step's velocity change hardly resolved (relative error 1.6e-2, the warm star
 
 **Chebyshev** (Alg. 3): ν = 1 for the first ``chebyshev_start`` iterations; ϱ from COND eq. 34,
 ``min(‖Δˡ‖/‖Δˡ⁻¹‖, 1)``, evaluated on those unaccelerated iterates (the largest of the last three
-ratios, at most 0.999; with ``rho_adapt`` at least the ϱ the previous step ended with). Eq. 34 on
+ratios, at most 0.999; with ``rho_adapt`` at least ``1 − 2 (1 − ϱ_prev)``, ϱ_prev the ϱ the previous step ended with: recycled, but decaying when no longer needed). Eq. 34 on
 a few early iterates measures the fast modes, not the spectral radius (0.85–0.97 on the mat,
 whose ϱ is 0.9994), and a Chebyshev iteration tuned to ϱ̃ < ϱ leaves the modes above ϱ̃ converging
 at ``(x + √(x²−ϱ̃²))/(1 + √(1−ϱ̃²))`` (0.9977 per iteration for x = 0.9994, ϱ̃ = 0.965: barely
