@@ -302,8 +302,11 @@ def cond_setup(blocks: ti.types.ndarray(), diag: ti.types.ndarray(), b: ti.types
                 for c in ti.static(range(3)):
                     VN[q, 4 + 9 * k + 3 * r + c] = Wk[r, c]
             if j >= 0:
-                d = ti.max(blocks[diag[j]].trace() / 3.0, 1e-300)
-                inv_m += (Wk * Wk).sum() / (3.0 * d)
+                if blockstep[j] == 1:      # a rotational block (rod segment spin): its exact 3x3 compliance
+                    inv_m += (Wk @ blocks[diag[j]].inverse() @ Wk.transpose()).trace() / 3.0
+                else:
+                    d = ti.max(blocks[diag[j]].trace() / 3.0, 1e-300)
+                    inv_m += (Wk * Wk).sum() / (3.0 * d)
         kv = 0.0
         j0 = vn_node[q][0]
         if inv_m > 0.0:
