@@ -21,6 +21,11 @@ entities, ``detect_rigid``, between 1. and 2.):
    is ``margin + dt |v_p|`` (its speed, as for the rigid proxies against SDF entities), so a fast
    rigid body's contact exists the step before it touches; the rigid bodies' broadphase boxes
    grow by the same bound so the FEM triangles and tets within that reach are hashed.
+   An FEM vertex within ``dedup = min(margin, DEDUP · mean edge)`` of a sample of a rigid body
+   gets no contact against that body in 1.: the sample's contact is the same place (its gap to the
+   FEM surface is at most their distance, so it is reported), and two would double the contact's
+   stiffness of a compliant contact; the sample's normal, from the FEM
+   triangle kept in the rigid surface's normal cone, is the well-defined one at a box edge or corner.
 
 Nodalization (COND Prop. 2): every contact claims its real node with an atomic counter; a node
 already claimed routes the contact through a fresh virtual node of its own (``vn_node = [i]``,
@@ -52,6 +57,7 @@ from .shapes import HALFSPACE, MESH
 
 MAX_RINGS = 8          # deep-penetration search: up to margin + MAX_RINGS * h around a vertex
 SLOTS = 2              # bodies A considered per vertex in D-contacts
+DEDUP = 0.25           # FEM vertex within min(margin, DEDUP * mean edge) of a rigid sample: left to the sample
 
 
 @ti.func
@@ -161,7 +167,8 @@ def detect_obstacles(x: ti.types.ndarray(), surf: ti.types.ndarray(), n_surf: ti
                      sdf_entity: ti.types.ndarray(), sdf_rigid: ti.types.ndarray(),
                      n_obs: ti.i32, obs_kind: ti.types.ndarray(), obs_f: ti.types.ndarray(),
                      obs_pose: ti.types.ndarray(), grid: ti.types.ndarray(), mus: ti.types.ndarray(),
-                     axes: ti.types.ndarray(), margin: float, n_nodes: ti.i32, claim: ti.types.ndarray(),
+                     axes: ti.types.ndarray(), margin: float, s_range: ti.types.ndarray(),
+                     s_point: ti.types.ndarray(), dedup: float, n_nodes: ti.i32, claim: ti.types.ndarray(),
                      counters: ti.types.ndarray(), c_node_a: ti.types.ndarray(), c_node_b: ti.types.ndarray(),
                      c_frame: ti.types.ndarray(), c_phi: ti.types.ndarray(), c_mu: ti.types.ndarray(),
                      c_vw: ti.types.ndarray(), c_point: ti.types.ndarray(), c_param: ti.types.ndarray(),
@@ -179,7 +186,11 @@ def detect_obstacles(x: ti.types.ndarray(), surf: ti.types.ndarray(), n_surf: ti
                     if pl.norm() <= obs_f[o, BOUND] + margin:
                         kind = obs_kind[o, 0]
                         phi, nl = shape_sdf(kind, obs_f, o, grid, obs_kind[o, 1], pl)
-                        if phi < margin:
+                        dup = False                 # a rigid surface sample at this vertex (module doc, 3.)
+                        for j in range(s_range[o, 0], s_range[o, 1]):
+                            if (c + R @ s_point[j] - xi).norm() < dedup:
+                                dup = True
+                        if phi < margin and not dup:
                             n = R @ nl
                             q = xi - phi * n
                             node_a, vw = _world_side(o, q, obs_pose, sdf_rigid, counters, vn_node, vn_weight,
@@ -616,6 +627,19 @@ class Detector:
         cat = (lambda i: np.concatenate([s[i] for s in samp])) if samp else (lambda i: None)
         self.s_point, self.s_axis = backend.vec3_array(self.n_samp, cat(0)), backend.vec3_array(self.n_samp, cat(1))
         self.s_cos = backend.scalar_array(self.n_samp, cat(2))
+        # SDF entity o's samples are s_range[o, 0]:s_range[o, 1] (obstacles, and rigid bodies whose
+        # samples are not searched (no body-body pairs): none); an FEM vertex within dedup of one of
+        # them leaves that contact to the sample (module docstring, 3.)
+        rng = np.zeros((max(self.n_sdf, 1), 2), np.int32)
+        B = self.n_bodies
+        if B > 1 and (self.data.pair_row[:B, :B] >= 0).any():
+            off = 0
+            for k, s in zip(touch, samp):
+                rng[self.n_obs + k] = off, off + len(s[0])
+                off += len(s[0])
+        self.s_range = ti.ndarray(ti.i32, shape=rng.shape)
+        self.s_range.from_numpy(rng)
+        self.dedup = min(self.margin, DEDUP * float(self.data.mean_edge))
 
     def update_obstacles(self, t: float, dt: float) -> np.ndarray:
         """Pose and velocity of every obstacle for the step [t, t+dt] (host, O(obstacles))."""
@@ -667,7 +691,8 @@ class Detector:
             sdf = (self.sdf_entity, self.sdf_rigid, self.n_sdf, self.obs_kind, self.obs_f, self.obs_pose)
             if self.n_sdf and self.n_surf:
                 detect_obstacles(state.x, self.surf, self.n_surf, self.node_body, self.fixed, self.pair_row,
-                                 *sdf, self.grid, self.mus, self.axes, self.margin, self.n_nodes, *args)
+                                 *sdf, self.grid, self.mus, self.axes, self.margin, self.s_range, self.s_point,
+                                 self.dedup, self.n_nodes, *args)
             if self.n_prox:
                 detect_rigid(state.x, state.v, state.q, self.p_rigid, self.p_point, self.p_radius, self.p_kind,
                              self.p_axis, self.p_against, self.n_prox, self.rigid_lin, self.com_local,
