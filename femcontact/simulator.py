@@ -293,8 +293,12 @@ class Simulator:
         return st
 
     def _diverged(self, what: str) -> SimulationError:
+        rods = ""
+        if self.rods is not None and self.scene.integrator == "midpoint":
+            rods = ("rods under the midpoint rule, which has no numerical damping (a cable whipping faster than "
+                    "the step resolves gains energy: use integrator='euler' or a smaller dt), ")
         return SimulationError(
-            f"step {self.state.step + 1} (from t = {self.state.time:.6g} s) diverged: {what}. Likely causes: dt = "
+            f"step {self.state.step + 1} (from t = {self.state.time:.6g} s) diverged: {what}. Likely causes: {rods}dt = "
             f"{self.scene.dt:g} s too large for the stiffest material (try a smaller --dt), an element "
             "inverted by a violent load, or a prescribed motion with a jump. Frames written so far are intact.")
 

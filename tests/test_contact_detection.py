@@ -348,3 +348,45 @@ def test_frame_pieces_include_contacts_and_obstacles():
     g = pieces["ground"].points
     np.testing.assert_allclose(g[:, 2], 0.0)
     assert np.abs(g[:, 0]).max() >= 0.05
+
+
+@pytest.mark.parametrize("speed, expect", [(0.0, 0), (0.5, 0), (1.5, 9)])
+def test_fast_rigid_box_samples_reach_the_fem_face_a_step_early(speed, expect):
+    """The rigid box of the test above 1 cm above the one-cell FEM cube (margin 4 mm, dt 1e-2),
+    falling at `speed`: its samples reach ``margin + dt |v_p|`` (1.9 cm at 1.5 m/s, 0.9 cm at
+    0.5 m/s), so at 1.5 m/s, where it would sink 5 mm in this step, its 9 bottom-face samples are
+    already in speculative contact, gap +1 cm, normal +z (those 1 cm higher, 2 cm away, are not);
+    slower, nothing."""
+    gap = 0.01
+    scene = fc.Scene(contact_margin=0.004, dt=1e-2)
+    cube(scene, size=0.1, res=1, name="A")
+    scene.add_rigid_body(shapes.Box((0.01, 0.01, 0.01)), density=1000.0, position=(0.002, 0.001, 0.06 + gap),
+                         velocity=(0.0, 0.0, -speed), name="box")
+    model, state, cs, det, n = detect(scene)
+    d = cs.to_numpy()
+    assert n == expect
+    np.testing.assert_allclose(d["phi"], gap, atol=1e-12)
+    np.testing.assert_allclose(d["normal"], np.tile([0, 0, 1.0], (n, 1)), atol=1e-12)
+
+
+@pytest.mark.parametrize("shift, n_vertex", [(0.0, 0), (0.005, 4)])
+def test_fem_vertex_at_a_rigid_sample_is_left_to_the_sample(shift, n_vertex):
+    """A 2 cm rigid box pressed 1 mm into a FEM cube with 1 cm top-face spacing. Centred on a
+    vertex, its 9 bottom-face samples (corners, edge midpoints, centre) sit on the 9 FEM vertices
+    under it: each place is one contact (the sample's, whose normal is the face's, kept in the
+    corner's normal cone), not two (the FEM vertex against the box SDF as well: 18 contacts, a
+    doubled stiffness, and at the box's edges an SDF normal that may point sideways). Shifted by
+    half a spacing (5 mm > dedup = min(margin, mean edge / 4) = 2.5 mm) the 4 vertices under it
+    are at other places and keep their own contacts."""
+    scene = fc.Scene(contact_margin=0.004)
+    cube(scene, size=0.1, res=10, name="A")
+    scene.add_rigid_body(shapes.Box((0.01, 0.01, 0.01)), density=1000.0, position=(shift, shift, 0.059),
+                         name="box")
+    model, state, cs, det, n = detect(scene)
+    d, vd = cs.to_numpy(), cs.virtual_to_numpy()
+    N, lin = model.n_nodes, model.rigid_lin[0]
+    rigid_b = np.array([nb >= N and vd["node"][nb - N][0] == lin for nb in d["node_b"]])
+    assert rigid_b.sum() == 9 and n - rigid_b.sum() == n_vertex
+    np.testing.assert_allclose(d["phi"][rigid_b], -0.001, atol=1e-12)
+    # normals from side A into side B: +z from the FEM face into the box, -z from the box into a vertex
+    np.testing.assert_allclose(d["normal"], np.where(rigid_b[:, None], 1.0, -1.0) * [0, 0, 1.0], atol=1e-12)

@@ -251,6 +251,36 @@ def test_rigid_cube_rests_on_a_coarse_soft_slab_between_its_vertices(solver):
     assert sim.rigid_pose("cube")[0][2] > h - 1e-2 * sim.model.contact.mean_edge
 
 
+@pytest.mark.parametrize("solver, sink", [("lagged", 5e-4), ("cond", 3e-3)])
+def test_fast_rigid_cube_dropped_on_a_coarse_soft_slab_is_caught_the_step_before_it_touches(solver, sink):
+    """The cube of the test above, 1.2 cm above the slab and falling at 2 m/s (dt 1e-2: it would
+    sink 8 mm into the slab in its first step; margin 8.7 mm): its samples' reach grows with
+    their speed (``_rigid_point_reach``), so the 9 bottom-face contacts exist in step 0 with gap
+    +1.2 cm, and the solver stops it at the surface. Without the growth it sank 9 mm and was pushed
+    out at 0.1 m/s over the next steps. Here no sample is ever more than `sink` inside the slab
+    (lagged: 0.14 mm measured; COND, whose rigid-point contacts are compliant (virtual gain), 2.1 mm)."""
+    h, gap = 0.02, 0.012
+    scene = fc.Scene(dt=1e-2, solver=solver, integrator="midpoint" if solver == "cond" else "euler")
+    mat = fc.Material(youngs_modulus=1e5, poisson_ratio=0.3, density=1000.0, rayleigh_beta=0.02)
+    slab = scene.add_fem_body(fc.meshes.box(size=(0.4, 0.4, 0.1), resolution=(2, 2, 1), center=(0, 0, -0.05)),
+                              mat, name="slab")
+    slab.pin("z < -0.099")
+    scene.add_rigid_body(shapes.Box((h, h, h)), density=8000.0, position=(0.1, 0.1, h + gap),
+                         velocity=(0.0, 0.0, -2.0), name="cube")
+    sim = fc.Simulator(scene)
+    assert sim.model.contact.margin < gap < 2.0 * scene.dt      # out of the plain margin, in this step's path
+    sim.run(steps=1)
+    d, a, b = _rigid_sides(sim)
+    assert np.sum(b == 0) == 9 and np.all(a != 0)
+    np.testing.assert_allclose(d["phi"], gap, atol=1e-12)
+    deepest = 0.0
+    for _ in range(5):
+        sim.run(steps=1)
+        d, a, b = _rigid_sides(sim)
+        deepest = max(deepest, -d["phi"][b == 0].min())
+    assert deepest < sink
+
+
 def _stack(solver, n=3):
     integrator = "midpoint" if solver == "cond" else "euler"
     scene = fc.Scene(dt=1e-2, solver=solver, integrator=integrator)

@@ -17,7 +17,15 @@ entities, ``detect_rigid``, between 1. and 2.):
    the triangle's outward normal when d ~ 0). Up to two bodies A per vertex.
 3. **Rigid samples in FEM bodies** (``detect_rigid_in_fem``): the same search (``_body_contacts``)
    for rigid surface samples, side B a virtual node ``[I, −[r]×]`` on the rigid body; catches a
-   box corner or mesh vertex pressed between the vertices of a coarse FEM body.
+   box corner or mesh vertex pressed between the vertices of a coarse FEM body. A sample's reach
+   is ``margin + dt |v_p|`` (its speed, as for the rigid proxies against SDF entities), so a fast
+   rigid body's contact exists the step before it touches; the rigid bodies' broadphase boxes
+   grow by the same bound so the FEM triangles and tets within that reach are hashed.
+   An FEM vertex within ``dedup = min(margin, DEDUP · mean edge)`` of a sample of a rigid body
+   gets no contact against that body in 1.: the sample's contact is the same place (its gap to the
+   FEM surface is at most their distance, so it is reported), and two would double the contact's
+   stiffness of a compliant contact; the sample's normal, from the FEM
+   triangle kept in the rigid surface's normal cone, is the well-defined one at a box edge or corner.
 
 Nodalization (COND Prop. 2): every contact claims its real node with an atomic counter; a node
 already claimed routes the contact through a fresh virtual node of its own (``vn_node = [i]``,
@@ -49,6 +57,7 @@ from .shapes import HALFSPACE, MESH
 
 MAX_RINGS = 8          # deep-penetration search: up to margin + MAX_RINGS * h around a vertex
 SLOTS = 2              # bodies A considered per vertex in D-contacts
+DEDUP = 0.25           # FEM vertex within min(margin, DEDUP * mean edge) of a rigid sample: left to the sample
 
 
 @ti.func
@@ -75,6 +84,15 @@ def _pose_of(obs_pose: ti.template(), o):
                    [obs_pose[o, 6], obs_pose[o, 7], obs_pose[o, 8]]])
     c = ti.Vector([obs_pose[o, 9], obs_pose[o, 10], obs_pose[o, 11]])
     return R, c
+
+
+@ti.func
+def _rigid_point_reach(v: ti.template(), lin, p, com, margin, dt):
+    """Detection reach of world point p on the rigid body with velocity blocks (lin, lin+1) and
+    centre of mass com: ``margin + dt |v_p|``, grown with the point's speed so a fast body's contact
+    is found the step before it touches (a speculative contact with phi > 0) instead of after it
+    has sunk in by up to ``dt |v_p|``."""
+    return margin + dt * (v[lin] + v[lin + 1].cross(p - com)).norm()
 
 
 @ti.func
@@ -149,7 +167,8 @@ def detect_obstacles(x: ti.types.ndarray(), surf: ti.types.ndarray(), n_surf: ti
                      sdf_entity: ti.types.ndarray(), sdf_rigid: ti.types.ndarray(),
                      n_obs: ti.i32, obs_kind: ti.types.ndarray(), obs_f: ti.types.ndarray(),
                      obs_pose: ti.types.ndarray(), grid: ti.types.ndarray(), mus: ti.types.ndarray(),
-                     axes: ti.types.ndarray(), margin: float, n_nodes: ti.i32, claim: ti.types.ndarray(),
+                     axes: ti.types.ndarray(), margin: float, s_range: ti.types.ndarray(),
+                     s_point: ti.types.ndarray(), dedup: float, n_nodes: ti.i32, claim: ti.types.ndarray(),
                      counters: ti.types.ndarray(), c_node_a: ti.types.ndarray(), c_node_b: ti.types.ndarray(),
                      c_frame: ti.types.ndarray(), c_phi: ti.types.ndarray(), c_mu: ti.types.ndarray(),
                      c_vw: ti.types.ndarray(), c_point: ti.types.ndarray(), c_param: ti.types.ndarray(),
@@ -167,7 +186,11 @@ def detect_obstacles(x: ti.types.ndarray(), surf: ti.types.ndarray(), n_surf: ti
                     if pl.norm() <= obs_f[o, BOUND] + margin:
                         kind = obs_kind[o, 0]
                         phi, nl = shape_sdf(kind, obs_f, o, grid, obs_kind[o, 1], pl)
-                        if phi < margin:
+                        dup = False                 # a rigid surface sample at this vertex (module doc, 3.)
+                        for j in range(s_range[o, 0], s_range[o, 1]):
+                            if (c + R @ s_point[j] - xi).norm() < dedup:
+                                dup = True
+                        if phi < margin and not dup:
                             n = R @ nl
                             q = xi - phi * n
                             node_a, vw = _world_side(o, q, obs_pose, sdf_rigid, counters, vn_node, vn_weight,
@@ -328,7 +351,7 @@ def detect_bodies(x: ti.types.ndarray(), surf: ti.types.ndarray(), n_surf: ti.i3
 
 
 @ti.kernel
-def detect_rigid_in_fem(x: ti.types.ndarray(), quat: ti.types.ndarray(), s_rigid: ti.types.ndarray(),
+def detect_rigid_in_fem(x: ti.types.ndarray(), v: ti.types.ndarray(), quat: ti.types.ndarray(), s_rigid: ti.types.ndarray(),
                         s_point: ti.types.ndarray(), s_axis: ti.types.ndarray(), s_cos: ti.types.ndarray(),
                         n_samp: ti.i32, rigid_lin: ti.types.ndarray(),
                         com_local: ti.types.ndarray(), rigid_body: ti.types.ndarray(), node_body: ti.types.ndarray(),
@@ -336,15 +359,18 @@ def detect_rigid_in_fem(x: ti.types.ndarray(), quat: ti.types.ndarray(), s_rigid
                         tri_counts: ti.types.ndarray(), tri_entries: ti.types.ndarray(), tets: ti.types.ndarray(),
                         tet_counts: ti.types.ndarray(), tet_entries: ti.types.ndarray(), h: float, size: ti.i32,
                         box_lo: ti.types.ndarray(), box_hi: ti.types.ndarray(), n_bodies: ti.i32,
-                        mus: ti.types.ndarray(), axes: ti.types.ndarray(), margin: float, n_nodes: ti.i32,
-                        claim: ti.types.ndarray(), counters: ti.types.ndarray(), c_node_a: ti.types.ndarray(),
+                        mus: ti.types.ndarray(), axes: ti.types.ndarray(), margin: float, dt: float,
+                        n_nodes: ti.i32, claim: ti.types.ndarray(), counters: ti.types.ndarray(),
+                        c_node_a: ti.types.ndarray(),
                         c_node_b: ti.types.ndarray(), c_frame: ti.types.ndarray(), c_phi: ti.types.ndarray(),
                         c_mu: ti.types.ndarray(), c_vw: ti.types.ndarray(), c_point: ti.types.ndarray(),
                         c_param: ti.types.ndarray(), c_imp: ti.types.ndarray(), c_status: ti.types.ndarray(),
                         vn_node: ti.types.ndarray(), vn_weight: ti.types.ndarray()):
     """Rigid surface samples (``bodies.rigid.surface_samples``) against the FEM bodies' tets
     (``_body_contacts``): a box corner or mesh vertex pressed between the vertices of a coarse FEM
-    body, which the FEM-vertex-vs-SDF direction of ``detect_obstacles`` cannot see."""
+    body, which the FEM-vertex-vs-SDF direction of ``detect_obstacles`` cannot see. A sample's
+    reach grows with its speed as a proxy's does in ``detect_rigid`` (``_rigid_point_reach``), so a
+    fast body pressing into a slab is caught the step before it touches."""
     for j in range(n_samp):
         k = s_rigid[j]
         lin = rigid_lin[k]
@@ -352,23 +378,32 @@ def detect_rigid_in_fem(x: ti.types.ndarray(), quat: ti.types.ndarray(), s_rigid
         R = quat_matrix(quat[k])
         p = com + R @ (s_point[j] - com_local[k])
         bv = rigid_body[k]
-        if near_other_body(p, p, bv, node_body, pair_row, box_lo, box_hi, n_bodies, margin):
+        reach = _rigid_point_reach(v, lin, p, com, margin, dt)
+        if near_other_body(p, p, bv, node_body, pair_row, box_lo, box_hi, n_bodies, reach):
             _body_contacts(p, bv, -1, lin, com, R @ s_axis[j], s_cos[j], x, fixed, node_body, pair_row, tris, tri_counts, tri_entries, tets,
-                           tet_counts, tet_entries, h, size, mus, axes, margin, n_nodes, claim, counters,
+                           tet_counts, tet_entries, h, size, mus, axes, reach, n_nodes, claim, counters,
                            c_node_a, c_node_b, c_frame, c_phi, c_mu, c_vw, c_point, c_param, c_imp, c_status,
                            vn_node, vn_weight)
 
 
 @ti.kernel
 def rigid_boxes(obs_pose: ti.types.ndarray(), obs_f: ti.types.ndarray(), o0: ti.i32, n_rigid: ti.i32,
-                rigid_body: ti.types.ndarray(), box_lo: ti.types.ndarray(), box_hi: ti.types.ndarray()):
-    """Rigid bodies' boxes for the broadphase: shape origin ± bounding radius (``body_boxes`` sees
+                rigid_body: ti.types.ndarray(), dt: float, box_lo: ti.types.ndarray(), box_hi: ti.types.ndarray()):
+    """Rigid bodies' boxes for the broadphase: shape origin ± (bounding radius + dt × the fastest
+    surface point's speed bound |v| + |w| (radius + |origin - com|)), so the FEM triangles and tets
+    within a fast sample's grown reach (``_rigid_point_reach``) are hashed (``body_boxes`` sees
     only the centre of mass and the angular block)."""
     for k in range(n_rigid):
         o = o0 + k
+        c = ti.Vector([obs_pose[o, 9], obs_pose[o, 10], obs_pose[o, 11]])
+        com = ti.Vector([obs_pose[o, 18], obs_pose[o, 19], obs_pose[o, 20]])
+        vl = ti.Vector([obs_pose[o, 12], obs_pose[o, 13], obs_pose[o, 14]])
+        w = ti.Vector([obs_pose[o, 15], obs_pose[o, 16], obs_pose[o, 17]])
+        rad = obs_f[o, BOUND]
+        grow = rad + dt * (vl.norm() + w.norm() * (rad + (c - com).norm()))
         for a in ti.static(range(3)):
-            box_lo[rigid_body[k], a] = obs_pose[o, 9 + a] - obs_f[o, BOUND]
-            box_hi[rigid_body[k], a] = obs_pose[o, 9 + a] + obs_f[o, BOUND]
+            box_lo[rigid_body[k], a] = c[a] - grow
+            box_hi[rigid_body[k], a] = c[a] + grow
 
 
 @ti.kernel
@@ -417,8 +452,7 @@ def detect_rigid(x: ti.types.ndarray(), v: ti.types.ndarray(), quat: ti.types.nd
         R = quat_matrix(quat[k])
         com = x[lin]
         p0 = com + R @ (p_point[j] - com_local[k])
-        speed = (v[lin] + v[lin + 1].cross(p0 - com)).norm()
-        reach = margin + dt * speed
+        reach = _rigid_point_reach(v, lin, p0, com, margin, dt)
         rad = p_radius[j]
         for o in range(n_obs):
             row = pair_row[rigid_body[k], sdf_entity[o]]
@@ -593,6 +627,19 @@ class Detector:
         cat = (lambda i: np.concatenate([s[i] for s in samp])) if samp else (lambda i: None)
         self.s_point, self.s_axis = backend.vec3_array(self.n_samp, cat(0)), backend.vec3_array(self.n_samp, cat(1))
         self.s_cos = backend.scalar_array(self.n_samp, cat(2))
+        # SDF entity o's samples are s_range[o, 0]:s_range[o, 1] (obstacles, and rigid bodies whose
+        # samples are not searched (no body-body pairs): none); an FEM vertex within dedup of one of
+        # them leaves that contact to the sample (module docstring, 3.)
+        rng = np.zeros((max(self.n_sdf, 1), 2), np.int32)
+        B = self.n_bodies
+        if B > 1 and (self.data.pair_row[:B, :B] >= 0).any():
+            off = 0
+            for k, s in zip(touch, samp):
+                rng[self.n_obs + k] = off, off + len(s[0])
+                off += len(s[0])
+        self.s_range = ti.ndarray(ti.i32, shape=rng.shape)
+        self.s_range.from_numpy(rng)
+        self.dedup = min(self.margin, DEDUP * float(self.data.mean_edge))
 
     def update_obstacles(self, t: float, dt: float) -> np.ndarray:
         """Pose and velocity of every obstacle for the step [t, t+dt] (host, O(obstacles))."""
@@ -629,7 +676,7 @@ class Detector:
         if self.has_bodies:
             body_boxes(state.x, self.node_body, self.n_nodes, self.n_bodies, self.box_lo, self.box_hi)
             if self.n_rigid:
-                rigid_boxes(self.obs_pose, self.obs_f, self.n_obs, self.n_rigid, self.rigid_body, self.box_lo,
+                rigid_boxes(self.obs_pose, self.obs_f, self.n_obs, self.n_rigid, self.rigid_body, dt, self.box_lo,
                             self.box_hi)
         while True:
             self.counters.fill(0)
@@ -644,7 +691,8 @@ class Detector:
             sdf = (self.sdf_entity, self.sdf_rigid, self.n_sdf, self.obs_kind, self.obs_f, self.obs_pose)
             if self.n_sdf and self.n_surf:
                 detect_obstacles(state.x, self.surf, self.n_surf, self.node_body, self.fixed, self.pair_row,
-                                 *sdf, self.grid, self.mus, self.axes, self.margin, self.n_nodes, *args)
+                                 *sdf, self.grid, self.mus, self.axes, self.margin, self.s_range, self.s_point,
+                                 self.dedup, self.n_nodes, *args)
             if self.n_prox:
                 detect_rigid(state.x, state.v, state.q, self.p_rigid, self.p_point, self.p_radius, self.p_kind,
                              self.p_axis, self.p_against, self.n_prox, self.rigid_lin, self.com_local,
@@ -657,12 +705,12 @@ class Detector:
                               self.box_lo, self.box_hi, self.n_bodies, self.mus, self.axes, self.margin, self.n_nodes,
                               *args)
                 if self.n_samp:
-                    detect_rigid_in_fem(state.x, state.q, self.s_rigid, self.s_point, self.s_axis, self.s_cos,
+                    detect_rigid_in_fem(state.x, state.v, state.q, self.s_rigid, self.s_point, self.s_axis, self.s_cos,
                                         self.n_samp, self.rigid_lin,
                                         self.com_local, self.rigid_body, self.node_body, self.fixed, self.pair_row,
                                         tg.items, tg.counts, tg.entries, eg.items, eg.counts, eg.entries, self.h,
                                         tg.size, self.box_lo, self.box_hi, self.n_bodies, self.mus, self.axes,
-                                        self.margin, self.n_nodes, *args)
+                                        self.margin, dt, self.n_nodes, *args)
             if self.rod_contacts is not None:
                 self.rod_contacts.detect(state, dt, args, sdf)
             n_c, n_v, fill_t, fill_e = (int(v) for v in read4(self.counters))

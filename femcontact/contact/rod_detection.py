@@ -1,8 +1,10 @@
 """Rod contacts (MATH.md §3): Cosserat rod segments are capsules of the rod's radius around the
 centre line; every contact lands in the one ContactSet with the same nodalization as the rest
-of ``detection.py`` (a contact on a rod node claims it or gets its own virtual node; a point
-inside a segment at parameter t is a virtual node ``J_v = [(1−t) I, t I]`` on its two nodes).
-The contact point's velocity is the centre line's (the segment's spin ``ω × r`` is left out).
+of ``detection.py``: the rod side of a contact is always a virtual node on the rod's surface
+point, ``J_v = [(1−t) I, t I, −[r]×]`` on the segment's two nodes and its rotational block
+(``r`` from the centre line to the surface point; at a node, the node and one adjacent segment).
+The point thus moves with the centre line and the segment's spin, ``v = (1−t) v_a + t v_b + ω × r``,
+so a cable can roll and friction sees its twist.
 
 Three kernels, run after the FEM and rigid passes inside ``Detector.detect``:
 
@@ -37,27 +39,31 @@ from .detection import _claim_node, _emit, _pose_of, _triangle_point_node, _worl
 from .broadphase import bucket, cell_of
 from .rod_broadphase import ItemGrid
 from .narrowphase import BOUND, closest_on_triangle, contact_frame, shape_sdf
+from ..bodies.rigid import skew
 
 
 @ti.func
-def _segment_point(ia, ib, t, claim: ti.template(), counters: ti.template(), vn_node: ti.template(),
-                   vn_weight: ti.template(), n_nodes):
-    """Contact node of the point at parameter t of segment (ia, ib): a claimed node at an end, else a
-    new virtual node interpolating the two."""
-    node = -1
-    if t <= 0.0:
-        node = _claim_node(ia, claim, counters, vn_node, vn_weight, n_nodes)
-    elif t >= 1.0:
-        node = _claim_node(ib, claim, counters, vn_node, vn_weight, n_nodes)
-    else:
-        v = ti.atomic_add(counters[1], 1)
-        node = n_nodes + v
-        if v < vn_node.shape[0]:
-            vn_node[v] = ti.Vector([ia, ib, -1, -1])
+def _segment_point(ia, ib, t, seg, off, counters: ti.template(), vn_node: ti.template(), vn_weight: ti.template(),
+                   n_nodes):
+    """A new virtual node at the rod-surface point ``off`` (world offset from the centre line) of the
+    point at parameter t of segment (ia, ib): ``J_v = [(1−t) I, t I, −[off]×]`` on the two nodes and
+    the segment's rotational block ``seg`` (its spin ω × off, like a rigid point; an end point keeps
+    only its node)."""
+    v = ti.atomic_add(counters[1], 1)
+    node = n_nodes + v
+    if v < vn_node.shape[0]:
+        spin = -skew(off)
+        if t <= 0.0 or t >= 1.0 or ia == ib:
+            vn_node[v] = ti.Vector([ib if t >= 1.0 else ia, seg, -1, -1])
+            vn_weight[v, 0] = ti.Matrix.identity(float, 3)
+            vn_weight[v, 1] = spin
+            vn_weight[v, 2] = ti.Matrix.zero(float, 3, 3)
+        else:
+            vn_node[v] = ti.Vector([ia, ib, seg, -1])
             vn_weight[v, 0] = (1.0 - t) * ti.Matrix.identity(float, 3)
             vn_weight[v, 1] = t * ti.Matrix.identity(float, 3)
-            vn_weight[v, 2] = ti.Matrix.zero(float, 3, 3)
-            vn_weight[v, 3] = ti.Matrix.zero(float, 3, 3)
+            vn_weight[v, 2] = spin
+        vn_weight[v, 3] = ti.Matrix.zero(float, 3, 3)
     return node
 
 
@@ -95,7 +101,7 @@ def _segments_closest(p1, q1, p2, q2):
 
 @ti.kernel
 def detect_rod_sdf(x: ti.types.ndarray(), v: ti.types.ndarray(), rn_node: ti.types.ndarray(),
-                   rn_rad: ti.types.ndarray(), n_rn: ti.i32, rs_elem: ti.types.ndarray(), rs_rad: ti.types.ndarray(),
+                   rn_rad: ti.types.ndarray(), rn_seg: ti.types.ndarray(), n_rn: ti.i32, rs_elem: ti.types.ndarray(), rs_rad: ti.types.ndarray(),
                    n_rs: ti.i32, node_body: ti.types.ndarray(), fixed: ti.types.ndarray(),
                    pair_row: ti.types.ndarray(), sdf_entity: ti.types.ndarray(), sdf_rigid: ti.types.ndarray(),
                    n_obs: ti.i32, obs_kind: ti.types.ndarray(), obs_f: ti.types.ndarray(),
@@ -111,14 +117,17 @@ def detect_rod_sdf(x: ti.types.ndarray(), v: ti.types.ndarray(), rn_node: ti.typ
         for o in range(n_obs):
             ia = 0
             ib = 0
+            sg = 0
             rad = 0.0
             if k < n_rn:
                 ia = rn_node[k]
                 ib = ia
+                sg = rn_seg[k]
                 rad = rn_rad[k]
             else:
                 ia = rs_elem[k - n_rn][0]
                 ib = rs_elem[k - n_rn][1]
+                sg = rs_elem[k - n_rn][2]
                 rad = rs_rad[k - n_rn]
             row = pair_row[node_body[ia], sdf_entity[o]]
             other = sdf_rigid[o]
@@ -161,7 +170,7 @@ def detect_rod_sdf(x: ti.types.ndarray(), v: ti.types.ndarray(), rn_node: ti.typ
                         p = pa + t * (pb - pa)
                         q = p - (phi + rad) * n           # on the entity's surface
                         node_a, vw = _world_side(o, q, obs_pose, sdf_rigid, counters, vn_node, vn_weight, n_nodes)
-                        nb = _segment_point(ia, ib, t, claim, counters, vn_node, vn_weight, n_nodes)
+                        nb = _segment_point(ia, ib, t, sg, -rad * n, counters, vn_node, vn_weight, n_nodes)
                         F = contact_frame(n, R @ axes[row])
                         _emit(node_a, nb, F, phi, mus[row], vw, q, row, counters, c_node_a, c_node_b, c_frame,
                               c_phi, c_mu, c_vw, c_point, c_param, c_imp, c_status)
@@ -210,8 +219,8 @@ def _segment_pair(i, j, x: ti.template(), v: ti.template(), rs_elem: ti.template
                         n = (q - p) / d
                     else:
                         n = (pa1 - pa0).cross(pb1 - pb0).normalized()
-                    na = _segment_point(a0, a1, s, claim, counters, vn_node, vn_weight, n_nodes)
-                    nb = _segment_point(b0, b1, t, claim, counters, vn_node, vn_weight, n_nodes)
+                    na = _segment_point(a0, a1, s, rs_elem[i][2], ra * n, counters, vn_node, vn_weight, n_nodes)
+                    nb = _segment_point(b0, b1, t, rs_elem[j][2], -rb * n, counters, vn_node, vn_weight, n_nodes)
                     F = contact_frame(n, axes[row])
                     _emit(na, nb, F, phi, mus[row], ti.Vector([0.0, 0.0, 0.0]), p + ra * n, row, counters,
                           c_node_a, c_node_b, c_frame, c_phi, c_mu, c_vw, c_point, c_param, c_imp, c_status)
@@ -300,7 +309,7 @@ def _nearer_triangle(e, i, p, best, bt, x: ti.template(), tris: ti.template(), n
 
 @ti.kernel
 def detect_rod_fem(x: ti.types.ndarray(), v: ti.types.ndarray(), rn_node: ti.types.ndarray(),
-                   rn_rad: ti.types.ndarray(), n_rn: ti.i32, rs_elem: ti.types.ndarray(), rs_rad: ti.types.ndarray(),
+                   rn_rad: ti.types.ndarray(), rn_seg: ti.types.ndarray(), n_rn: ti.i32, rs_elem: ti.types.ndarray(), rs_rad: ti.types.ndarray(),
                    n_rs: ti.i32, surf: ti.types.ndarray(), n_surf: ti.i32, tris: ti.types.ndarray(), n_tris: ti.i32,
                    use_grid: ti.template(), h: float, size: ti.i32, s_counts: ti.types.ndarray(),
                    s_entries: ti.types.ndarray(), s_ecell: ti.types.ndarray(), s_vmax: ti.types.ndarray(),
@@ -345,7 +354,8 @@ def detect_rod_fem(x: ti.types.ndarray(), v: ti.types.ndarray(), rn_node: ti.typ
                     d = (p - q).norm()
                     n = (p - q) / ti.max(d, 1e-300)
                     row = pair_row[node_body[i], node_body[a0]]
-                    na = _segment_point(a0, a1, bt, claim, counters, vn_node, vn_weight, n_nodes)
+                    na = _segment_point(a0, a1, bt, rs_elem[bs][2], rs_rad[bs] * n, counters, vn_node, vn_weight,
+                                        n_nodes)
                     nb = _claim_node(i, claim, counters, vn_node, vn_weight, n_nodes)
                     _emit(na, nb, contact_frame(n, axes[row]), best, mus[row], ti.Vector([0.0, 0.0, 0.0]),
                           q + rs_rad[bs] * n, row, counters, c_node_a, c_node_b, c_frame, c_phi, c_mu, c_vw,
@@ -387,7 +397,8 @@ def detect_rod_fem(x: ti.types.ndarray(), v: ti.types.ndarray(), rn_node: ti.typ
                 if phi < margin + dt * (v[i] - vq).norm():
                     row = pair_row[node_body[tv[0]], node_body[i]]
                     na = _triangle_point_node(tv, w, counters, vn_node, vn_weight, n_nodes)
-                    nb = _claim_node(i, claim, counters, vn_node, vn_weight, n_nodes)
+                    nb = _segment_point(i, i, 0.0, rn_seg[k - n_surf], -rad * n, counters, vn_node, vn_weight,
+                                        n_nodes)
                     _emit(na, nb, contact_frame(n, axes[row]), phi, mus[row], ti.Vector([0.0, 0.0, 0.0]),
                           q, row, counters, c_node_a, c_node_b, c_frame, c_phi, c_mu, c_vw, c_point, c_param, c_imp,
                           c_status)
@@ -399,13 +410,14 @@ class RodContacts:
     def __init__(self, model, detector):
         backend.ensure_init()
         self.det = detector
-        nodes, nrad, elem, srad, info = [], [], [], [], []
+        nodes, nrad, nseg, elem, srad, info = [], [], [], [], [], []
         for k, spec in enumerate(model.rod_specs):
             br = model.body(spec.name)
             n, npt = spec.n_segments, spec.n_points
             node = br.node_start + np.arange(npt)
             nodes.append(node)
             nrad.append(np.full(npt, spec.radius))
+            nseg.append(br.node_start + npt + np.minimum(np.arange(npt), n - 1))   # a segment at each node
             elem.append(np.stack([node[:-1], node[1:], br.node_start + npt + np.arange(n)], axis=1))
             srad.append(np.full(n, spec.radius))
             skip = 1 + int(np.ceil(3.0 * spec.radius / spec.rest_lengths.min())) if spec.self_contact else -1
@@ -415,6 +427,7 @@ class RodContacts:
         self.n_rs = int(sum(len(a) for a in elem))
         self.rn_node = backend.int_array(np.concatenate(nodes))
         self.rn_rad = backend.scalar_array(self.n_rn, np.concatenate(nrad))
+        self.rn_seg = backend.int_array(np.concatenate(nseg))
         self.rs_elem = backend.int_array(np.concatenate(elem), width=3)
         self.rs_rad = backend.scalar_array(self.n_rs, np.concatenate(srad))
         self.rs_info = backend.int_array(np.concatenate(info), width=4)
@@ -444,7 +457,7 @@ class RodContacts:
         d = self.det
         claim, counters, rest = args[0], args[1], args[2:]
         if d.n_sdf:
-            detect_rod_sdf(state.x, state.v, self.rn_node, self.rn_rad, self.n_rn, self.rs_elem, self.rs_rad,
+            detect_rod_sdf(state.x, state.v, self.rn_node, self.rn_rad, self.rn_seg, self.n_rn, self.rs_elem, self.rs_rad,
                            self.n_rs, d.node_body, d.fixed, d.pair_row, *sdf, d.grid, d.mus, d.axes, d.margin, dt,
                            d.n_nodes, claim, counters, *rest)
         grid = self.broadphase == "grid"
@@ -462,7 +475,7 @@ class RodContacts:
             tg = self.tri_grid or sg
             if grid and self.tri_grid is not None:
                 tg.build(state.x, state.v, 0.5 * d.margin, dt)
-            detect_rod_fem(state.x, state.v, self.rn_node, self.rn_rad, self.n_rn, self.rs_elem, self.rs_rad,
+            detect_rod_fem(state.x, state.v, self.rn_node, self.rn_rad, self.rn_seg, self.n_rn, self.rs_elem, self.rs_rad,
                            self.n_rs, d.surf, d.n_surf, self.tris, self.n_tris, grid, sg.h, sg.size, sg.counts,
                            sg.entries, sg.ecell, sg.vmax, tg.counts, tg.entries, tg.ecell, tg.vmax, d.node_body,
                            d.fixed, d.pair_row, d.mus, d.axes, d.margin, dt, d.n_nodes, claim, counters, *rest)

@@ -45,7 +45,7 @@ claimed by its first contact) is moved onto a solver-private virtual node ``J_v 
 (``cond_reroute``; numbered after the ContactSet's, so ``virtual_velocities`` is unchanged). The
 stiff stretch (EA dt²/m ≈ 4400× the node mass on the winding cable) made κ(W A) ≳ 5000 with a
 nodal W; the block step takes it out of the iteration. A virtual node on rod rows takes
-``1/m_eff = Σ_k ‖W_k‖_F² c_k / 3`` with ``c_k = tr((A_rod⁻¹)_kk)/3`` (``cond_rod_compliance``: the
+``1/m_eff = Σ_k tr(W_k C_k W_kᵀ) / 3`` with ``C_k = (A_rod⁻¹)_kk`` (3x3) (``cond_rod_compliance``: the
 factorization and the selected-inverse recursion for the diagonal blocks), not the trace rule: the stretch and shear stiffness dominate
 ``tr(A_kk)`` but not the lateral compliance, and the trace rule put k_v at ~1e4× the point's lateral
 mass, so the rod/virtual-node alternation (a two-block Jacobi converging at ≈ √(k_v c/(1 + k_v c)))
@@ -70,7 +70,14 @@ bound the spectrum: where several virtual nodes hang on one triangle (a fine bal
 coarse cube face: 7–9 virtual nodes, Σ k_v ≈ 30–60 × the node's own diagonal), λ_max(W Ã)
 reached 2.86 and the plain iteration diverged (scenes/pile.py, step 9). Rows without virtual
 coupling keep the Frobenius value (for FEM rows Gershgorin is 1.5–2× pessimistic: λ_max(W A) is
-1.6–1.8 in the scenes here, and capping them would slow the slow modes for nothing).
+1.6–1.8 in the scenes here, and capping them would slow the slow modes for nothing). But the
+Frobenius rule alone does not bound λ_max(W A) below 2 on every mesh: a slab of flat tets
+(2 × 2 × 5 cm, E = 100 kPa, dt = 1e-2) reaches 2.2 and the plain iteration diverged at its
+corners, far from any contact. So every ``_SCALE_EVERY`` steps 16 power iterations estimate
+λ̃ = λ_max(W_F A) on the scalar-step rows (Rayleigh quotient of ``A x = λ W_F⁻¹ x``) and those
+rows' W_F is scaled by ``min(1, 1.7/λ̃)`` (``w_scale``; 0.78 on that slab, 1 where λ̃ ≤ 1.7). The
+Rayleigh quotient approaches λ_max from below: on that slab, whose top eigenvalues cluster
+(2.264, 2.267, 2.283), 16 steps give 2.19 (4% low), hence the 1.7 target under the limit 2.
 
 **Normal target (restitution and penetration).** The normal condition is
 ``J_n v̂ ≥ t_m`` (COND eq. 11 with φ̃ = −t_m), built from the gap φ (m), the step-start normal
@@ -147,6 +154,9 @@ from .base import SolveStats
 from .projection import PROXIMAL, STRICT, project
 
 _BB_LO, _BB_HI = 0.01, 10.0
+_POWER_STEPS = 16     # power iterations for λ_max(W_F A) (step="frobenius") ...
+_SCALE_EVERY = 25     # ... every this many steps (W_F A's spectrum moves little between steps)
+_LAMBDA_TARGET = 1.7  # W_F is scaled so that the estimated λ_max(W_F A) is at most this (the estimate is low)
 _W_CAP = 1.9          # Gershgorin cap w_i Σ_j ‖Ã_ij‖_∞ ≤ 1.9 on rows the virtual coupling touches
 _RHO_MAX = 0.999
 _RHO_ADAPT_MAX = 0.9995   # ϱ adapted from the accelerated rate stays below this
@@ -299,6 +309,38 @@ def cond_weights_base(indptr: ti.types.ndarray(), blocks: ti.types.ndarray(), di
 
 
 @ti.kernel
+def cond_power_step(indptr: ti.types.ndarray(), indices: ti.types.ndarray(), blocks: ti.types.ndarray(),
+                    tr: ti.types.ndarray(), rs: ti.types.ndarray(), fixed: ti.types.ndarray(),
+                    blockstep: ti.types.ndarray(), x: ti.types.ndarray(), y: ti.types.ndarray(),
+                    out: ti.types.ndarray(), c: float, n: ti.i32):
+    """One power-iteration step on W_F A over the scalar-step rows (W_F = tr/rs, zero on prescribed and
+    block rows): y = W_F A (c x); out += (xᵀAx, xᵀW_F⁻¹x, yᵀy) for x = c·x, whose ratio is the
+    Rayleigh quotient of A x = λ W_F⁻¹ x."""
+    for i in range(n):
+        w = 0.0
+        if fixed[i] == 0 and blockstep[i] == 0 and rs[i] > 0.0:
+            w = tr[i] / rs[i]
+        acc = ti.Vector.zero(float, 3)
+        for k in range(indptr[i], indptr[i + 1]):
+            acc += blocks[k] @ (c * x[indices[k]])
+        yi = w * acc
+        if w > 0.0:
+            xi = c * x[i]
+            out[0] += xi.dot(acc)
+            out[1] += xi.dot(xi) / w
+            out[2] += yi.dot(yi)
+        y[i] = yi
+
+
+@ti.kernel
+def cond_scale_rows(tr: ti.types.ndarray(), blockstep: ti.types.ndarray(), s: float, n: ti.i32):
+    """tr_i *= s on the scalar-step rows (W_F = s·tr/rs)."""
+    for i in range(n):
+        if blockstep[i] == 0:
+            tr[i] *= s
+
+
+@ti.kernel
 def cond_setup(blocks: ti.types.ndarray(), diag: ti.types.ndarray(), b: ti.types.ndarray(),
                fixed: ti.types.ndarray(), v_in: ti.types.ndarray(), v_old: ti.types.ndarray(),
                tr: ti.types.ndarray(), rs: ti.types.ndarray(), tr2: ti.types.ndarray(), rs2: ti.types.ndarray(),
@@ -337,8 +379,10 @@ def cond_setup(blocks: ti.types.ndarray(), diag: ti.types.ndarray(), b: ti.types
             j = ti.cast(VN[q, k], ti.i32)
             Wk = _vweight(VN, q, k)
             if j >= 0:
-                if CR[j] > 0.0:     # a free rod row: the rod's own compliance (cond_rod_compliance)
-                    inv_m += (Wk * Wk).sum() * CR[j] / 3.0
+                if CR[j].trace() > 0.0:     # a free rod row: the rod's own 3x3 compliance (cond_rod_compliance)
+                    inv_m += (Wk @ CR[j] @ Wk.transpose()).trace() / 3.0
+                elif blockstep[j] == 1:      # a rotational block (rigid spin): its exact 3x3 compliance
+                    inv_m += (Wk @ blocks[diag[j]].inverse() @ Wk.transpose()).trace() / 3.0
                 else:
                     d = ti.max(blocks[diag[j]].trace() / 3.0, 1e-300)
                     inv_m += (Wk * Wk).sum() / (3.0 * d)
@@ -636,7 +680,7 @@ def _rod_fill(blocks: ti.types.ndarray(), fixed: ti.types.ndarray(), RI: ti.type
 def cond_rod_compliance(blocks: ti.types.ndarray(), fixed: ti.types.ndarray(), RI: ti.types.ndarray(),
                         RSL: ti.types.ndarray(), DL: ti.types.ndarray(), F: ti.types.ndarray(), CR: ti.types.ndarray(),
                         nrods: ti.i32, nb: ti.i32, rows_at: ti.i32):
-    """CR[i] = tr((A_rod⁻¹)_ii)/3 on free rod rows: the rod's compliance at a node, without the
+    """CR[i] = (A_rod⁻¹)_ii (3x3) on free rod rows: the rod's compliance at a node, without the
     virtual coupling (m_eff of its virtual nodes, module docstring): block LDLᵀ as in
     ``cond_rod_factor``, then the selected-inverse recursion (A⁻¹)_jj = S_j⁻¹ + G_{j+1}ᵀ (A⁻¹)_{j+1,j+1} G_{j+1}."""
     _rod_fill(blocks, fixed, RI, RSL, DL, nb, rows_at)
@@ -663,9 +707,11 @@ def cond_rod_compliance(blocks: ti.types.ndarray(), fixed: ti.types.ndarray(), R
             for h in ti.static(range(2)):
                 r = RI[rows_at + 2 * j + h]
                 if r >= 0:
-                    c = 0.0
+                    c = ti.Matrix.zero(float, 3, 3)
                     if fixed[r] == 0:
-                        c = (Z[3 * h, 3 * h] + Z[3 * h + 1, 3 * h + 1] + Z[3 * h + 2, 3 * h + 2]) / 3.0
+                        for a in ti.static(range(3)):
+                            for b in ti.static(range(3)):
+                                c[a, b] = Z[3 * h + a, 3 * h + b]
                     CR[r] = c
 
 
@@ -921,6 +967,11 @@ class CondSolver:
         self._tr2 = backend.scalar_array(self.n0)
         self._rs2 = backend.scalar_array(self.n0)
         self._l1 = backend.scalar_array(self.n0)
+        self._px = backend.vec3_array(self.n0)
+        self._py = backend.vec3_array(self.n0)
+        self._pout = backend.scalar_array(3)
+        self.w_scale = 1.0
+        self._steps_since_scale = None
         self._l12 = backend.scalar_array(self.n0)
         # rigid-body and rotational blocks take a 3x3 block step (they are never contact nodes,
         # so W stays diagonal on every node a contact touches and Γ = J W Jᵀ stays diagonal)
@@ -1000,7 +1051,29 @@ class CondSolver:
         self._RSL.from_numpy(rsl.astype(np.int32))
         self._DL = ti.ndarray(float, shape=(max(nb, 1), 72))
         self._F = ti.ndarray(float, shape=(max(nb, 1), _F_STRIDE))
-        self._CR = backend.scalar_array(self.n0, np.zeros(self.n0))
+        self._CR = backend.mat3_array(self.n0)
+        self._CR.from_numpy(np.zeros((max(self.n0, 1), 3, 3), backend.np_real()))
+
+    def _spectral_scale(self, A, fixed) -> float:
+        """min(1, 1.7/λ̃), λ̃ the largest eigenvalue of W_F A on the scalar-step rows estimated by
+        ``_POWER_STEPS`` power iterations (module docstring, step matrix)."""
+        n0 = self.n0
+        x, y = self._px, self._py
+        rng = np.random.default_rng(0)
+        x.from_numpy(rng.standard_normal((x.shape[0], 3)).astype(backend.np_real()))
+        out = self._pout
+        lam, c = 0.0, 1.0
+        for _ in range(_POWER_STEPS):
+            out.from_numpy(np.zeros(3, backend.np_real()))
+            cond_power_step(A.indptr, A.indices, A.blocks, self._tr, self._rs, fixed, self._blockstep, x, y, out,
+                            c, n0)
+            num, den, yy = (float(v) for v in out.to_numpy())
+            if not den > 0.0 or not yy > 0.0:
+                return 1.0
+            lam = num / den
+            c = 1.0 / math.sqrt(yy)
+            x, y = y, x
+        return min(1.0, _LAMBDA_TARGET / lam) if lam > 0.0 else 1.0
 
     def _alloc(self, cap: int) -> None:
         self._cap = cap
@@ -1074,8 +1147,16 @@ class CondSolver:
         P = self._pattern(A)
         if self._steps_since_w is None or self._steps_since_w >= o.recycle:
             cond_weights_base(A.indptr, A.blocks, A.diag, self._tr, self._rs, self._l1, n0)
+            if o.step == "frobenius":
+                if self._steps_since_scale is None or self._steps_since_scale >= _SCALE_EVERY:
+                    self.w_scale = self._spectral_scale(A, problem.fixed)
+                    self._steps_since_scale = 0
+                if self.w_scale < 1.0:
+                    cond_scale_rows(self._tr, self._blockstep, self.w_scale, n0)
             self._steps_since_w = 0
         self._steps_since_w += 1
+        if self._steps_since_scale is not None:
+            self._steps_since_scale += 1
         rest, n_rest = self._restitution_table()
         if self.n_rods:
             cond_rod_compliance(A.blocks, problem.fixed, self._RI, self._RSL, self._DL, self._F, self._CR,
