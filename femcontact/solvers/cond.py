@@ -52,8 +52,11 @@ mass, so the rod/virtual-node alternation (a two-block Jacobi converging at ≈ 
 stalled. What remains slow is that alternation for groups of neighbouring virtual nodes (the
 cable on the drum: the bending length, (dt² EI/ρA)^¼ ≈ 0.18 m, spans ~25 segments, so a group is
 ~15× as compliant as one point; taking k_v from the group's compliance halved the iterations but
-let a cable resting on the ground sink 9 % of its radius, so it is not done): ~205 iterations (45 ms) on
-the winding cable (160 segments) instead of the 500-iteration cap (88 ms), with the Chebyshev fix below.
+let a cable resting on the ground sink 9 % of its radius, so it is not done). Winding cable, 160
+segments: without the block step 500 iterations (the cap) every step; with it ~205 while rod
+contacts acted on the centre line; ~380 since their J_v carries the segment's spin ``−[r]×``
+(the plain iteration's rate went from ≈ 0.94 to ≈ 0.995 per iteration: presumably the same group
+effect through twist, whose length scale dt √(G/ρ) ≈ 0.29 m is longer still; not analysed).
 
 **Step matrix W** (one scalar per node, so Γ = J W Jᵀ is diagonal, COND Prop. 2):
 ``step="frobenius"``: ``w̄_i = tr(A_ii) / Σ_j ‖A_ij‖_F²`` (COND §IV-C.1), the virtual coupling's
