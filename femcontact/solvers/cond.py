@@ -679,6 +679,22 @@ def _rod_fill(blocks: ti.types.ndarray(), fixed: ti.types.ndarray(), RI: ti.type
                         DL[j, 36 + 6 * (3 * h + a) + 3 * h2 + b] = Ml[a, b]
 
 
+@ti.func
+def _rod_ldl(s0, s1, DL: ti.types.ndarray(), F: ti.types.ndarray()):
+    """Block LDLᵀ of one rod's 6x6 block-tridiagonal matrix (blocks s0..s1-1 of DL: diagonal at 0,
+    sub-diagonal L_j at 36): F[j, 0:36] = S_j⁻¹ (pivot inverses), F[j, 36:72] = G_j = L_j S_{j−1}⁻¹."""
+    Sp = ti.Matrix.zero(float, 6, 6)
+    for j in range(s0, s1):
+        S = _get6(DL, j, 0)
+        if j > s0:
+            L = _get6(DL, j, 36)
+            G = L @ Sp
+            S = S - G @ L.transpose()
+            _put6(F, j, 36, G)
+        Sp = _inv6(S)
+        _put6(F, j, 0, Sp)
+
+
 @ti.kernel
 def cond_rod_compliance(blocks: ti.types.ndarray(), fixed: ti.types.ndarray(), RI: ti.types.ndarray(),
                         RSL: ti.types.ndarray(), DL: ti.types.ndarray(), F: ti.types.ndarray(), CR: ti.types.ndarray(),
@@ -689,16 +705,7 @@ def cond_rod_compliance(blocks: ti.types.ndarray(), fixed: ti.types.ndarray(), R
     _rod_fill(blocks, fixed, RI, RSL, DL, nb, rows_at)
     for rd in range(nrods):
         s0, s1 = RI[rd], RI[rd + 1]
-        Sp = ti.Matrix.zero(float, 6, 6)
-        for j in range(s0, s1):
-            S = _get6(DL, j, 0)
-            if j > s0:
-                L = _get6(DL, j, 36)
-                G = L @ Sp
-                S = S - G @ L.transpose()
-                _put6(F, j, 36, G)
-            Sp = _inv6(S)
-            _put6(F, j, 0, Sp)
+        _rod_ldl(s0, s1, DL, F)
         Z = ti.Matrix.zero(float, 6, 6)
         for jj in range(s1 - s0):
             j = s1 - 1 - jj
@@ -749,17 +756,7 @@ def cond_rod_factor(blocks: ti.types.ndarray(), fixed: ti.types.ndarray(), VN: t
                                         for b in ti.static(range(3)):
                                             ti.atomic_add(DL[bk, off + 6 * (3 * hk + a) + 3 * hl + b], M[a, b])
     for rd in range(nrods):
-        s0, s1 = RI[rd], RI[rd + 1]
-        Sp = ti.Matrix.zero(float, 6, 6)
-        for j in range(s0, s1):
-            S = _get6(DL, j, 0)
-            if j > s0:
-                L = _get6(DL, j, 36)
-                G = L @ Sp
-                S = S - G @ L.transpose()
-                _put6(F, j, 36, G)
-            Sp = _inv6(S)
-            _put6(F, j, 0, Sp)
+        _rod_ldl(RI[rd], RI[rd + 1], DL, F)
 
 
 @ti.func
