@@ -106,7 +106,7 @@ def detect_rod_sdf(x: ti.types.ndarray(), v: ti.types.ndarray(), rn_node: ti.typ
                    pair_row: ti.types.ndarray(), sdf_entity: ti.types.ndarray(), sdf_rigid: ti.types.ndarray(),
                    n_obs: ti.i32, obs_kind: ti.types.ndarray(), obs_f: ti.types.ndarray(),
                    obs_pose: ti.types.ndarray(), grid: ti.types.ndarray(), mus: ti.types.ndarray(),
-                   axes: ti.types.ndarray(), margin: float, dt: float, n_nodes: ti.i32, claim: ti.types.ndarray(),
+                   axes: ti.types.ndarray(), margin: float, dt: float, n_nodes: ti.i32,
                    counters: ti.types.ndarray(), c_node_a: ti.types.ndarray(), c_node_b: ti.types.ndarray(),
                    c_frame: ti.types.ndarray(), c_phi: ti.types.ndarray(), c_mu: ti.types.ndarray(),
                    c_vw: ti.types.ndarray(), c_point: ti.types.ndarray(), c_param: ti.types.ndarray(),
@@ -179,7 +179,7 @@ def detect_rod_sdf(x: ti.types.ndarray(), v: ti.types.ndarray(), rn_node: ti.typ
 @ti.func
 def _segment_pair(i, j, x: ti.template(), v: ti.template(), rs_elem: ti.template(), rs_rad: ti.template(),
                   rs_info: ti.template(), node_body: ti.template(), fixed: ti.template(), pair_row: ti.template(),
-                  mus: ti.template(), axes: ti.template(), margin, dt, n_nodes, claim: ti.template(),
+                  mus: ti.template(), axes: ti.template(), margin, dt, n_nodes,
                   counters: ti.template(), c_node_a: ti.template(), c_node_b: ti.template(), c_frame: ti.template(),
                   c_phi: ti.template(), c_mu: ti.template(), c_vw: ti.template(), c_point: ti.template(),
                   c_param: ti.template(), c_imp: ti.template(), c_status: ti.template(), vn_node: ti.template(),
@@ -231,7 +231,7 @@ def detect_rod_pairs(x: ti.types.ndarray(), v: ti.types.ndarray(), rs_elem: ti.t
                      rs_rad: ti.types.ndarray(), rs_info: ti.types.ndarray(), n_rs: ti.i32,
                      node_body: ti.types.ndarray(), fixed: ti.types.ndarray(), pair_row: ti.types.ndarray(),
                      mus: ti.types.ndarray(), axes: ti.types.ndarray(), margin: float, dt: float, n_nodes: ti.i32,
-                     claim: ti.types.ndarray(), counters: ti.types.ndarray(), c_node_a: ti.types.ndarray(),
+                     counters: ti.types.ndarray(), c_node_a: ti.types.ndarray(),
                      c_node_b: ti.types.ndarray(), c_frame: ti.types.ndarray(), c_phi: ti.types.ndarray(),
                      c_mu: ti.types.ndarray(), c_vw: ti.types.ndarray(), c_point: ti.types.ndarray(),
                      c_param: ti.types.ndarray(), c_imp: ti.types.ndarray(), c_status: ti.types.ndarray(),
@@ -242,7 +242,7 @@ def detect_rod_pairs(x: ti.types.ndarray(), v: ti.types.ndarray(), rs_elem: ti.t
     for i in range(n_rs):
         for j in range(i + 1, n_rs):
             _segment_pair(i, j, x, v, rs_elem, rs_rad, rs_info, node_body, fixed, pair_row, mus, axes, margin, dt,
-                          n_nodes, claim, counters, c_node_a, c_node_b, c_frame, c_phi, c_mu, c_vw, c_point,
+                          n_nodes, counters, c_node_a, c_node_b, c_frame, c_phi, c_mu, c_vw, c_point,
                           c_param, c_imp, c_status, vn_node, vn_weight)
 
 
@@ -253,7 +253,7 @@ def detect_rod_pairs_grid(x: ti.types.ndarray(), v: ti.types.ndarray(), rs_elem:
                           ecell: ti.types.ndarray(), lo: ti.types.ndarray(), hi: ti.types.ndarray(),
                           node_body: ti.types.ndarray(), fixed: ti.types.ndarray(), pair_row: ti.types.ndarray(),
                           mus: ti.types.ndarray(), axes: ti.types.ndarray(), margin: float, dt: float,
-                          n_nodes: ti.i32, claim: ti.types.ndarray(), counters: ti.types.ndarray(),
+                          n_nodes: ti.i32, counters: ti.types.ndarray(),
                           c_node_a: ti.types.ndarray(), c_node_b: ti.types.ndarray(), c_frame: ti.types.ndarray(),
                           c_phi: ti.types.ndarray(), c_mu: ti.types.ndarray(), c_vw: ti.types.ndarray(),
                           c_point: ti.types.ndarray(), c_param: ti.types.ndarray(), c_imp: ti.types.ndarray(),
@@ -273,7 +273,7 @@ def detect_rod_pairs_grid(x: ti.types.ndarray(), v: ti.types.ndarray(), rs_elem:
                     lj, uj = lo[j], hi[j]
                     if (ti.max(li, lj) <= ti.min(ui, uj)).all() and (cell_of(ti.max(li, lj), h) == cell).all():
                         _segment_pair(i, j, x, v, rs_elem, rs_rad, rs_info, node_body, fixed, pair_row, mus, axes,
-                                      margin, dt, n_nodes, claim, counters, c_node_a, c_node_b, c_frame, c_phi,
+                                      margin, dt, n_nodes, counters, c_node_a, c_node_b, c_frame, c_phi,
                                       c_mu, c_vw, c_point, c_param, c_imp, c_status, vn_node, vn_weight)
 
 
@@ -459,7 +459,7 @@ class RodContacts:
         if d.n_sdf:
             detect_rod_sdf(state.x, state.v, self.rn_node, self.rn_rad, self.rn_seg, self.n_rn, self.rs_elem, self.rs_rad,
                            self.n_rs, d.node_body, d.fixed, d.pair_row, *sdf, d.grid, d.mus, d.axes, d.margin, dt,
-                           d.n_nodes, claim, counters, *rest)
+                           d.n_nodes, counters, *rest)
         grid = self.broadphase == "grid"
         if grid and (self.any_pairs or self.any_fem):
             self.seg_grid.build(state.x, state.v, 0.5 * d.margin, dt)
@@ -467,10 +467,10 @@ class RodContacts:
         if self.any_pairs and grid:
             detect_rod_pairs_grid(state.x, state.v, self.rs_elem, self.rs_rad, self.rs_info, self.n_rs, sg.h, sg.size,
                                   sg.counts, sg.entries, sg.ecell, sg.lo, sg.hi, d.node_body, d.fixed, d.pair_row,
-                                  d.mus, d.axes, d.margin, dt, d.n_nodes, claim, counters, *rest)
+                                  d.mus, d.axes, d.margin, dt, d.n_nodes, counters, *rest)
         elif self.any_pairs:
             detect_rod_pairs(state.x, state.v, self.rs_elem, self.rs_rad, self.rs_info, self.n_rs, d.node_body,
-                             d.fixed, d.pair_row, d.mus, d.axes, d.margin, dt, d.n_nodes, claim, counters, *rest)
+                             d.fixed, d.pair_row, d.mus, d.axes, d.margin, dt, d.n_nodes, counters, *rest)
         if self.any_fem:
             tg = self.tri_grid or sg
             if grid and self.tri_grid is not None:
