@@ -96,6 +96,25 @@ class _Drives:
         self.fixed_np = fixed
         self.count = len(self.index)
 
+    def memory(self) -> dict[str, np.ndarray]:
+        """The current positions (poses) of the prescribed groups, which each step advances."""
+        out = {}
+        for k, (_, d, x_now) in enumerate(self.groups):
+            if isinstance(d, RigidBodySpec):
+                out[f"drive{k}_c"], out[f"drive{k}_R"] = (np.asarray(a, float) for a in x_now)
+            else:
+                out[f"drive{k}"] = np.asarray(x_now, float)
+        return out
+
+    def restore(self, memory: dict[str, np.ndarray]) -> None:
+        """Set the groups' current positions from ``memory()`` of a run of the same scene."""
+        for k, (idx, d, _) in enumerate(self.groups):
+            if isinstance(d, RigidBodySpec):
+                x_now = (memory[f"drive{k}_c"], memory[f"drive{k}_R"])
+            else:
+                x_now = memory[f"drive{k}"]
+            self.groups[k] = (idx, d, x_now)
+
     def values(self, t: float, dt: float, integrator: str) -> tuple[np.ndarray, np.ndarray]:
         """(k, 3) v̂ and (k, 3) end-of-step velocity of all prescribed nodes for the step from t."""
         v_hat, v_end = [], []
@@ -146,7 +165,6 @@ class Simulator:
         self.coef = integ.coefficients(scene.integrator, scene.dt)
         self.A = BlockSparseMatrix(self.model.pattern)
         self.b = backend.vec3_array(n)
-        self.v_hat = backend.vec3_array(n, self.model.initial_velocities)
         self.linear = make_linear_solver(scene.linear_solver, n, tol=scene.linear_tol)
         self.drives = _Drives(scene, self.model)
         self.fixed = backend.scalar_array(n, self.drives.fixed_np, dtype=ti.i32)
@@ -176,6 +194,31 @@ class Simulator:
             from .bodies.rod import RodSystem
 
             self.rods = RodSystem(self.model)
+
+    @property
+    def v_hat(self):
+        """The last step's solution v̂ (vec3 ndarray), warm start of the next; kept in the State."""
+        return self.state.v_hat
+
+    # ------------------------------------------------------------------ checkpoints
+    def save_checkpoint(self, path: str | Path) -> Path:
+        """Write everything the next step depends on (state, warm start, the prescribed groups'
+        positions, the contact solver's memory) to ``path`` (.npz, written atomically); a fresh
+        Simulator of the same scene continues from it bit for bit (``load_checkpoint``)."""
+        self.state.host = self.drives.memory()
+        self.state.solver_memory = self.contact_solver.memory() if self.contact_solver is not None else {}
+        return self.state.save(path)
+
+    def load_checkpoint(self, path: str | Path) -> None:
+        """Continue from a checkpoint written by ``save_checkpoint`` for the same scene."""
+        self.state.load(path)
+        try:
+            self.drives.restore(self.state.host)
+            if self.contact_solver is not None:
+                self.contact_solver.restore(self.state.solver_memory)
+        except KeyError as exc:
+            raise ParameterError(f"checkpoint {path} lacks {exc.args[0]!r}: it was written by another scene "
+                                 "or solver") from None
 
     # ------------------------------------------------------------------ setup
     def _collect_forces(self):

@@ -41,6 +41,13 @@ class SolveStats:
 
 
 class ContactSolver(Protocol):
+    """A contact solver: ``solve`` one step; ``memory``/``restore`` what it carries from one step to
+    the next (saved in checkpoints so a resumed run continues bit for bit)."""
+
     name: str
 
     def solve(self, problem: StepProblem) -> SolveStats: ...
+
+    def memory(self) -> dict: ...
+
+    def restore(self, memory: dict) -> None: ...

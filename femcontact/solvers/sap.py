@@ -322,6 +322,13 @@ class NewtonContactSolver:
         self.last_stats = stats
         return stats
 
+    def memory(self) -> dict:
+        """Nothing: a Newton solve depends only on its StepProblem (the warm start is in the State)."""
+        return {}
+
+    def restore(self, memory: dict) -> None:
+        """Nothing to restore (``memory``)."""
+
     def _line_search(self, cm, vc, dvc, c0: float, c1: float, d0: float):
         """Exact line search: root of dℓ/dα = c0 + α c1 − Δv_cᵀγ(α) on (0, α_max] (SAP §IV-B/C).
 
