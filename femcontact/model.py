@@ -12,6 +12,7 @@ import numpy as np
 
 from . import backend
 from .assembly.sparse import BlockPattern
+from .dofs import DofGroups, DofGroupsBuilder
 from .scene import Scene
 
 
@@ -75,6 +76,7 @@ class Model:
             self.joints = JointSystem(self, scene.joints, scene.attachments)
             self.coupling_pairs.append(self.joints.coupling_pairs)
         self.pattern = self._build_pattern()
+        self.dofs = self._build_dof_groups()
         self._build_contact()
 
     # ------------------------------------------------------------------ rigid bodies and rotational blocks
@@ -211,6 +213,28 @@ class Model:
         self.mass = backend.scalar_array(self.n_nodes, node_mass)
         self.mass_alpha = backend.scalar_array(self.n_nodes, node_mass_alpha)
         self.gravity_arr = backend.vec3_array(1, self.gravity[None])
+
+    def _build_dof_groups(self) -> DofGroups:
+        """The block structure solvers see (``femcontact.dofs``): FEM nodes are points, a rigid body
+        a linear/angular pair, a rod a chain of points and spins; prescribed: pinned or driven
+        nodes and kinematic rigid bodies."""
+        groups = DofGroupsBuilder()
+        prescribed = np.zeros(self.n_nodes, bool)
+        specs = {s.name: s for s in [*self.scene.fem_bodies, *self.rod_specs]}
+        for b in self.bodies:
+            if b.kind == "rigid":
+                spec = self.rigid_specs[self.rigid_index(b.name)]
+                groups.add_rigid(spec.mass)
+                prescribed[b.nodes] = spec.kinematic
+            elif b.kind == "rod":
+                spec = specs[b.name]
+                groups.add_chain(self.mass_np[b.node_start: b.node_start + spec.n_points], spec.n_segments)
+            else:
+                groups.add_points(self.mass_np[b.nodes])
+            if b.kind != "rigid":
+                for d in specs[b.name].drives:
+                    prescribed[b.node_start + np.asarray(d.nodes, np.int64)] = True
+        return groups.build(prescribed)
 
     def _build_pattern(self) -> BlockPattern:
         t = self.tets_np

@@ -72,20 +72,17 @@ class _Drives:
     def __init__(self, scene: Scene, model: Model):
         self.groups = []    # (global indices, drive, current positions of its nodes)
         self.placed = []    # positions of each group's nodes at placement (x0 of position drives)
-        fixed = np.zeros(model.n_nodes, np.int32)
         for spec in [*scene.fem_bodies, *getattr(scene, "rods", [])]:   # rods: same drive records
             start = model.body(spec.name).node_start
             for d in spec.drives:
                 idx = d.nodes + start
                 self.groups.append((idx, d, spec.positions[d.nodes].copy()))
                 self.placed.append(spec.positions[d.nodes].copy())
-                fixed[idx] = 1
         for spec in getattr(scene, "rigid_bodies", []):
             if spec.kinematic:
                 idx = np.arange(2) + model.body(spec.name).node_start
                 self.groups.append((idx, spec, spec.pose(0.0)))
                 self.placed.append(None)
-                fixed[idx] = 1
         self.index = np.concatenate([g[0] for g in self.groups]) if self.groups else np.zeros(0, np.int64)
         uniq, counts = np.unique(self.index, return_counts=True)
         if np.any(counts > 1):
@@ -93,7 +90,7 @@ class _Drives:
             body = next(b for b in model.bodies if b.node_start <= node < b.node_start + b.node_count)
             raise ParameterError(f"node {node - body.node_start} of body {body.name!r} is prescribed by two pin/drive "
                                  "calls; select disjoint node sets")
-        self.fixed_np = fixed
+        self.fixed_np = model.dofs.prescribed.astype(np.int32)
         self.count = len(self.index)
 
     def memory(self) -> dict[str, np.ndarray]:

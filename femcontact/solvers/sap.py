@@ -137,13 +137,11 @@ class NewtonContactSolver:
         _check_params(kind, *opt_vals, where="(solver_options)")
         self._check_table()
         self.linear = make_newton_linear_solver(o["linear_solver"], getattr(model, "n_dofs", 0))
-        self.node_body = model.contact.node_body.astype(np.int64)   # for the Delassus floor 1/M_body
-        mass = np.asarray(model.mass_np, dtype=np.float64)[:model.n_nodes]
-        self.body_mass = np.array([mass[body.nodes].sum() for body in model.bodies] or [0.0])
-        rod_nodes = [np.arange(b.node_start, b.node_start + b.node_count) for b in model.bodies if b.kind == "rod"]
-        rod_nodes = np.concatenate(rod_nodes) if rod_nodes else np.zeros(0, np.int64)
-        self.lumped_nodes = rod_nodes[mass[rod_nodes] > 0]             # rod points: see delassus_estimate
-        self.lumped_blocks = mass[self.lumped_nodes, None, None] * np.eye(3)
+        dofs = model.dofs
+        self.node_body = dofs.body                                     # for the Delassus floor 1/M_body
+        self.body_mass = dofs.body_mass if len(dofs.body_mass) else np.zeros(1)
+        self.lumped_nodes = np.flatnonzero(dofs.lumped)                # see delassus_estimate
+        self.lumped_blocks = dofs.mass[self.lumped_nodes, None, None] * np.eye(3)
         self.last_stats = None
 
     # ------------------------------------------------------------------ parameters
@@ -382,8 +380,9 @@ def delassus_estimate(J: sp.csr_matrix, blocks: np.ndarray, fixed: np.ndarray, c
     elements, inertia for rotational blocks; SAP §V-A), but never below ``1/M_b``, the compliance
     of the body's rigid translation: for a soft body ``dt²K_ii`` alone can exceed the whole
     body's mass, and the true ``(J Ã⁻¹ Jᵀ)_mm`` is at least ``1/M_b``. ``w_m = Σ_b w_mb``.
-    (The solver passes rod points with their lumped mass as ``B``: their diagonal blocks hold the
-    stretch–shear stiffness that the segment rotations relieve, hundreds of times too stiff.)
+    (The solver passes the ``lumped`` blocks of its DofGroups — rod points — with their lumped mass
+    as ``B``: their diagonal blocks hold the stretch–shear stiffness that the segment rotations
+    relieve, hundreds of times too stiff.)
     Prescribed nodes (``fixed``) have infinite mass; a contact with no free node gets the
     smallest ``w`` of the others."""
     n = len(blocks)
