@@ -136,7 +136,7 @@ class NewtonContactSolver:
         opt_vals = [np.nan if o[key] is None else o[key] for key in PHYSICAL]
         _check_params(kind, *opt_vals, where="(solver_options)")
         self._check_table()
-        self.linear = make_newton_linear_solver(o["linear_solver"], getattr(model, "n_dofs", 0))
+        self.linear = make_newton_linear_solver(o["linear_solver"], model.n_dofs)
         self.node_body = model.contact.node_body.astype(np.int64)   # for the Delassus floor 1/M_body
         mass = np.asarray(model.mass_np, dtype=np.float64)[:model.n_nodes]
         self.body_mass = np.array([mass[body.nodes].sum() for body in model.bodies] or [0.0])
@@ -148,7 +148,7 @@ class NewtonContactSolver:
 
     # ------------------------------------------------------------------ parameters
     def _table(self):
-        table = getattr(self.model, "contact_params", None)
+        table = self.model.contact_params
         if table is None:
             return None
         table = np.asarray(table, dtype=float)
