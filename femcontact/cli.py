@@ -27,6 +27,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from . import backend
     from .scene import Scene
     from .simulator import Simulator
+    from .spec.validation import positive
 
     cfg = backend.init(args.arch, args.precision)
     module = load_scene_module(args.scene)
@@ -34,11 +35,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     if not isinstance(scene, Scene):
         raise FemcontactError(f"build() in {args.scene} returned {type(scene).__name__}, not a femcontact.Scene")
     if args.dt is not None:
-        scene.dt = Scene._positive(args.dt, "--dt")
+        scene.dt = positive(args.dt, "--dt")
     if args.solver is not None:
-        from .solvers import check_solver_name
-
-        scene.solver = check_solver_name(args.solver)
+        scene.solver = args.solver          # checked by the Scene
     out = Path(args.out) if args.out else Path("out") / Path(args.scene).stem
     sim = Simulator(scene)
     print(f"femcontact: {args.scene} on {cfg['arch']} ({cfg['precision']}), {sim.model.n_dofs} DOF, "
@@ -69,7 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="simulated time in s (default: the scene's own duration)")
     length.add_argument("--steps", type=int, default=None, metavar="N", help="number of steps instead of a duration")
     run.add_argument("--dt", type=float, default=None, help="override the scene's step size, s")
-    run.add_argument("--solver", default=None, help="override the contact solver (cond, sap, lagged, similar, ...)")
+    run.add_argument("--solver", default=None, help="override the contact solver (cond, sap, lagged or similar)")
     run.add_argument("--arch", default=None, choices=["auto", "cpu", "cuda", "vulkan", "metal"],
                      help="Taichi backend (default: $FEMCONTACT_ARCH or auto = CUDA, then Vulkan/Metal, then CPU)")
     run.add_argument("--precision", default=None, choices=["f64", "f32"],

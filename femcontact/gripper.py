@@ -14,7 +14,8 @@ import numpy as np
 
 from .contact import shapes
 from .errors import ParameterError
-from .scene import Scene, as_rotation_matrix
+from .scene import Scene
+from .spec.validation import as_rotation_matrix
 
 
 class ParallelGripper:

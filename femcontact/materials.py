@@ -1,46 +1,4 @@
-"""Material parameters, validated when created."""
-from __future__ import annotations
+"""Old home of ``Material``; it lives in ``femcontact.spec.material`` now."""
+from .spec.material import Material
 
-import math
-from dataclasses import dataclass
-
-from .errors import ParameterError
-
-
-def _require(cond: bool, message: str) -> None:
-    if not cond:
-        raise ParameterError(message)
-
-
-@dataclass(frozen=True)
-class Material:
-    """Isotropic linear-elastic material with Rayleigh damping.
-
-    youngs_modulus: E in Pa (> 0). poisson_ratio: nu in (-1, 0.5). density: kg/m^3 (> 0).
-    rayleigh_alpha: mass-proportional damping in 1/s (>= 0).
-    rayleigh_beta: stiffness-proportional damping in s (>= 0). D = alpha M + beta K.
-    """
-
-    youngs_modulus: float
-    poisson_ratio: float
-    density: float
-    rayleigh_alpha: float = 0.0
-    rayleigh_beta: float = 0.0
-
-    def __post_init__(self) -> None:
-        for name in ("youngs_modulus", "poisson_ratio", "density", "rayleigh_alpha", "rayleigh_beta"):
-            value = getattr(self, name)
-            _require(isinstance(value, (int, float)) and math.isfinite(value),
-                     f"Material.{name} must be a finite number, got {value!r}")
-        _require(self.youngs_modulus > 0, f"Material.youngs_modulus must be > 0 Pa, got {self.youngs_modulus}")
-        _require(-1.0 < self.poisson_ratio < 0.5,
-                 f"Material.poisson_ratio must lie in (-1, 0.5), got {self.poisson_ratio}")
-        _require(self.density > 0, f"Material.density must be > 0 kg/m^3, got {self.density}")
-        _require(self.rayleigh_alpha >= 0, f"Material.rayleigh_alpha must be >= 0, got {self.rayleigh_alpha}")
-        _require(self.rayleigh_beta >= 0, f"Material.rayleigh_beta must be >= 0, got {self.rayleigh_beta}")
-
-    @property
-    def lame(self) -> tuple[float, float]:
-        """(mu, lambda) Lamé parameters in Pa."""
-        e, nu = self.youngs_modulus, self.poisson_ratio
-        return e / (2 * (1 + nu)), e * nu / ((1 + nu) * (1 - 2 * nu))
+__all__ = ["Material"]

@@ -9,10 +9,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import taichi as ti
 
 from . import backend
 from .assembly.sparse import BlockPattern
 from .dofs import DofGroups, DofGroupsBuilder
+from .bodies.joints import JointSystem
+from .bodies.rigid import quat_from_matrix
+from .contact.setup import build_contact_data
 from .scene import Scene
 
 
@@ -70,9 +74,7 @@ class Model:
         self.coupling_pairs: list = []   # (rows, cols) block pairs added by couplings (joints)
         self.coupling_pairs += self._rod_pairs
         self.joints = None
-        if getattr(scene, "joints", None) or getattr(scene, "attachments", None):
-            from .bodies.joints import JointSystem
-
+        if scene.joints or scene.attachments:
             self.joints = JointSystem(self, scene.joints, scene.attachments)
             self.coupling_pairs.append(self.joints.coupling_pairs)
         self.pattern = self._build_pattern()
@@ -83,12 +85,10 @@ class Model:
     def _add_rigid_bodies(self, node0: int, rest: list, vel: list) -> int:
         """Two blocks per rigid body (centre-of-mass velocity, world angular velocity); fills the
         rotational-block tables (``rot_*_np``) that rods will share."""
-        self.rigid_specs = list(getattr(self.scene, "rigid_bodies", []))
+        self.rigid_specs = list(self.scene.rigid_bodies)
         rot_block, rot_inertia, rot_q = [], [], []
         self.rigid_lin = np.zeros(len(self.rigid_specs), np.int64)
         self._block_mass = []
-        from .bodies.rigid import quat_from_matrix
-
         for k, spec in enumerate(self.rigid_specs):
             self.bodies.append(BodyRange(spec.name, "rigid", node0, 2, self.n_tets, 0))
             self.rigid_lin[k] = node0
@@ -109,7 +109,7 @@ class Model:
         segment blocks (rotational: inertia ρ l diag(I, I, J), quaternion appended after the rigid
         bodies' in ``rot_*_np``). Records ``rod_specs`` and the block pairs the rod elements couple
         (stretch–shear: nodes j, j+1 and segment j; bend–twist: segments j, j+1) in ``_rod_pairs``."""
-        self.rod_specs = list(getattr(self.scene, "rods", []))
+        self.rod_specs = list(self.scene.rods)
         self._rod_pairs = []
         if not self.rod_specs:
             return node0
@@ -158,8 +158,6 @@ class Model:
     def _build_contact(self) -> None:
         """Static contact data: surfaces, obstacles, ``contact_params`` (rows x CONTACT_PARAM_COLUMNS),
         entity pair table; see ``femcontact.contact.setup``."""
-        from .contact.setup import build_contact_data
-
         self.contact = build_contact_data(self)
         self.contact_params = self.contact.params
         self.obstacles = self.contact.obstacles
@@ -167,10 +165,7 @@ class Model:
     @property
     def needs_contact(self) -> bool:
         """True when anything in the scene can touch (some body-body or body-obstacle pair is enabled)."""
-        c = getattr(self, "contact", None)
-        if c is None:
-            return bool(getattr(self.scene, "obstacles", [])) or len(self.bodies) > 1
-        return bool((c.pair_row >= 0).any()) or any(r.self_contact for r in getattr(self, "rod_specs", []))
+        return bool((self.contact.pair_row >= 0).any()) or any(r.self_contact for r in self.rod_specs)
 
     @property
     def n_dofs(self) -> int:
@@ -244,8 +239,6 @@ class Model:
             rows = np.concatenate([rows, np.asarray(r, np.int64).ravel()])
             cols = np.concatenate([cols, np.asarray(c, np.int64).ravel()])
         pattern = BlockPattern(self.n_nodes, rows, cols)
-        import taichi as ti
-
         blk = pattern.index(rows[: 16 * self.n_tets], cols[: 16 * self.n_tets]).reshape(-1, 16).astype(np.int32)
         self.tet_blocks = ti.ndarray(ti.i32, shape=(max(self.n_tets, 1), 16))
         if self.n_tets:

@@ -18,7 +18,9 @@ from .errors import ParameterError, SimulationError
 from .model import Model
 from .bodies import rigid
 from .bodies.rigid import cayley_velocity
-from .scene import RigidBodySpec, Scene
+from .scene import Scene
+from .spec.rigid import RigidBodySpec
+from .spec.validation import vec3 as _vec3
 from .solvers.linear import make_linear_solver
 from .state import State
 
@@ -72,13 +74,13 @@ class _Drives:
     def __init__(self, scene: Scene, model: Model):
         self.groups = []    # (global indices, drive, current positions of its nodes)
         self.placed = []    # positions of each group's nodes at placement (x0 of position drives)
-        for spec in [*scene.fem_bodies, *getattr(scene, "rods", [])]:   # rods: same drive records
+        for spec in [*scene.fem_bodies, *scene.rods]:   # rods: same drive records
             start = model.body(spec.name).node_start
             for d in spec.drives:
                 idx = d.nodes + start
                 self.groups.append((idx, d, spec.positions[d.nodes].copy()))
                 self.placed.append(spec.positions[d.nodes].copy())
-        for spec in getattr(scene, "rigid_bodies", []):
+        for spec in scene.rigid_bodies:
             if spec.kinematic:
                 idx = np.arange(2) + model.body(spec.name).node_start
                 self.groups.append((idx, spec, spec.pose(0.0)))
@@ -187,7 +189,7 @@ class Simulator:
             self.contact_solver = make_contact_solver(scene.solver, self.model, scene.solver_options)
         self._energy_out = backend.scalar_array(2)
         self.rods = None
-        if getattr(self.model, "rod_specs", None):
+        if self.model.rod_specs:
             from .bodies.rod import RodSystem
 
             self.rods = RodSystem(self.model)
@@ -221,7 +223,7 @@ class Simulator:
     def _collect_forces(self):
         static = np.zeros((self.model.n_nodes, 3))
         timed = []
-        for spec in [*self.scene.fem_bodies, *getattr(self.scene, "rods", [])]:
+        for spec in [*self.scene.fem_bodies, *self.scene.rods]:
             start = self.model.body(spec.name).node_start
             for f in spec.forces:
                 idx = f.nodes + start
@@ -505,7 +507,7 @@ class Simulator:
         for r in (self.rods.ranges if self.rods is not None else []):
             if r[0].name == name:
                 return r
-        raise ParameterError(f"no rod named {name!r}; rods: {[s.name for s in getattr(self.model, 'rod_specs', [])]}")
+        raise ParameterError(f"no rod named {name!r}; rods: {[s.name for s in self.model.rod_specs]}")
 
     def _write(self, writer) -> None:
         t0 = _time.perf_counter()
@@ -564,8 +566,6 @@ class Simulator:
     def set_rigid_velocity(self, name: str, linear=None, angular=None) -> None:
         """Set a rigid body's centre-of-mass velocity (m/s) and/or world angular velocity (rad/s) now
         (e.g. to throw a settled object); the next step starts from it."""
-        from .scene import _vec3
-
         lin = int(self.model.rigid_lin[self._rigid(name)])
         v, real = self.state.velocities(), backend.np_real()
         for k, value, what in ((lin, linear, "linear"), (lin + 1, angular, "angular")):

@@ -92,3 +92,81 @@ def test_diverging_run_names_the_step(tmp_path):
     from femcontact.io.vtk import read_pvd_entries
 
     assert len(read_pvd_entries(tmp_path / "run.pvd")) == 4   # frames 0..3 stay readable
+
+
+@pytest.mark.parametrize("name", ["pgs", "incp", "PGS"])
+def test_planned_solver_fails_at_scene(name):
+    """An advertised-but-unimplemented solver is refused when the Scene is made, not at the first step."""
+    with pytest.raises(ParameterError, match=rf"solver '{name}' is not implemented.*cond, sap, lagged, similar"):
+        fc.Scene(solver=name)
+    scene = fc.Scene()
+    with pytest.raises(ParameterError, match="not implemented"):
+        scene.solver = name
+    assert scene.solver == "cond"
+
+
+def test_solver_names_are_exactly_the_registered_solvers():
+    """The static SOLVER_NAMES (checked without importing any solver) match what the solver modules register."""
+    import importlib
+
+    from femcontact import solvers
+
+    assert fc.Scene(solver="Lagged").solver == "lagged"
+    for module in solvers.SOLVER_MODULES:
+        importlib.import_module(f"femcontact.solvers.{module}")
+    assert sorted(solvers.CONTACT_SOLVERS) == sorted(solvers.SOLVER_NAMES)
+    assert not set(solvers.PLANNED_SOLVERS) & set(solvers.SOLVER_NAMES)
+
+
+def test_old_spec_import_paths_still_work():
+    """Specs moved to femcontact.spec; their old homes re-export them."""
+    from femcontact import spec
+    from femcontact.bodies.joints import Attachment, JointSpec
+    from femcontact.contact.obstacles import ContactParams, ObstacleSpec
+    from femcontact.materials import Material
+    from femcontact.rod_spec import RodSpec
+    from femcontact.scene import FemBodySpec, RigidBodySpec, as_rotation_matrix
+    from femcontact.selection import select_nodes
+
+    assert Material is fc.Material is spec.Material
+    assert (FemBodySpec, RigidBodySpec, RodSpec, JointSpec, Attachment, ObstacleSpec, ContactParams) == (
+        spec.FemBodySpec, spec.RigidBodySpec, spec.RodSpec, spec.JointSpec, spec.Attachment, spec.ObstacleSpec,
+        spec.ContactParams)
+    assert select_nodes is spec.select_nodes
+    assert as_rotation_matrix(None).shape == (3, 3)
+
+
+@pytest.mark.parametrize("call, words", [
+    (lambda v: v.vec3((1, 2), "gravity"), "gravity must be three finite numbers"),
+    (lambda v: v.vec3((0, np.nan, 0), "velocity"), "velocity must be three finite"),
+    (lambda v: v.positive(0.0, "dt"), "dt must be a positive number"),
+    (lambda v: v.positive("1", "dt"), "dt must be a positive number"),
+    (lambda v: v.positive_or_none(-1.0, "stiffness"), "stiffness must be a positive number or None"),
+    (lambda v: v.non_negative(-1e-9, "kd"), "kd must be a non-negative number"),
+    (lambda v: v.non_negative_or_nan(np.inf, "tau_d"), "tau_d must be a non-negative finite number"),
+    (lambda v: v.as_rotation_matrix(np.diag([1.0, 1.0, -1.0])), "rotation must be"),
+    (lambda v: v.as_rotation_matrix((0.0, 0.0, 0.0, 0.0)), "quaternion"),
+    (lambda v: v.unit_vector((0.0, 0.0, 0.0), "axis"), "axis must be a non-zero 3-vector"),
+    (lambda v: v.check_drive("drive", None, None), "exactly one"),
+    (lambda v: v.check_drive("drive", None, (0.0, 0.0, 1.0)), "function of time"),
+    (lambda v: v.evaluate_motion(lambda t: 1 / 0, 0.5, "box"), r"motion of box failed at t=0.5"),
+    (lambda v: v.evaluate_motion(lambda t: ((0, 0), None), 0.0, "box"), "position must be three"),
+])
+def test_validation_helpers_name_the_problem(call, words):
+    from femcontact.spec import validation
+
+    with pytest.raises(ParameterError, match=words):
+        call(validation)
+
+
+def test_validation_helpers_return_canonical_values():
+    from femcontact.spec import validation as v
+
+    assert v.positive(np.int64(2), "n") == 2.0
+    assert v.positive_or_none(None, "k") is None
+    assert np.isnan(v.non_negative_or_nan(None, "k"))
+    np.testing.assert_allclose(v.unit_vector([[0.0, 3.0, 4.0]], "axis"), [0.0, 0.6, 0.8])
+    np.testing.assert_allclose(v.as_rotation_matrix((0.0, 0.0, 0.0, 1.0)), np.diag([-1.0, -1.0, 1.0]), atol=1e-15)
+    c, R = v.evaluate_motion(lambda t: ((t, 0, 0), None), 2.0, "box")
+    np.testing.assert_allclose(c, [2.0, 0, 0])
+    np.testing.assert_allclose(R, np.eye(3))

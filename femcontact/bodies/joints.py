@@ -35,194 +35,18 @@ is at most 1 % as compliant as one rod segment however light the node.
 Joints are few; they are evaluated on the host with numpy (vectorized over attachment nodes)
 and scattered into ``A`` and ``b`` by one kernel.
 """
-from dataclasses import dataclass, field
-from typing import Callable, Optional, Union
+from typing import Optional
 
 import numpy as np
 import taichi as ti
 from scipy.spatial.transform import Rotation
 
 from .. import backend
-from ..errors import ParameterError
+from ..spec.drive import Drive  # noqa: F401 (re-exported: its old home)
+from ..spec.joint import JOINT_KINDS, Attachment, JointSpec, locate_points, make_joint  # noqa: F401 (likewise)
+from .rigid import quat_to_matrix
 
-JOINT_KINDS = ("weld", "ball", "hinge", "prismatic")
 STIFFNESS_FACTOR = 1e4
-
-Target = Union[float, Callable[[float], float]]
-
-
-@dataclass
-class Drive:
-    """A PD drive on a joint coordinate: target position (m or rad) and/or velocity, gains, effort
-    limit (N or N m; None: unlimited). ``target``/``velocity`` may be numbers or functions of t."""
-
-    kp: float
-    kd: float
-    target: Optional[Target] = None
-    velocity: Target = 0.0
-    max_force: Optional[float] = None
-
-    def values(self, t: float) -> tuple[float, float]:
-        s = self.target(t) if callable(self.target) else self.target
-        v = self.velocity(t) if callable(self.velocity) else self.velocity
-        return (None if s is None else float(s)), float(v)
-
-
-@dataclass
-class JointSpec:
-    """A joint between rigid body ``parent`` (None: the world) and rigid body ``child``."""
-
-    kind: str
-    parent: Optional[str]
-    child: str
-    anchor: np.ndarray                # world point at build time, m
-    axis: np.ndarray                  # world unit axis at build time (hinge, prismatic)
-    limits: Optional[tuple] = None    # (lower, upper) of the joint coordinate
-    stiffness: Optional[float] = None
-    damping: Optional[float] = None   # s (β of the joint springs); None: dt
-    name: str = ""
-    drive: Optional[Drive] = None
-
-    def set_drive(self, *, kp: float, kd: float = 0.0, target: Optional[Target] = None, velocity: Target = 0.0,
-                  max_force: Optional[float] = None) -> Drive:
-        """PD drive on the joint coordinate (hinge angle in rad, prismatic slide in m, measured from
-        the build-time pose): force ``−kp (s − target) − kd (ṡ − velocity)``, clamped to
-        ``±max_force``. ``target=None`` drives velocity only. Change ``joint.drive.target`` (or
-        ``max_force``) between steps to command it."""
-        if self.kind not in ("hinge", "prismatic"):
-            raise ParameterError(f"joint {self.name!r}: only hinge and prismatic joints have a coordinate to drive")
-        for value, what in ((kp, "kp"), (kd, "kd")):
-            if not isinstance(value, (int, float)) or not np.isfinite(value) or value < 0:
-                raise ParameterError(f"joint {self.name!r}: drive {what} must be a non-negative number, got {value!r}")
-        if max_force is not None and (not isinstance(max_force, (int, float)) or not max_force > 0):
-            raise ParameterError(f"joint {self.name!r}: max_force must be positive or None, got {max_force!r}")
-        self.drive = Drive(float(kp), float(kd), target, velocity, None if max_force is None else float(max_force))
-        return self.drive
-
-
-@dataclass
-class Attachment:
-    """Nodes (body-local) of FEM body or rod ``body`` glued where they are now to rigid body ``rigid``
-    (None: the world), or, when ``target`` names an FEM body, to its material points
-    ``Σ_k weights[i, k] x[target_nodes[i, k]]`` (body-local, padded with weight 0). ``segments``: rod
-    segments (local indices) whose orientation is welded to ``rigid`` (None: the world)."""
-
-    body: str
-    nodes: np.ndarray
-    rigid: Optional[str]
-    stiffness: Optional[float] = None
-    damping: Optional[float] = None
-    name: str = ""
-    target: Optional[str] = None
-    target_nodes: Optional[np.ndarray] = None
-    weights: Optional[np.ndarray] = None
-    segments: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
-
-
-def locate_points(points: np.ndarray, positions: np.ndarray, tets: np.ndarray, tolerance: float,
-                  what: str) -> tuple[np.ndarray, np.ndarray]:
-    """Barycentric (nodes (n, 4), weights (n, 4)) of world ``points`` in an FEM body: the containing
-    tet, else the closest point of the nearest boundary triangle (weight 0 in the 4th slot) if it
-    lies within ``tolerance``; ParameterError otherwise."""
-    from ..meshes.surface import boundary_faces
-    from ..meshes.types import TetMesh
-
-    X = positions[tets]                                        # (m, 4, 3)
-    T = np.transpose(X[:, 1:] - X[:, :1], (0, 2, 1))
-    Tinv = np.linalg.inv(T)
-    faces = boundary_faces(TetMesh(positions, tets))
-    out_n = np.zeros((len(points), 4), np.int64)
-    out_w = np.zeros((len(points), 4))
-    for i, p in enumerate(points):
-        lam = np.einsum("mij,mj->mi", Tinv, p - X[:, 0])
-        bary = np.concatenate([1.0 - lam.sum(1, keepdims=True), lam], 1)
-        best = int(np.argmax(bary.min(1)))
-        if bary[best].min() >= -1e-9:
-            out_n[i], out_w[i] = tets[best], np.clip(bary[best], 0.0, 1.0) / np.clip(bary[best], 0, 1).sum()
-            continue
-        q, w = _closest_on_triangles(p, positions[faces])
-        f = int(np.argmin(np.linalg.norm(q - p, axis=1)))
-        dist = float(np.linalg.norm(q[f] - p))
-        if dist > tolerance:
-            raise ParameterError(f"{what}: point {i} at {np.round(p, 6).tolist()} is {dist:.3g} m outside the "
-                                 f"FEM body (tolerance {tolerance:.3g} m)")
-        out_n[i, :3], out_w[i, :3] = faces[f], w[f]
-        out_n[i, 3] = faces[f][0]
-    return out_n, out_w
-
-
-def _closest_on_triangles(p: np.ndarray, tri: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Closest points (m, 3) of triangles (m, 3, 3) to p and their barycentric weights (m, 3)
-    (Ericson's region test, vectorized)."""
-    a, b, c = tri[:, 0], tri[:, 1], tri[:, 2]
-    ab, ac, ap = b - a, c - a, p - a
-    d1, d2 = (ab * ap).sum(1), (ac * ap).sum(1)
-    bp, cp = p - b, p - c
-    d3, d4 = (ab * bp).sum(1), (ac * bp).sum(1)
-    d5, d6 = (ab * cp).sum(1), (ac * cp).sum(1)
-    va, vb, vc = d3 * d6 - d5 * d4, d5 * d2 - d1 * d6, d1 * d4 - d3 * d2
-    w = np.zeros((len(tri), 3))
-    den = np.where(np.abs(va + vb + vc) > 0, va + vb + vc, 1.0)
-    w[:, 1], w[:, 2] = vb / den, vc / den                   # interior
-    w[:, 0] = 1.0 - w[:, 1] - w[:, 2]
-    cases = [  # (condition, weights) in reverse priority: later ones win
-        ((va <= 0) & (d4 - d3 >= 0) & (d5 - d6 >= 0), "bc"),
-        ((vb <= 0) & (d2 >= 0) & (d6 <= 0), "ac"),
-        ((d6 >= 0) & (d5 <= d6), "c"), ((vc <= 0) & (d1 >= 0) & (d3 <= 0), "ab"),
-        ((d3 >= 0) & (d4 <= d3), "b"), ((d1 <= 0) & (d2 <= 0), "a")]
-    for cond, kind in cases:
-        if kind == "a":
-            val = np.array([1.0, 0, 0])
-        elif kind == "b":
-            val = np.array([0, 1.0, 0])
-        elif kind == "c":
-            val = np.array([0, 0, 1.0])
-        else:
-            if kind == "ab":
-                t = d1 / np.where(d1 - d3 != 0, d1 - d3, 1.0)
-                val = np.stack([1 - t, t, 0 * t], 1)
-            elif kind == "ac":
-                t = d2 / np.where(d2 - d6 != 0, d2 - d6, 1.0)
-                val = np.stack([1 - t, 0 * t, t], 1)
-            else:
-                t = (d4 - d3) / np.where((d4 - d3) + (d5 - d6) != 0, (d4 - d3) + (d5 - d6), 1.0)
-                val = np.stack([0 * t, 1 - t, t], 1)
-            val = val[cond]
-        w[cond] = val
-    return np.einsum("mk,mkj->mj", w, tri), w
-
-
-def make_joint(kind: str, parent, child, anchor, axis, limits, stiffness, damping, name: str,
-               body_names: dict) -> JointSpec:
-    """Validate a joint definition (names, axis, limits, parameters) with clear errors."""
-    what = f"joint {name!r}"
-    if kind not in JOINT_KINDS:
-        raise ParameterError(f"{what}: unknown joint kind {kind!r}; choose one of {', '.join(JOINT_KINDS)}")
-    for role, body in (("parent", parent), ("child", child)):
-        if body is None and role == "parent":
-            continue
-        if body not in body_names:
-            raise ParameterError(f"{what}: {role} {body!r} is not a body of the scene (bodies: {sorted(body_names)})")
-        if body_names[body] != "rigid":
-            raise ParameterError(f"{what}: {role} {body!r} is a {body_names[body]} body; joints connect rigid bodies "
-                                 "(glue FEM nodes with scene.attach)")
-    if parent == child:
-        raise ParameterError(f"{what}: parent and child are the same body {child!r}")
-    anchor = np.asarray(anchor, float)
-    if anchor.shape != (3,) or not np.isfinite(anchor).all():
-        raise ParameterError(f"{what}: anchor must be a world point (3 finite numbers), got {anchor!r}")
-    ax = np.asarray((0.0, 0.0, 1.0) if axis is None else axis, float)
-    if ax.shape != (3,) or not np.isfinite(ax).all() or np.linalg.norm(ax) < 1e-12:
-        raise ParameterError(f"{what}: axis must be a non-zero 3-vector, got {axis!r}")
-    if limits is not None:
-        lo, hi = (float(v) for v in limits)
-        if not (np.isfinite(lo) and np.isfinite(hi)) or lo > hi:
-            raise ParameterError(f"{what}: limits must be (lower, upper) with lower <= upper, got {limits!r}")
-        limits = (lo, hi)
-    for value, label in ((stiffness, "stiffness"), (damping, "damping")):
-        if value is not None and (not isinstance(value, (int, float)) or not np.isfinite(value) or value <= 0):
-            raise ParameterError(f"{what}: {label} must be a positive number or None, got {value!r}")
-    return JointSpec(kind, parent, child, anchor, ax / np.linalg.norm(ax), limits, stiffness, damping, name)
 
 
 def _skew(r: np.ndarray) -> np.ndarray:
@@ -302,7 +126,7 @@ class _RodEnds:
 
 def _rod_element_stiffness(model, body: str, nodes: np.ndarray):
     """(EA/l of the stiffest adjacent segment per node (0 for FEM nodes), EI/l likewise, _RodEnds or None)."""
-    for k, spec in enumerate(getattr(model, "rod_specs", [])):
+    for k, spec in enumerate(model.rod_specs):
         if spec.name == body:
             A, I, _ = spec.areas
             l = spec.rest_lengths
@@ -378,8 +202,6 @@ class JointSystem:
                 spec, seg_q, seg_blk, seg_I, kr_seg = rod.segments(np.asarray(a.segments, np.int64))
                 side = _Side(model, a.rigid)
                 Rseg0 = model.rot_q0_np[seg_q]
-                from .rigid import quat_to_matrix
-
                 Rs0 = quat_to_matrix(Rseg0)
                 R_rel = Rs0 if side.world else np.einsum("ji,njk->nik", R0[side.k], Rs0)   # R_A0ᵀ R_seg0
                 kr = (np.full(len(seg_q), float(a.stiffness)) if a.stiffness else
@@ -395,8 +217,6 @@ class JointSystem:
     # ------------------------------------------------------------------ per step
     def assemble(self, state, A, b, coef, t: float, dt: float) -> None:
         """Add every joint's ``(a_k + a_kb β) Jᵀ K J`` to A and ``−b_f Jᵀ K e`` (+ drive terms) to b."""
-        from .rigid import quat_to_matrix
-
         x = state.positions()
         v = state.velocities()
         R = quat_to_matrix(state.quaternions()) if self.model.n_rot else np.zeros((0, 3, 3))

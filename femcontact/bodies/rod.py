@@ -49,7 +49,7 @@ import numpy as np
 import taichi as ti
 
 from .. import backend
-from ..rod_spec import SHEAR_COEFFICIENT, darboux, quat_conj, quat_mul
+from ..spec.rod import SHEAR_COEFFICIENT, darboux, quat_conj, quat_mul
 from .rigid import quat_matrix, quat_to_matrix, skew
 
 

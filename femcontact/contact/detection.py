@@ -596,7 +596,7 @@ class Detector:
             self.box_hi = ti.ndarray(float, shape=(self.n_bodies, 3))
         self.pose_np = np.zeros((max(self.n_sdf, 1), OBS_POSE))   # rigid rows: filled by rigid_poses
         self.rod_contacts = None                                  # rods: contact/rod_detection.py
-        if getattr(model, "rod_specs", None):
+        if model.rod_specs:
             from .rod_detection import RodContacts
 
             self.rod_contacts = RodContacts(model, self)

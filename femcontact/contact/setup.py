@@ -30,20 +30,17 @@ class ContactData:
     fixed: np.ndarray           # (n_nodes,) 1 for prescribed (pinned/driven) nodes
     margin: float               # detection margin, m
     mean_edge: float            # mean surface edge length, m
-    obstacles: list             # ObstacleSpec, in entity order
+    obstacles: list             # ObstacleSpec (femcontact.spec.contact), in entity order
     row_names: list             # human-readable owner of each params row
 
 
 def build_contact_data(model) -> ContactData:
     scene = model.scene
-    obstacles = list(getattr(scene, "obstacles", []))
+    obstacles = list(scene.obstacles)
     B, O = len(model.bodies), len(obstacles)
     names = [b.name for b in model.bodies] + [o.name for o in obstacles]
     E = B + O
-    defaults = getattr(scene, "contact_defaults", None)
-    from .obstacles import ContactParams
-
-    defaults = defaults or ContactParams()
+    defaults = scene.contact_defaults
     rows = [defaults.row("scene contact defaults")]
     axes = [np.zeros(3)]
     row_names = ["bodies (default)"]
@@ -56,30 +53,30 @@ def build_contact_data(model) -> ContactData:
         axes.append(np.zeros(3) if o.friction_axes is None else o.friction_axes)
         row_names.append(o.name)
         pair_row[:B, B + k] = pair_row[B + k, :B] = 1 + k
-    for pair in getattr(scene, "contact_pairs", []):
+    for pair in scene.contact_pairs:
         ids = []
-        for nm in (pair["a"], pair["b"]):
+        for nm in (pair.a, pair.b):
             if nm not in names:
                 raise ParameterError(f"set_contact names {nm!r}, which is no body or obstacle of the scene "
                                      f"(bodies and obstacles: {names})")
             ids.append(names.index(nm))
         ia, ib = ids
         if ia >= B and ib >= B:
-            raise ParameterError(f"set_contact({pair['a']!r}, {pair['b']!r}): obstacles never collide with "
+            raise ParameterError(f"set_contact({pair.a!r}, {pair.b!r}): obstacles never collide with "
                                  "each other; name at least one body")
-        if not pair["enabled"]:
+        if not pair.enabled:
             pair_row[ia, ib] = pair_row[ib, ia] = -1
             continue
         base = base_params[ib] if ib >= B else base_params[ia]
-        p = base.merged(**pair["overrides"])
-        rows.append(p.row(f"set_contact({pair['a']!r}, {pair['b']!r})"))
-        ax = pair["friction_axes"]
+        p = base.merged(**pair.overrides)
+        rows.append(p.row(f"set_contact({pair.a!r}, {pair.b!r})"))
+        ax = pair.friction_axes
         if ax is None:
             ob = ib if ib >= B else (ia if ia >= B else -1)
             ax = obstacles[ob - B].friction_axes if ob >= 0 and obstacles[ob - B].friction_axes is not None \
                 else np.zeros(3)
         axes.append(ax)
-        row_names.append(f"{pair['a']}-{pair['b']}")
+        row_names.append(f"{pair.a}-{pair.b}")
         pair_row[ia, ib] = pair_row[ib, ia] = len(rows) - 1
 
     node_body = np.zeros(model.n_nodes, np.int32)
@@ -101,15 +98,15 @@ def build_contact_data(model) -> ContactData:
     for k, spec in enumerate(model.rigid_specs):
         if spec.kinematic:
             fixed[model.rigid_lin[k]: model.rigid_lin[k] + 2] = 1
-    for spec in getattr(model, "rod_specs", []):                   # rods: pinned/clamped/driven blocks
+    for spec in model.rod_specs:                                   # rods: pinned/clamped/driven blocks
         start = model.body(spec.name).node_start
         for d in spec.drives:
             fixed[np.asarray(d.nodes, np.int64) + start] = 1
-    margin = getattr(scene, "contact_margin", None)
+    margin = scene.contact_margin
     if margin is None:
         sizes = [0.5 * mean_edge] if mean_edge > 0 else []
         sizes += [0.25 * s.shape.bounding_radius() for s in model.rigid_specs]
-        sizes += [s.radius for s in getattr(model, "rod_specs", [])]
+        sizes += [s.radius for s in model.rod_specs]
         margin = min(sizes) if sizes else 0.0
     margin = float(margin)
     return ContactData(np.array(rows, float), np.array(axes, float), pair_row, surf_nodes, surf_tris, node_body,

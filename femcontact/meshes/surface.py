@@ -8,7 +8,7 @@ from .quality import OUTWARD_FACES, signed_volumes
 from .types import TetMesh
 
 
-def _row_keys(sorted_rows: np.ndarray, n: int) -> np.ndarray:
+def row_keys(sorted_rows: np.ndarray, n: int) -> np.ndarray:
     """Unique int64 key per row of sorted non-negative ints < n (any column count)."""
     k = sorted_rows.shape[1]
     if n > 0 and float(n) ** k < 2**62:
@@ -35,7 +35,7 @@ def _all_faces(mesh: TetMesh) -> np.ndarray:
 def face_counts(mesh: TetMesh):
     """(faces (4m,3), key (4m,), counts per face (4m,)): how many tets share each face."""
     faces = _all_faces(mesh)
-    key = _row_keys(np.sort(faces, axis=1), mesh.n_vertices)
+    key = row_keys(np.sort(faces, axis=1), mesh.n_vertices)
     _, inv, counts = np.unique(key, return_inverse=True, return_counts=True)
     return faces, key, counts[inv.reshape(-1)]
 
@@ -79,7 +79,7 @@ def check_closed_surface(vertices: np.ndarray, faces: np.ndarray, what: str = "s
     n = len(vertices)
     directed = faces[:, [[0, 1], [1, 2], [2, 0]]].reshape(-1, 2)
     undirected = np.sort(directed, axis=1)
-    ukey = _row_keys(undirected, n)
+    ukey = row_keys(undirected, n)
     uniq, first, counts = np.unique(ukey, return_index=True, return_counts=True)
 
     def _examples(mask, k=5):
@@ -103,7 +103,7 @@ def check_closed_surface(vertices: np.ndarray, faces: np.ndarray, what: str = "s
         )
     if not check_orientation:
         return
-    dkey = _row_keys(directed, n)
+    dkey = row_keys(directed, n)
     _, dcounts = np.unique(dkey, return_counts=True)
     if (dcounts > 1).any():
         raise MeshError(

@@ -9,7 +9,7 @@ from contextlib import contextmanager
 import numpy as np
 
 from ..errors import MeshError, ParameterError
-from .surface import _row_keys, check_closed_surface, enclosed_volume, triangle_areas
+from .surface import check_closed_surface, enclosed_volume, row_keys, triangle_areas
 from .types import TetMesh
 from .validate import MeshWarning, merge_duplicate_vertices
 
@@ -51,7 +51,7 @@ def clean_surface(vertices, faces, what="surface"):
     if degen.any():
         notes.append(f"removed {int(degen.sum())} zero-area triangles")
         f = f[~degen]
-    key = _row_keys(np.sort(f, axis=1), len(v))
+    key = row_keys(np.sort(f, axis=1), len(v))
     _, first = np.unique(key, return_index=True)
     if len(first) < len(f):
         notes.append(f"removed {len(f) - len(first)} duplicate triangles")

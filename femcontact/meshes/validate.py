@@ -8,7 +8,7 @@ import numpy as np
 
 from ..errors import MeshError, ParameterError
 from .quality import volume_quality
-from .surface import _row_keys, face_counts
+from .surface import face_counts, row_keys
 from .types import TetMesh
 
 #: Default threshold on the volume quality 6*sqrt(2)*V / l_max^3 (1 = regular tet).
@@ -162,7 +162,7 @@ def validate(mesh: TetMesh, min_quality: float = DEFAULT_MIN_QUALITY, merge_tol:
         log.flipped_tets = int(neg.sum())
 
     # duplicate tets, then conformity: no face may be shared by more than two tets
-    key = _row_keys(np.sort(m.tets, axis=1), m.n_vertices)
+    key = row_keys(np.sort(m.tets, axis=1), m.n_vertices)
     _, first = np.unique(key, return_index=True)
     if len(first) < m.n_tets:
         if not repair:

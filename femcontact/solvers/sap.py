@@ -136,7 +136,7 @@ class NewtonContactSolver:
         opt_vals = [np.nan if o[key] is None else o[key] for key in PHYSICAL]
         _check_params(kind, *opt_vals, where="(solver_options)")
         self._check_table()
-        self.linear = make_newton_linear_solver(o["linear_solver"], getattr(model, "n_dofs", 0))
+        self.linear = make_newton_linear_solver(o["linear_solver"], model.n_dofs)
         dofs = model.dofs
         self.node_body = dofs.body                                     # for the Delassus floor 1/M_body
         self.body_mass = dofs.body_mass if len(dofs.body_mass) else np.zeros(1)
@@ -146,7 +146,7 @@ class NewtonContactSolver:
 
     # ------------------------------------------------------------------ parameters
     def _table(self):
-        table = getattr(self.model, "contact_params", None)
+        table = self.model.contact_params
         if table is None:
             return None
         table = np.asarray(table, dtype=float)

@@ -1,0 +1,28 @@
+"""User specs: what the user asked for, validated when it is made, and nothing else.
+
+``Scene`` (``femcontact.scene``) creates these records and collects them; ``Model`` turns them
+into numeric tables. Modules, in import order (each imports only those above it, plus leaf helpers
+of other packages: ``errors``, ``meshes``, ``contact.shapes``, ``contact.contacts``'s column names
+and ``bodies.rigid``'s mass properties):
+
+- ``validation`` — vec3, rotation, pose, positive/non-negative numbers, drive and motion
+  functions; imports nothing from femcontact but ``errors`` (every layer may use it);
+- ``material`` — ``Material``; ``selection`` — node selectors;
+- ``drive`` — ``NodeDrive`` (prescribed node/segment motion), ``Drive`` (joint PD drive);
+- ``force`` — ``NodalForce``, ``BodyForce``;
+- ``fem``, ``rigid``, ``rod`` — ``FemBodySpec``, ``RigidBodySpec``, ``RodSpec`` and their ``make_*``;
+- ``contact`` — ``ObstacleSpec``, ``ContactParams``, ``ContactPair``;
+- ``joint`` — ``JointSpec``, ``Attachment`` (and point location in an FEM body).
+"""
+from .contact import ContactPair, ContactParams, ObstacleSpec
+from .drive import Drive, NodeDrive
+from .fem import FemBodySpec
+from .force import BodyForce, NodalForce
+from .joint import Attachment, JointSpec
+from .material import Material
+from .rigid import RigidBodySpec
+from .rod import RodSpec
+from .selection import NodeSelector, select_nodes
+
+__all__ = ["Attachment", "BodyForce", "ContactPair", "ContactParams", "Drive", "FemBodySpec", "JointSpec", "Material",
+           "NodalForce", "NodeDrive", "NodeSelector", "ObstacleSpec", "RigidBodySpec", "RodSpec", "select_nodes"]
