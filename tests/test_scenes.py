@@ -173,6 +173,7 @@ def test_cube_push_scene_cube_moves_with_the_paddle():
 
 
 @pytest.mark.slow
+@pytest.mark.sample
 def test_capstan_scene_tension_ratio_while_sliding():
     """scenes/capstan.py as it is (pulled end driven down at 5 cm/s after a 0.2 s ramp, 1 N held):
     while the cable slides, the pulled end's tension is e^{mu pi} x 1 N = 2.566 N. The median over
