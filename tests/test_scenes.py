@@ -142,8 +142,9 @@ def test_hinge_pendulum_scene_period_at_its_amplitude():
 
 
 def test_sphere_roll_scene_ends_rolling_at_five_sevenths():
-    """scenes/sphere_roll.py as it is (COND, thrown at 2 m/s at t = 0, no settling): rolling from
-    t = 2 v0 / (7 mu g) = 0.19 s on, at 5 v0 / 7 within 1%, without slip (v = ω R within 1%)."""
+    """scenes/sphere_roll.py as it is (COND, thrown at 2 m/s at t = 0, no settling): 0.1 s after the
+    rolling onset 2 v0 / (7 mu g) = 0.19 s it rolls at 5 v0 / 7 within 1%, without slip (ω R = v
+    within 1%). (The onset time itself: test_rigid, after settling.)"""
     module = load_scene("sphere_roll")
     sim = fc.Simulator(module.build())
     v0, mu = 2.0, 0.3
