@@ -342,9 +342,7 @@ def test_cond_resting_sphere_sinks_less_than_a_tenth_of_a_millimetre():
     (0.65 mm with the FEM virtual_gain of 10)."""
     depth = {}
     for gain in (10.0, 100.0):
-        scene = fc.Scene(dt=1e-2, solver="cond", solver_options={"rigid_gain": gain})
-        scene.add_obstacle(shapes.HalfSpace(), friction=0.3, name="ground")
-        scene.add_rigid_body(shapes.Sphere(0.05), density=1000.0, position=(0, 0, 0.05), name="ball")
+        scene = load_scene("sphere_roll").build(solver="cond", v0=0.0, mu=0.3, solver_options={"rigid_gain": gain})
         sim = fc.Simulator(scene)
         sim.run(steps=40)
         depth[gain] = 0.05 - sim.rigid_pose("ball")[0][2]
