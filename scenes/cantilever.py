@@ -9,11 +9,15 @@ import femcontact as fc
 LENGTH, HEIGHT = 1.0, 0.1
 
 
-def build() -> fc.Scene:
-    scene = fc.Scene(dt=1e-2, gravity=(0.0, 0.0, -9.81), integrator="midpoint", duration=3.0, name="cantilever")
+def build(resolution=(40, 4, 4), youngs_modulus: float = 1e7, dt: float = 1e-2, integrator: str = "midpoint",
+          linear_solver: str = "auto") -> fc.Scene:
+    """``resolution``: cells along (x, y, z); ``dt``, ``integrator`` and ``linear_solver`` as in
+    ``fc.Scene`` (tests/test_scenes.py takes huge implicit-Euler steps for the static sag)."""
+    scene = fc.Scene(dt=dt, gravity=(0.0, 0.0, -9.81), integrator=integrator, duration=3.0, name="cantilever",
+                     linear_solver=linear_solver)
     beam = scene.add_fem_body(
-        fc.meshes.box(size=(LENGTH, HEIGHT, HEIGHT), resolution=(40, 4, 4), center=(LENGTH / 2, 0.0, 0.0)),
-        material=fc.Material(youngs_modulus=1e7, poisson_ratio=0.3, density=1000.0,
+        fc.meshes.box(size=(LENGTH, HEIGHT, HEIGHT), resolution=resolution, center=(LENGTH / 2, 0.0, 0.0)),
+        material=fc.Material(youngs_modulus=youngs_modulus, poisson_ratio=0.3, density=1000.0,
                              rayleigh_alpha=2.0, rayleigh_beta=1e-3),
         name="beam")
     beam.pin("x < 1e-6")

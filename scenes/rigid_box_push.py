@@ -8,12 +8,12 @@ import femcontact as fc
 MU, MASS, G = 0.5, 1.0, 9.81
 
 
-def build(solver: str = "cond", force_ratio: float = 1.5) -> fc.Scene:
+def build(solver: str = "cond", force_ratio: float = 1.5, mu: float = MU) -> fc.Scene:
     scene = fc.Scene(dt=1e-2, solver=solver, integrator="midpoint" if solver == "cond" else "euler",
                      duration=1.0, name="rigid_box_push")
-    scene.add_obstacle(fc.shapes.HalfSpace(), friction=MU, name="ground")
+    scene.add_obstacle(fc.shapes.HalfSpace(), friction=mu, name="ground")
     box = scene.add_rigid_body(fc.shapes.Box((0.05, 0.05, 0.05)), mass=MASS, position=(0, 0, 0.05), name="box")
-    box.add_force(lambda t: (force_ratio * MU * MASS * G if t >= 0.1 - 1e-9 else 0.0, 0.0, 0.0))
+    box.add_force(lambda t: (force_ratio * mu * MASS * G if t >= 0.1 - 1e-9 else 0.0, 0.0, 0.0))
     return scene
 
 

@@ -2,23 +2,13 @@
 
 Each scene settles for 0.2 s before the measured phase so the contact set is established.
 """
-from pathlib import Path
-
 import numpy as np
 import pytest
 
 import femcontact as fc
-from femcontact.cli import load_scene_module
+from scenes_util import load_scene
 
 G = 9.81
-SCENES = Path(__file__).resolve().parents[1] / "scenes"
-
-
-def load_scene(name: str):
-    """Import scenes/<name>.py (through the CLI's scene loader)."""
-    return load_scene_module(SCENES / f"{name}.py")
-
-
 def stiff_cube_scene(mu=0.5, gravity=(0, 0, -G), force=None, solver="cond", integrator="midpoint"):
     """A 1 kg, 0.1 m stiff cube resting on a floor with friction mu."""
     scene = fc.Scene(dt=1e-2, gravity=gravity, solver=solver, integrator=integrator)

@@ -1,7 +1,4 @@
 """Joints, limits, drives and the parallel gripper (issue 5), with known answers."""
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 from scipy.spatial.transform import Rotation
@@ -9,20 +6,18 @@ from scipy.spatial.transform import Rotation
 import femcontact as fc
 from oscillation import measured_period
 from femcontact.contact import shapes
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scenes"))
+from scenes_util import load_scene
 
 G = 9.81
 
 
 def _pendulum(theta0=0.05, half_length=0.25, integrator="midpoint"):
-    R = Rotation.from_rotvec([0, theta0, 0]).as_matrix()
+    """scenes/hinge_pendulum.py (released at 0.3 rad there), the bar named "rod"."""
     pivot = np.array([0.0, 0.0, 1.0])
-    scene = fc.Scene(dt=1e-2, integrator=integrator)
-    scene.add_rigid_body(shapes.Box((0.02, 0.02, half_length)), density=1000.0,
-                         position=pivot - R @ [0, 0, half_length], rotation=R, name="rod")
-    joint = scene.add_joint("hinge", None, "rod", anchor=pivot, axis=(0, 1, 0))
-    return scene, joint, pivot
+    module = load_scene("hinge_pendulum")
+    assert np.array_equal(module.PIVOT, pivot)
+    scene = module.build(theta0=theta0, half_length=half_length, integrator=integrator, body="rod")
+    return scene, scene.joints[0], pivot
 
 
 def test_hinge_pendulum_small_amplitude_period():
@@ -98,7 +93,7 @@ def test_fem_nodes_attached_to_a_rigid_body_follow_it():
 @pytest.mark.sample
 def test_gripper_lifts_and_holds_a_soft_ball_with_little_slip():
     """mu = 0.5: lifted 10 cm and held 2 s with relative slip at the pads below 1 mm."""
-    import gripper_ball as gb
+    gb = load_scene("gripper_ball")
 
     scene = gb.build(friction=0.5)
     sim = fc.Simulator(scene)
@@ -114,7 +109,7 @@ def test_gripper_lifts_and_holds_a_soft_ball_with_little_slip():
 
 @pytest.mark.slow
 def test_gripper_drops_a_slippery_ball():
-    import gripper_ball as gb
+    gb = load_scene("gripper_ball")
 
     sim = fc.Simulator(gb.build(friction=0.05))
     sim.run(duration=gb.T_LIFT + 1.0)
@@ -126,7 +121,7 @@ def test_gripper_drops_a_slippery_ball():
 def test_soft_fingers_lift_a_rigid_cylinder_without_visible_penetration():
     """COND §V-D soft gripper: two FEM fingers squeeze and lift a rigid cylinder 5 cm; the deepest
     contact stays within 1% of the mean surface edge length."""
-    import soft_fingers_cylinder as sfc
+    sfc = load_scene("soft_fingers_cylinder")
 
     sim = fc.Simulator(sfc.build())
     deepest = 0.0

@@ -6,6 +6,7 @@ import femcontact as fc
 from oscillation import measured_period
 from femcontact.bodies import rigid
 from femcontact.contact import shapes
+from scenes_util import load_scene
 
 G = 9.81
 
@@ -82,11 +83,7 @@ def test_torque_spins_up_a_body_at_tau_over_inertia():
 
 def _thrown_sphere(solver, v0=2.0, mu=0.3, dt=1e-2):
     """A ball settled on the ground, then thrown: velocity v0 along x, no spin, at t = 0."""
-    integrator = "midpoint" if solver == "cond" else "euler"
-    scene = fc.Scene(dt=dt, solver=solver, integrator=integrator)
-    scene.add_obstacle(shapes.HalfSpace(), friction=mu, name="ground")
-    scene.add_rigid_body(shapes.Sphere(0.05), density=1000.0, position=(0, 0, 0.05), name="ball")
-    sim = fc.Simulator(scene)
+    sim = fc.Simulator(load_scene("sphere_roll").build(solver=solver, v0=0.0, mu=mu, dt=dt))   # at rest first
     sim.run(steps=20)
     sim.set_rigid_velocity("ball", (v0, 0, 0), (0, 0, 0))
     return sim
@@ -133,12 +130,8 @@ def test_sap_thrown_sphere_hops_by_its_known_gliding_velocity():
 
 
 def _pushed_box(solver, force_ratio, mu=0.5, steps=50):
-    integrator = "midpoint" if solver == "cond" else "euler"
-    scene = fc.Scene(dt=1e-2, solver=solver, integrator=integrator)
-    scene.add_obstacle(shapes.HalfSpace(), friction=mu, name="ground")
-    box = scene.add_rigid_body(shapes.Box((0.05, 0.05, 0.05)), mass=1.0, position=(0, 0, 0.05), name="box")
-    box.add_force(lambda t: (force_ratio * mu * 1.0 * G if t >= 0.1 - 1e-9 else 0.0, 0.0, 0.0))
-    sim = fc.Simulator(scene)
+    """scenes/rigid_box_push.py: a 1 kg box pushed by force_ratio mu m g from t = 0.1 s."""
+    sim = fc.Simulator(load_scene("rigid_box_push").build(solver=solver, force_ratio=force_ratio, mu=mu))
     sim.run(steps=10)   # settle
     x0 = sim.rigid_pose("box")[0]
     t0 = sim.state.time
@@ -349,9 +342,7 @@ def test_cond_resting_sphere_sinks_less_than_a_tenth_of_a_millimetre():
     (0.65 mm with the FEM virtual_gain of 10)."""
     depth = {}
     for gain in (10.0, 100.0):
-        scene = fc.Scene(dt=1e-2, solver="cond", solver_options={"rigid_gain": gain})
-        scene.add_obstacle(shapes.HalfSpace(), friction=0.3, name="ground")
-        scene.add_rigid_body(shapes.Sphere(0.05), density=1000.0, position=(0, 0, 0.05), name="ball")
+        scene = load_scene("sphere_roll").build(solver="cond", v0=0.0, mu=0.3, solver_options={"rigid_gain": gain})
         sim = fc.Simulator(scene)
         sim.run(steps=40)
         depth[gain] = 0.05 - sim.rigid_pose("ball")[0][2]

@@ -7,16 +7,16 @@ from scipy.spatial.transform import Rotation
 import femcontact as fc
 from femcontact.bodies.rigid import quat_to_matrix
 from femcontact.errors import ParameterError
+from scenes_util import load_scene
 
 G_ACC = 9.81
 
 
 def _cantilever(n=20, E=2e9, r=0.01, rho=1000.0, L=1.0, **kw):
-    scene = fc.Scene(dt=0.05, integrator="euler", solver="lagged", **kw)
-    rod = scene.add_rod(fc.meshes.rod_straight((0, 0, 0), (L, 0, 0), n), r, youngs_modulus=E, poisson_ratio=0.3,
-                        density=rho, rayleigh_alpha=5.0, self_contact=False, name="rod")
-    rod.clamp("start")
-    return scene, rod
+    """scenes/rod_cantilever.py at dt = 0.05 (the scene runs 1e-2)."""
+    scene = load_scene("rod_cantilever").build(n_segments=n, youngs_modulus=E, radius=r, density=rho, length=L,
+                                               dt=0.05, **kw)
+    return scene, scene.body("rod")
 
 
 def test_cantilever_tip_deflection_self_weight():
@@ -66,14 +66,9 @@ def test_rigid_motion_no_force_and_rest_curvature_preserved():
 def test_hanging_cable_catenary():
     """Sag of a cable pinned at both ends within 2% of the catenary of its length and span."""
     D, S, n = 0.8, 1.0, 40
-    h0 = np.sqrt((S / 2) ** 2 - (D / 2) ** 2)
-    s = np.linspace(0, S, n + 1)
-    z = -np.minimum(s, S - s) * 2 * h0 / S                    # start from a V of the right length
-    scene = fc.Scene(dt=0.02, integrator="euler", solver="lagged")
-    cable = scene.add_rod(np.c_[-D / 2 + s * D / S, 0 * s, z], 0.002, youngs_modulus=1e7, density=1000,
-                          rayleigh_alpha=5.0, rest_shape="straight", self_contact=False, name="cable")
-    cable.pin([0, n])
-    sim = fc.Simulator(scene)
+    scene_module = load_scene("cable_hanging")                # started from a V of the right length
+    assert (scene_module.SPAN, scene_module.LENGTH, scene_module.N) == (D, S, n)
+    sim = fc.Simulator(scene_module.build())
     sim.run(steps=150)
     a = brentq(lambda a: 2 * a * np.sinh(D / (2 * a)) - S, 1e-3, 100)
     sag = a * (np.cosh(D / (2 * a)) - 1)
@@ -81,20 +76,12 @@ def test_hanging_cable_catenary():
 
 
 def _capstan(factor, solver="lagged", mu=0.3, steps=150, options=None):
-    Rc, r, leg, nseg, nl = 0.1, 0.001, 0.2, 40, 8
-    Rp = Rc + r
-    th = np.linspace(0, np.pi, nseg + 1)
-    pts = np.r_[np.c_[np.full(nl, Rp), np.zeros(nl), np.linspace(-leg, 0, nl, endpoint=False)],
-                np.c_[Rp * np.cos(th), 0 * th, Rp * np.sin(th)],
-                np.c_[np.full(nl, -Rp), np.zeros(nl), np.linspace(0, -leg, nl + 1)[1:]]]
-    scene = fc.Scene(dt=2e-3, integrator="euler", solver=solver, gravity=(0, 0, 0), solver_options=options)
-    cable = scene.add_rod(pts, r, youngs_modulus=1e9, density=1e5, rest_shape="straight", self_contact=False,
-                          name="cable")
-    scene.add_obstacle(fc.shapes.Cylinder(radius=Rc, half_length=0.1), rotation=Rotation.from_rotvec([np.pi / 2, 0, 0]),
-                       friction=mu, name="drum")
-    hold = 1.0
-    cable.add_force((0, 0, -hold), nodes=[0], mode="per_node")
-    cable.add_force((0, 0, -factor * np.exp(mu * np.pi) * hold), nodes=[len(pts) - 1], mode="per_node")
+    """scenes/capstan.py with this test's cable: density 1e5 (the scene has 1e4), no Rayleigh damping
+    (the scene has alpha = 2), and the pulled end loaded by a force instead of driven."""
+    hold = 1.0                                                 # the scene's holding force (N)
+    scene = load_scene("capstan").build(density=1e5, rayleigh_alpha=0.0, mu=mu, solver=solver, solver_options=options,
+                                        pull_force=factor * np.exp(mu * np.pi) * hold)
+    cable = scene.body("cable")
     sim = fc.Simulator(scene)
     x0 = sim.rod_positions("cable")[-1, 2]
     sim.run(steps=steps)
@@ -158,11 +145,8 @@ def _segment_distances(x, skip):
 def test_coil_does_not_pass_through_itself():
     """A 3-turn coil (turns 1.5 diameters apart) dropped on the ground stacks instead of collapsing."""
     r = 0.005
-    scene = fc.Scene(dt=5e-3, integrator="euler", solver="lagged")
-    coil = scene.add_rod(fc.meshes.rod_helix(0.05, 3 * r, 3.0, center=(0, 0, 0.02)), r, youngs_modulus=1e6,
-                         density=1000, rayleigh_alpha=2.0, rest_shape="straight", name="coil")
-    scene.add_obstacle(fc.shapes.HalfSpace(normal=(0, 0, 1)), friction=0.3, name="ground")
-    sim = fc.Simulator(scene)
+    assert load_scene("cable_coil").R == r
+    sim = fc.Simulator(load_scene("cable_coil").build(height=0.02))   # the scene drops it from 0.05
     sim.run(steps=100)
     x = sim.rod_positions("coil")
     assert x[:, 2].min() > 0.5 * r

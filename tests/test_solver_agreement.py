@@ -19,23 +19,13 @@ into the ball and the grip force is 5.49 N instead of 17.3 N. A stiff contact
 (``stiffness=1e6`` N/m, ~2 µm per contact) makes the compliant model approach the rigid one that
 COND solves exactly; that is what "agree" can mean for a displacement-controlled grip.
 """
-from pathlib import Path
-
 import numpy as np
 import pytest
 
 import femcontact as fc
-from femcontact.cli import load_scene_module
+from scenes_util import load_scene
 
 G = 9.81
-SCENES = Path(__file__).resolve().parents[1] / "scenes"
-
-
-def load_scene(name: str):
-    """Import scenes/<name>.py (through the CLI's scene loader)."""
-    return load_scene_module(SCENES / f"{name}.py")
-
-
 def _build(name, solver, integrator, **options):
     scene = load_scene(name).build(solver=solver)
     scene.integrator = integrator
