@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import sys
+import time
 from pathlib import Path
 
 from .errors import FemcontactError
@@ -29,6 +30,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from .simulator import Simulator
     from .spec.validation import positive
 
+    start = time.perf_counter()
     cfg = backend.init(args.arch, args.precision)
     module = load_scene_module(args.scene)
     scene = module.build()
@@ -42,8 +44,16 @@ def cmd_run(args: argparse.Namespace) -> int:
     sim = Simulator(scene)
     print(f"femcontact: {args.scene} on {cfg['arch']} ({cfg['precision']}), {sim.model.n_dofs} DOF, "
           f"dt {scene.dt:g} s, integrator {scene.integrator}, solver {scene.solver}", flush=True)
+    print("femcontact: compiling the scene's kernels (or loading them from the cache) for the first step ...",
+          flush=True)
+    step0 = sim.state.step
+
+    def first_step(s: Simulator) -> None:
+        if s.state.step == step0 + 1:
+            print(f"\nfemcontact: first step done {time.perf_counter() - start:.1f} s after start", flush=True)
+
     summary = sim.run(duration=args.duration, steps=args.steps, out=out, every=args.every,
-                      progress=not args.no_progress)
+                      progress=not args.no_progress, callback=first_step)
     print(summary)
     return 0
 
