@@ -14,7 +14,7 @@ RK the row's step kind and partner (``layout.ROW``).
 """
 import taichi as ti
 
-from ..projection import project
+from ..projection import STRICT, project_cone, project_strict
 from .blocks import rod_solve
 from .groups import KIND_ROD, KIND_SCALAR
 from .layout import (CONTACT, CONTACT_NODES, ROW, STEP_BLOCK, STEP_ROD, STEP_SCALAR, VIRTUAL, VIRTUAL_NODES,
@@ -117,10 +117,11 @@ def cond_iterate(P: ti.types.ndarray(), blocks: ti.types.ndarray(), V: ti.types.
                  RK: ti.types.ndarray(), WB: ti.types.ndarray(), Cf: ti.types.ndarray(), Ci: ti.types.ndarray(),
                  VNf: ti.types.ndarray(), VNi: ti.types.ndarray(), rod_start: ti.types.ndarray(),
                  rod_rows: ti.types.ndarray(), F: ti.types.ndarray(), n0: ti.i32, nv: ti.i32, nc: ti.i32,
-                 nrods: ti.i32, alpha_in: float, nu: float, u: float, op: ti.i32, omega: float,
-                 bb: ti.template(), rods: ti.template()) -> ti.math.vec4:
-    """One iteration (module docstring). ``bb``: Barzilai–Borwein α; ``rods``: the model has rods
-    (compile the rod sweep only then)."""
+                 nrods: ti.i32, alpha_in: float, nu: float, u: float, omega: float, op: ti.template(),
+                 bb: ti.template(), has_blocks: ti.template(), rods: ti.template()) -> ti.math.vec4:
+    """One iteration (module docstring). Compile-time switches (a scene compiles only its variant):
+    ``op`` STRICT | PROXIMAL projection, ``bb`` Barzilai–Borwein α, ``has_blocks`` spin/rigid block
+    rows, ``rods`` rod rows."""
     n = n0 + nv
     # gradient g = Ã v̂ − b, the virtual damper f_v = −k_v (J_v v̂_o − v̂_v) matrix-free (eq. 14/15)
     for i in range(n0):
@@ -156,12 +157,13 @@ def cond_iterate(P: ti.types.ndarray(), blocks: ti.types.ndarray(), V: ti.types.
                 sz += s.dot(z)
                 zwz += z.dot(V[VROWS.d_rod, i] - V[VROWS.d_rod_prev, i])
             elif step == STEP_BLOCK:      # zᵀ W z with the block step actually taken
-                wz = WB[0, i] @ z
-                p = ROW.partner.get(RK, i)
-                if p >= 0:
-                    wz += WB[1, i] @ (V[VROWS.g, p] - V[VROWS.g_prev, p])
-                sz += s.dot(z)
-                zwz += z.dot(wz)
+                if ti.static(has_blocks):
+                    wz = WB[0, i] @ z
+                    p = ROW.partner.get(RK, i)
+                    if p >= 0:
+                        wz += WB[1, i] @ (V[VROWS.g, p] - V[VROWS.g_prev, p])
+                    sz += s.dot(z)
+                    zwz += z.dot(wz)
             elif W[i] > 0.0:
                 sz += s.dot(z)
                 zwz += W[i] * z.norm_sqr()
@@ -177,7 +179,8 @@ def cond_iterate(P: ti.types.ndarray(), blocks: ti.types.ndarray(), V: ti.types.
         if step == STEP_ROD:          # rod block step (never in a contact: cond_reroute)
             V[VROWS.v_star, i] = V[VROWS.v, i] - alpha * V[VROWS.d_rod, i]
         elif step == STEP_BLOCK:      # spin / rigid block step (never in a contact)
-            V[VROWS.v_star, i] = V[VROWS.v, i] - alpha * _block_step(WB, RK, V, i, VROWS.g)
+            if ti.static(has_blocks):
+                V[VROWS.v_star, i] = V[VROWS.v, i] - alpha * _block_step(WB, RK, V, i, VROWS.g)
         else:
             V[VROWS.v_star, i] = V[VROWS.v, i] - (alpha * W[i]) * V[VROWS.g, i]
     # one-shot contact solve (Alg. 2) and v̂** = v* + W Jᵀ λ
@@ -196,7 +199,12 @@ def cond_iterate(P: ti.types.ndarray(), blocks: ti.types.ndarray(), V: ti.types.
         if gam > 0.0:
             bias = ti.Vector([CONTACT.bias.at(Cf, m, 0), CONTACT.bias.at(Cf, m, 1), CONTACT.phi_tilde.get(Cf, m)])
             eta = R @ (V[VROWS.v_star, nb] - va) + bias
-            r = project(-eta / (gam + omega), CONTACT.mu.at(Cf, m, 0), CONTACT.mu.at(Cf, m, 1), op)
+            ls = -eta / (gam + omega)
+            r = ti.Vector.zero(float, 4)
+            if ti.static(op == STRICT):
+                r = project_strict(ls, CONTACT.mu.at(Cf, m, 0), CONTACT.mu.at(Cf, m, 1))
+            else:
+                r = project_cone(ls, CONTACT.mu.at(Cf, m, 0), CONTACT.mu.at(Cf, m, 1))
             lm = ti.Vector([r[0], r[1], r[2]])
             f = R.transpose() @ lm
             V[VROWS.v_star, nb] += wb * f

@@ -195,7 +195,8 @@ class CondSolver:
         t_loop = time.perf_counter()
         for it in range(1, o.max_iter + 1):
             l = it - 1
-            out = cond_iterate(*args, alpha, sched.weight(l), float(o.under_relaxation), op, float(o.omega), bb, rods)
+            out = cond_iterate(*args, alpha, sched.weight(l), float(o.under_relaxation), float(o.omega), op, bb,
+                               self._has_blocks, rods)
             dv2, vv2, alpha = float(out[0]), float(out[1]), float(out[2])
             dn = math.sqrt(max(dv2, 0.0))
             theta = dn / max(math.sqrt(max(vv2, 0.0)), vscale)
@@ -265,7 +266,7 @@ class CondSolver:
                                        self._F, self._CR, self.n_rods, self.n_rod_blocks)
         cond_pack_virtual(c.vn_node, c.vn_weight, self._RT, self._VNf, self._VNi, nv, nvx, nc)
         cond_gains(A.blocks, A.diag, self._blockstep, self._pair_slot, self._CR, self._VNf, self._VNi, c.vn_gain,
-                   nv, nvx, float(o.virtual_gain), float(o.rigid_gain), self._has_blocks)
+                   nv, nvx, float(o.virtual_gain), float(o.rigid_gain), self._has_blocks, self.n_rods > 0)
         step_matrix.cond_coupling(self._tr, self._rs, self._l1, self._tr2, self._rs2, self._l12, self._VNf,
                                   self._VNi, n0, nvx)
         if self._has_blocks:

@@ -84,26 +84,32 @@ def _rigid_compliance(blocks: ti.template(), diag: ti.template(), pair_slot: ti.
 def cond_gains(blocks: ti.types.ndarray(), diag: ti.types.ndarray(), kind: ti.types.ndarray(),
                pair_slot: ti.types.ndarray(), CR: ti.types.ndarray(), VNf: ti.types.ndarray(),
                VNi: ti.types.ndarray(), vn_gain: ti.types.ndarray(), nv: ti.i32, nvx: ti.i32, gain: float,
-               rigid_gain: float, rigid: ti.template()):
+               rigid_gain: float, has_blocks: ti.template(), rods: ti.template()):
     """k_v of every virtual node into the VIRTUAL table (and the ContactSet's vn_gain for q < nv).
-    ``rigid``: the model has rigid pairs (compile their 6x6 rule only then)."""
+    ``has_blocks`` / ``rods``: the model has spin or rigid block rows / rod rows (their rules are
+    compiled only then)."""
     for q in range(nvx):
         inv_m = 0.0
         for k in range(4):
             j = VIRTUAL_NODES.node.at(VNi, q, k)
             if j >= 0:
                 Wk = VIRTUAL.weight.at(VNf, q, k)
-                if CR[j].trace() > 0.0:     # a free rod row: the rod's own 3x3 compliance (blocks.py)
-                    inv_m += (Wk @ CR[j] @ Wk.transpose()).trace() / 3.0
-                elif kind[j] == KIND_SPIN:    # a rotational block: its exact 3x3 compliance
-                    inv_m += (Wk @ blocks[diag[j]].inverse() @ Wk.transpose()).trace() / 3.0
-                else:
+                rule = 0
+                if ti.static(rods):
+                    if CR[j].trace() > 0.0:     # a free rod row: the rod's own 3x3 compliance (blocks.py)
+                        rule = 1
+                        inv_m += (Wk @ CR[j] @ Wk.transpose()).trace() / 3.0
+                if ti.static(has_blocks):
+                    if rule == 0 and kind[j] == KIND_SPIN:    # a rotational block: its exact 3x3 compliance
+                        rule = 1
+                        inv_m += (Wk @ blocks[diag[j]].inverse() @ Wk.transpose()).trace() / 3.0
+                if rule == 0:
                     d = ti.max(blocks[diag[j]].trace() / 3.0, 1e-300)
                     inv_m += (Wk * Wk).sum() / (3.0 * d)
         kv = 0.0
         if inv_m > 0.0:
             kv = gain / inv_m
-            if ti.static(rigid):
+            if ti.static(has_blocks):
                 j0 = VIRTUAL_NODES.node.at(VNi, q, 0)
                 if kind[j0] == KIND_RIGID_LIN and VIRTUAL_NODES.node.at(VNi, q, 1) == j0 + 1:
                     # a point on a rigid body: compliance from the 6x6 block (not the trace rule, which a
