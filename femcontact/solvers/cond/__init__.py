@@ -14,11 +14,10 @@ Parts (one job each; docs/COND.md explains the design and records the measuremen
 - ``iterate``: start values, the fused iteration kernel, the finish;
 - ``solver``: CondSolver.solve, memory() / restore().
 """
-from .iterate import cond_iterate
 from .options import CondOptions
 from .solver import CondSolver
 
-__all__ = ["CondOptions", "CondSolver", "cond_iterate", "make_cond_solver"]
+__all__ = ["CondOptions", "CondSolver", "make_cond_solver"]
 
 
 def make_cond_solver(model, options: dict) -> CondSolver:

@@ -186,17 +186,12 @@ class CondSolver:
         vscale = max(math.sqrt(max(scale2, 0.0)), 1e-12)
         sched = ChebyshevSchedule(o.chebyshev, o.chebyshev_start, o.rho,
                                   adapt=o.rho_adapt and o.step == "frobenius", rho_prev=self._rho_prev)
-        args = (self._pattern(A), A.blocks, self.V, self._W, self._RK, self._WB, self._Cf, self._Ci, self._VNf,
-                self._VNi, self._rod_start, self._rod_rows, self._F, self.n0, nvx, nc, self.n_rods)
-        op = STRICT if o.operator == "strict" else PROXIMAL
-        bb, rods = o.step == "bb", self.n_rods > 0
         alpha, theta, converged, it = 1.0, math.inf, False, 0
         self.history = []
         t_loop = time.perf_counter()
         for it in range(1, o.max_iter + 1):
             l = it - 1
-            out = cond_iterate(*args, alpha, sched.weight(l), float(o.under_relaxation), float(o.omega), op, bb,
-                               self._has_blocks, rods)
+            out = self.iterate_once(A, nvx, nc, alpha, sched.weight(l))
             dv2, vv2, alpha = float(out[0]), float(out[1]), float(out[2])
             dn = math.sqrt(max(dv2, 0.0))
             theta = dn / max(math.sqrt(max(vv2, 0.0)), vscale)
@@ -221,6 +216,16 @@ class CondSolver:
                  "chebyshev_adaptations": sched.adaptations, "alpha": alpha,
                  "ms": 1e3 * (time.perf_counter() - t_start), "us_per_iteration": 1e6 * loop_s / max(it, 1)}
         return SolveStats(it, theta, converged and math.isfinite(theta), extra)
+
+    def iterate_once(self, A, nvx: int, nc: int, alpha: float, nu: float):
+        """One launch of ``cond_iterate`` on the set-up work arrays (nvx virtual nodes, nc contacts);
+        returns (‖v̂ˡ⁺¹−v̂ˡ‖², ‖v̂ˡ⁺¹‖², α, ‖v̂**−v̂ˡ‖²)."""
+        o = self.options
+        return cond_iterate(self._pattern(A), A.blocks, self.V, self._W, self._RK, self._WB, self._Cf, self._Ci,
+                            self._VNf, self._VNi, self._rod_start, self._rod_rows, self._F, self.n0, nvx, nc,
+                            self.n_rods, alpha, nu, float(o.under_relaxation), float(o.omega),
+                            STRICT if o.operator == "strict" else PROXIMAL, o.step == "bb", self._has_blocks,
+                            self.n_rods > 0)
 
     def _virtual_nodes(self, c, nc: int, nv: int) -> int:
         """Contact rows onto rod rows become solver-private virtual nodes; grow the work arrays.
