@@ -1,6 +1,6 @@
 """COND's rod block step (issue: cable winding at the iteration cap): known answers.
 
-Each rod's rows take the exact block step W = Ã_rod⁻¹ (cond.py, "Rod block step"), so on a lone
+Each rod's rows take the exact block step W = Ã_rod⁻¹ (docs/COND.md, "Rod block step"), so on a lone
 rod the COND iteration is the under-relaxed exact solve: the error shrinks by 1 − u = 0.1 per
 iteration and v̂ matches the linear solve."""
 import numpy as np

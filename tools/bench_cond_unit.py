@@ -41,7 +41,7 @@ def main():
     args = ap.parse_args()
     import femcontact as fc
     from femcontact.solvers.base import StepProblem
-    from femcontact.solvers.cond import CondSolver, cond_iterate
+    from femcontact.solvers.cond import CondSolver
 
     fc.backend.init(args.arch, "f64")
     for res in args.res:
@@ -59,7 +59,7 @@ def main():
         reps = 200
         t = time.perf_counter()
         for _ in range(reps):
-            cond_iterate(sol._P, A.blocks, sol.V, sol.C, sol.VN, n0, 0, c.count, 1.0, 0, 1.0, 0.9, 0, 0.0)
+            sol.iterate_once(A, 0, c.count, 1.0, 1.0)
         bare = (time.perf_counter() - t) / reps
         print(f"arch {fc.backend.config()['arch']}  DOF {3 * n0}  contacts {cs.count}  iterations {st.iterations}  "
               f"converged {st.converged}  solve {1e3 * wall:.2f} ms  {st.extra['us_per_iteration']:.0f} us/iteration  "

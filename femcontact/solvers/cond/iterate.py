@@ -1,0 +1,274 @@
+"""COND's iteration (Alg. 1-3) as kernels: start values, the fused iteration, the finish.
+
+One iteration (``cond_iterate``, one launch and one read-back):
+
+    g       = Ã v̂ˡ − b                     (eq. 15: A plus the virtual damper, applied matrix-free)
+    v*      = v̂ˡ − α W g                   (eq. 18; W scalar, block or rod block step; α = 1 or BB2)
+    λ_m     = ProjectFC(−(η_m + φ̃_m)/(γ_m + ω)),  η = J v*,  γ_m = w̄_a + w̄_b     (Alg. 2, eq. 23, 33)
+    v̂**     = v* + W Jᵀ λ                  (eq. 22)
+    v̂ˡ⁺¹    = ν (u (v̂** − v̂ˡ) + v̂ˡ − v̂ˡ⁻¹) + v̂ˡ⁻¹   (Alg. 3)
+
+returning (‖v̂ˡ⁺¹−v̂ˡ‖², ‖v̂ˡ⁺¹‖², α, ‖v̂**−v̂ˡ‖²). Unknowns are the real nodes 0..n0-1 then the
+virtual nodes; the velocity table V has the rows of ``layout.VROWS``, W the scalar step per row,
+RK the row's step kind and partner (``layout.ROW``).
+"""
+import taichi as ti
+
+from ..projection import STRICT, project_cone, project_strict
+from .blocks import rod_solve
+from .groups import KIND_ROD, KIND_SCALAR
+from .layout import (CONTACT, CONTACT_NODES, ROW, STEP_BLOCK, STEP_ROD, STEP_SCALAR, VIRTUAL, VIRTUAL_NODES,
+                     VROWS)
+from .step_matrix import inf_norm
+
+BB_LO, BB_HI = 0.01, 10.0    # Barzilai–Borwein α is clamped to this range
+
+
+@ti.kernel
+def cond_pattern(indptr: ti.types.ndarray(), indices: ti.types.ndarray(), P: ti.types.ndarray(), n: ti.i32,
+                 nnz: ti.i32):
+    """P = [indptr, indices] (A's fixed pattern, packed once per pattern)."""
+    for i in range(n + 1):
+        P[i] = indptr[i]
+    for k in range(nnz):
+        P[n + 1 + k] = indices[k]
+
+
+@ti.kernel
+def cond_start(blocks: ti.types.ndarray(), diag: ti.types.ndarray(), b: ti.types.ndarray(),
+               fixed: ti.types.ndarray(), v_in: ti.types.ndarray(), kind: ti.types.ndarray(),
+               l1: ti.types.ndarray(), tr2: ti.types.ndarray(), rs2: ti.types.ndarray(), l12: ti.types.ndarray(),
+               V: ti.types.ndarray(), W: ti.types.ndarray(), RK: ti.types.ndarray(), VNf: ti.types.ndarray(),
+               VNi: ti.types.ndarray(), n0: ti.i32, nvx: ti.i32, warm: ti.i32, wcap: float) -> float:
+    """Scalar steps W (Frobenius on Ã, Gershgorin-capped where the coupling adds to a row), row step
+    kinds, and the start values: v̂ warm (or ``D⁻¹ b`` cold), ``A_ii⁻¹ b_i`` on prescribed rows, and
+    ``J_v v̂`` on virtual nodes. Returns ‖D⁻¹ b‖², the velocity scale of the residual."""
+    scale = 0.0
+    for i in range(n0):
+        D = blocks[diag[i]]
+        w = 0.0
+        if fixed[i] == 0 and rs2[i] > 0.0:
+            w = tr2[i] / rs2[i]
+            if l12[i] > l1[i]:      # a row the virtual coupling touches: Gershgorin cap
+                w = ti.min(w, wcap / l12[i])
+        dscale = ti.max(D.trace() / 3.0, 1e-300)
+        vi = v_in[i]
+        if fixed[i] != 0:
+            vi = D.inverse() @ b[i]
+        elif warm == 0:
+            vi = b[i] / dscale
+        zero = ti.Vector.zero(float, 3)
+        V[VROWS.v, i] = vi
+        V[VROWS.v_prev, i] = vi
+        V[VROWS.g, i] = zero
+        V[VROWS.g_prev, i] = zero
+        V[VROWS.b, i] = b[i]
+        V[VROWS.d_rod, i] = zero
+        V[VROWS.d_rod_prev, i] = zero
+        W[i] = w
+        step = STEP_SCALAR
+        if kind[i] != KIND_SCALAR and fixed[i] == 0:
+            step = STEP_BLOCK
+            if kind[i] == KIND_ROD:
+                step = STEP_ROD
+        ROW.step.put(RK, i, step)
+        ROW.partner.put(RK, i, -1)
+        scale += (b[i] / dscale).norm_sqr()
+    for q in range(nvx):
+        kv = VIRTUAL.gain.get(VNf, q)
+        sw = 0.0
+        gv = 0.0
+        vv = ti.Vector.zero(float, 3)
+        for k in range(4):
+            j = VIRTUAL_NODES.node.at(VNi, q, k)
+            if j >= 0:
+                Wk = VIRTUAL.weight.at(VNf, q, k)
+                sw += (Wk * Wk).sum()
+                gv += inf_norm(Wk)
+                vv += Wk @ V[VROWS.v, j]
+        w = 0.0
+        if kv > 0.0:
+            w = ti.min(3.0 * kv / (kv * kv * (3.0 + sw)), wcap / (kv * (1.0 + gv)))
+        i = n0 + q
+        zero = ti.Vector.zero(float, 3)
+        V[VROWS.v, i] = vv
+        V[VROWS.v_prev, i] = vv
+        V[VROWS.g, i] = zero
+        V[VROWS.g_prev, i] = zero
+        V[VROWS.b, i] = zero
+        W[i] = w
+        ROW.step.put(RK, i, STEP_SCALAR)
+        ROW.partner.put(RK, i, -1)
+    return scale
+
+
+@ti.func
+def _block_step(WB: ti.template(), RK: ti.template(), V: ti.template(), i, row: ti.template()):
+    """W_i · V[row] on a block row: own block, plus the partner's coupling block of a rigid pair."""
+    d = WB[0, i] @ V[row, i]
+    p = ROW.partner.get(RK, i)
+    if p >= 0:
+        d += WB[1, i] @ V[row, p]
+    return d
+
+
+@ti.kernel
+def cond_iterate(P: ti.types.ndarray(), blocks: ti.types.ndarray(), V: ti.types.ndarray(), W: ti.types.ndarray(),
+                 RK: ti.types.ndarray(), WB: ti.types.ndarray(), Cf: ti.types.ndarray(), Ci: ti.types.ndarray(),
+                 VNf: ti.types.ndarray(), VNi: ti.types.ndarray(), rod_start: ti.types.ndarray(),
+                 rod_rows: ti.types.ndarray(), F: ti.types.ndarray(), n0: ti.i32, nv: ti.i32, nc: ti.i32,
+                 nrods: ti.i32, alpha_in: float, nu: float, u: float, omega: float, op: ti.template(),
+                 bb: ti.template(), has_blocks: ti.template(), rods: ti.template()) -> ti.math.vec4:
+    """One iteration (module docstring). Compile-time switches (a scene compiles only its variant):
+    ``op`` STRICT | PROXIMAL projection, ``bb`` Barzilai–Borwein α, ``has_blocks`` spin/rigid block
+    rows, ``rods`` rod rows."""
+    n = n0 + nv
+    # gradient g = Ã v̂ − b, the virtual damper f_v = −k_v (J_v v̂_o − v̂_v) matrix-free (eq. 14/15)
+    for i in range(n0):
+        acc = -V[VROWS.b, i]
+        for k in range(P[i], P[i + 1]):
+            acc += blocks[k] @ V[VROWS.v, P[n0 + 1 + k]]
+        V[VROWS.g, i] = acc
+    for q in range(nv):
+        d = -V[VROWS.v, n0 + q]
+        for k in range(4):
+            j = VIRTUAL_NODES.node.at(VNi, q, k)
+            if j >= 0:
+                d += VIRTUAL.weight.at(VNf, q, k) @ V[VROWS.v, j]
+        kd = VIRTUAL.gain.get(VNf, q) * d
+        V[VROWS.g, n0 + q] = -kd
+        for k in range(4):
+            j = VIRTUAL_NODES.node.at(VNi, q, k)
+            if j >= 0:
+                V[VROWS.g, j] += VIRTUAL.weight.at(VNf, q, k).transpose() @ kd
+    # rod rows: d = Ã_rod⁻¹ g (exact block step, before BB, which needs W z = d − d_prev)
+    if ti.static(rods):
+        rod_solve(V, RK, rod_start, rod_rows, F, nrods)
+    alpha = alpha_in
+    if ti.static(bb):
+        # Barzilai–Borwein (BB2, preconditioned by W_F): α = sᵀz / zᵀ W_F z, s = v̂ˡ−v̂ˡ⁻¹, z = g − g_prev
+        sz = 0.0
+        zwz = 0.0
+        for i in range(n):
+            step = ROW.step.get(RK, i)
+            s = V[VROWS.v, i] - V[VROWS.v_prev, i]
+            z = V[VROWS.g, i] - V[VROWS.g_prev, i]
+            if step == STEP_ROD:      # W z = Ã_rod⁻¹ g − Ã_rod⁻¹ g_prev
+                sz += s.dot(z)
+                zwz += z.dot(V[VROWS.d_rod, i] - V[VROWS.d_rod_prev, i])
+            elif step == STEP_BLOCK:      # zᵀ W z with the block step actually taken
+                if ti.static(has_blocks):
+                    wz = WB[0, i] @ z
+                    p = ROW.partner.get(RK, i)
+                    if p >= 0:
+                        wz += WB[1, i] @ (V[VROWS.g, p] - V[VROWS.g_prev, p])
+                    sz += s.dot(z)
+                    zwz += z.dot(wz)
+            elif W[i] > 0.0:
+                sz += s.dot(z)
+                zwz += W[i] * z.norm_sqr()
+        for i in range(n):
+            V[VROWS.g_prev, i] = V[VROWS.g, i]
+            if i < n0:
+                V[VROWS.d_rod_prev, i] = V[VROWS.d_rod, i]
+        if sz > 0.0 and zwz > 0.0:
+            alpha = ti.min(ti.max(sz / zwz, BB_LO), BB_HI)
+    # v* = v̂ − α W g
+    for i in range(n):
+        step = ROW.step.get(RK, i)
+        if step == STEP_ROD:          # rod block step (never in a contact: cond_reroute)
+            V[VROWS.v_star, i] = V[VROWS.v, i] - alpha * V[VROWS.d_rod, i]
+        elif step == STEP_BLOCK:      # spin / rigid block step (never in a contact)
+            if ti.static(has_blocks):
+                V[VROWS.v_star, i] = V[VROWS.v, i] - alpha * _block_step(WB, RK, V, i, VROWS.g)
+        else:
+            V[VROWS.v_star, i] = V[VROWS.v, i] - (alpha * W[i]) * V[VROWS.g, i]
+    # one-shot contact solve (Alg. 2) and v̂** = v* + W Jᵀ λ
+    for m in range(nc):
+        R = CONTACT.frame.get(Cf, m)
+        na = CONTACT_NODES.node.at(Ci, m, 0)
+        nb = CONTACT_NODES.node.at(Ci, m, 1)
+        wb = alpha * W[nb]
+        wa = 0.0
+        va = CONTACT.v_world.get(Cf, m)
+        if na >= 0:
+            wa = alpha * W[na]
+            va = V[VROWS.v_star, na]
+        gam = wa + wb
+        lm = ti.Vector.zero(float, 3)
+        if gam > 0.0:
+            bias = ti.Vector([CONTACT.bias.at(Cf, m, 0), CONTACT.bias.at(Cf, m, 1), CONTACT.phi_tilde.get(Cf, m)])
+            eta = R @ (V[VROWS.v_star, nb] - va) + bias
+            ls = -eta / (gam + omega)
+            r = ti.Vector.zero(float, 4)
+            if ti.static(op == STRICT):
+                r = project_strict(ls, CONTACT.mu.at(Cf, m, 0), CONTACT.mu.at(Cf, m, 1))
+            else:
+                r = project_cone(ls, CONTACT.mu.at(Cf, m, 0), CONTACT.mu.at(Cf, m, 1))
+            lm = ti.Vector([r[0], r[1], r[2]])
+            f = R.transpose() @ lm
+            V[VROWS.v_star, nb] += wb * f
+            if na >= 0:
+                V[VROWS.v_star, na] -= wa * f
+        CONTACT.lam.put(Cf, m, lm)
+    # Chebyshev combination (Alg. 3 line 9) and residual
+    out = ti.Vector.zero(float, 4)
+    for i in range(n):
+        vi = V[VROWS.v, i]
+        vs = V[VROWS.v_star, i]
+        vl = V[VROWS.v_prev, i]
+        vn = nu * (u * (vs - vi) + vi - vl) + vl
+        V[VROWS.v_prev, i] = vi
+        V[VROWS.v, i] = vn
+        out += ti.Vector([(vn - vi).norm_sqr(), vn.norm_sqr(), 0.0, (vs - vi).norm_sqr()])
+    out[2] = alpha
+    return out
+
+
+@ti.kernel
+def cond_finish(V: ti.types.ndarray(), W: ti.types.ndarray(), Cf: ti.types.ndarray(), Ci: ti.types.ndarray(),
+                v_hat: ti.types.ndarray(), lam: ti.types.ndarray(), impulse: ti.types.ndarray(),
+                status: ti.types.ndarray(), n0: ti.i32, nc: ti.i32, scale: float, alpha: float) -> ti.math.vec4:
+    """v̂ = v̂** (real part), λ, impulses (scale·λ, N s) and status; returns the complementarity
+    measures (max |min(J_n v̂ − t, γ λ_n)|, max cone violation, max(|J_n v̂| + |t|), max ‖λ‖)."""
+    for i in range(n0):
+        v_hat[i] = V[VROWS.v_star, i]
+    out = ti.Vector.zero(float, 4)
+    for m in range(nc):
+        R = CONTACT.frame.get(Cf, m)
+        na = CONTACT_NODES.node.at(Ci, m, 0)
+        nb = CONTACT_NODES.node.at(Ci, m, 1)
+        va = CONTACT.v_world.get(Cf, m)
+        wa = 0.0
+        if na >= 0:
+            va = V[VROWS.v_star, na]
+            wa = alpha * W[na]
+        gam = wa + alpha * W[nb]
+        vc = R @ (V[VROWS.v_star, nb] - va)
+        lm = CONTACT.lam.get(Cf, m)
+        phit = CONTACT.phi_tilde.get(Cf, m)
+        gn = vc[2] + phit
+        comp = ti.abs(ti.min(gn, gam * lm[2]))
+        m1 = CONTACT.mu.at(Cf, m, 0)
+        m2 = CONTACT.mu.at(Cf, m, 1)
+        ell = 0.0
+        if m1 > 0.0 and m2 > 0.0:
+            ell = ti.sqrt((lm[0] / m1) ** 2 + (lm[1] / m2) ** 2)
+        elif ti.abs(lm[0]) + ti.abs(lm[1]) > 0.0:
+            ell = 1e300
+        viol = ti.max(ell - lm[2], ti.max(-lm[2], 0.0))
+        ti.atomic_max(out[0], comp)
+        ti.atomic_max(out[1], viol)
+        ti.atomic_max(out[2], ti.abs(vc[2]) + ti.abs(phit))
+        ti.atomic_max(out[3], lm.norm())
+        st = 0
+        if lm[2] > 0.0:
+            st = 1
+            if m1 <= 0.0 and m2 <= 0.0:
+                st = 2
+            elif ell >= lm[2] * (1.0 - 1e-9):
+                st = 2
+        status[m] = st
+        lam[m] = lm
+        impulse[m] = scale * lm
+    return out

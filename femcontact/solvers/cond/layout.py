@@ -1,0 +1,149 @@
+"""Layout schema of COND's packed work arrays: named columns, generated offsets and accessors.
+
+A :class:`Table` is a 2-D ndarray ``(rows, width)`` of one dtype (float or i32) whose columns are
+declared once by name and kind (scalar ``s``, ``v3``, ``m3``, ``v6``, ``m6``, each possibly repeated
+``count`` times). Offsets are computed here and nowhere else; each column carries generated
+``ti.func`` accessors used inside kernels::
+
+    CONTACT.frame.get(Cf, m)            # 3x3 matrix of contact m
+    VIRTUAL.weight.at(VNf, q, k)        # k-th 3x3 weight of virtual node q (k may be a runtime index)
+    CONTACT.lam.put(Cf, m, lm)
+
+Integer data (node indices) live in integer tables, real data in real ones. :class:`Rows` names the
+rows of the vec3 velocity table ``V`` (shape ``(rows, unknowns)``).
+"""
+
+import numpy as np
+import taichi as ti
+
+_KIND_WIDTH = {"s": 1, "v3": 3, "m3": 9, "v6": 6, "m6": 36}
+
+
+def _loader(kind: str, off: int, width: int):
+    """ti.funcs ``get(a, row)``, ``at(a, row, k)``, ``put(a, row, x)``, ``put_at(a, row, k, x)``
+    for one column of ``kind`` at ``off`` (element k at ``off + width k``)."""
+    if kind == "s":
+        @ti.func
+        def at(a: ti.template(), row, k):
+            return a[row, off + k]
+
+        @ti.func
+        def put_at(a: ti.template(), row, k, x):
+            a[row, off + k] = x
+    elif kind in ("v3", "v6"):
+        n = 3 if kind == "v3" else 6
+
+        @ti.func
+        def at(a: ti.template(), row, k):
+            b = off + width * k
+            out = ti.Vector.zero(float, n)
+            for r in ti.static(range(n)):
+                out[r] = a[row, b + r]
+            return out
+
+        @ti.func
+        def put_at(a: ti.template(), row, k, x):
+            b = off + width * k
+            for r in ti.static(range(n)):
+                a[row, b + r] = x[r]
+    else:
+        n = 3 if kind == "m3" else 6
+
+        @ti.func
+        def at(a: ti.template(), row, k):
+            b = off + width * k
+            out = ti.Matrix.zero(float, n, n)
+            for r in ti.static(range(n)):
+                for c in ti.static(range(n)):
+                    out[r, c] = a[row, b + n * r + c]
+            return out
+
+        @ti.func
+        def put_at(a: ti.template(), row, k, x):
+            b = off + width * k
+            for r in ti.static(range(n)):
+                for c in ti.static(range(n)):
+                    a[row, b + n * r + c] = x[r, c]
+
+    @ti.func
+    def get(a: ti.template(), row):
+        return at(a, row, 0)
+
+    @ti.func
+    def put(a: ti.template(), row, x):
+        put_at(a, row, 0, x)
+
+    return get, at, put, put_at
+
+
+class Column:
+    """One named column group of a :class:`Table`: ``count`` elements of ``kind`` from ``off``."""
+
+    def __init__(self, name: str, kind: str, count: int, off: int):
+        self.name, self.kind, self.count, self.off = name, kind, count, off
+        self.width = _KIND_WIDTH[kind]
+        self.span = self.width * count
+        self.get, self.at, self.put, self.put_at = _loader(kind, off, self.width)
+
+
+class Table:
+    """A packed 2-D work array: ``Table(name, dtype, [(column, kind[, count]), ...])``."""
+
+    def __init__(self, name: str, dtype, columns):
+        self.name, self.dtype = name, dtype
+        self.columns: dict[str, Column] = {}
+        off = 0
+        for spec in columns:
+            cname, kind = spec[0], spec[1]
+            count = spec[2] if len(spec) > 2 else 1
+            col = Column(cname, kind, count, off)
+            self.columns[cname] = col
+            setattr(self, cname, col)
+            off += col.span
+        self.width = off
+
+    def alloc(self, rows: int):
+        """A zeroed ``(max(rows, 1), width)`` ndarray of this table."""
+        arr = ti.ndarray(self.dtype, shape=(max(int(rows), 1), self.width))
+        arr.fill(0)
+        return arr
+
+    def unpack(self, array: np.ndarray) -> dict[str, np.ndarray]:
+        """Host view: column name -> ``(rows, count, *element shape)`` slice of a downloaded table."""
+        out = {}
+        shape = {"s": (), "v3": (3,), "m3": (3, 3), "v6": (6,), "m6": (6, 6)}
+        for name, c in self.columns.items():
+            out[name] = array[:, c.off: c.off + c.span].reshape((array.shape[0], c.count) + shape[c.kind])
+        return out
+
+
+class Rows:
+    """Names of the rows of a vec3 table (``V[Rows.name, i]``), numbered in declaration order."""
+
+    def __init__(self, *names: str):
+        self.names = names
+        for k, name in enumerate(names):
+            setattr(self, name, k)
+        self.count = len(names)
+
+
+# ------------------------------------------------------------------------------------------ schemas
+# per contact m: rotation R (rows: t1, t2, n), friction (μ1, μ2), normal bias φ̃ = −t_m (eq. 11),
+# the obstacle side's world velocity, λ, and the tangential bias (midpoint stick, module solver)
+CONTACT = Table("contact", float, [("frame", "m3"), ("mu", "s", 2), ("phi_tilde", "s"), ("v_world", "v3"),
+                                   ("lam", "v3"), ("bias", "s", 2)])
+CONTACT_NODES = Table("contact_nodes", ti.i32, [("node", "s", 2)])        # side a, side b (-1: world)
+# per virtual node q: J_v = Σ_k weight_k on real node node_k (-1 unused), gain k_v (eq. 14/15)
+VIRTUAL = Table("virtual", float, [("weight", "m3", 4), ("gain", "s")])
+VIRTUAL_NODES = Table("virtual_nodes", ti.i32, [("node", "s", 4)])
+# per unknown: its step (STEP_*) and, for a rigid pair, the partner row (-1 none)
+ROW = Table("row", ti.i32, [("step", "s"), ("partner", "s")])
+STEP_SCALAR, STEP_BLOCK, STEP_ROD = 0, 1, 2
+# rod block-tridiagonal factor (blocks.py): per 6x6 block j the rows of its halves (node, segment)
+ROD_ROWS = Table("rod_rows", ti.i32, [("row", "s", 2)])
+ROD_SLOTS = Table("rod_slots", ti.i32, [("diag", "s", 4), ("sub", "s", 4)])     # A's slots of D_j and L_j
+ROD_BLOCKS = Table("rod_blocks", float, [("diag", "m6"), ("sub", "m6")])      # D_j, L_j of Ã_rod
+ROD_FACTOR = Table("rod_factor", float, [("s_inv", "m6"), ("g", "m6"), ("y", "v6")])   # S_j⁻¹, G_j, sweep
+# rows of the velocity table V: v̂ˡ, v̂ˡ⁻¹, v* / v̂**, gradient, previous gradient, b,
+# rod block step Ã_rod⁻¹ g and its previous value
+VROWS = Rows("v", "v_prev", "v_star", "g", "g_prev", "b", "d_rod", "d_rod_prev")

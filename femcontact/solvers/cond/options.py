@@ -1,0 +1,85 @@
+"""COND options (``Scene(solver="cond", solver_options={...})``) and their validation.
+
+operator "strict" | "proximal" (Alg. 2; proximal regularization Ω = ω I, COND eq. 33, ``omega`` in
+units of J v̂ per λ); step "frobenius" | "bb" (§IV-C.1 / §IV-C.2); recycle: steps a Frobenius W is
+reused; chebyshev, chebyshev_start, rho, rho_adapt (Alg. 3, eq. 34; ``chebyshev.py``);
+under_relaxation u; tol and max_iter (stopping, Alg. 1 line 13); warm_start; restitution,
+recovery, max_recovery_speed (normal targets, ``targets.py``); virtual_gain, rigid_gain
+(virtual-node gains, ``virtual.py``). docs/COND.md explains each choice.
+"""
+import math
+from dataclasses import dataclass, fields
+from typing import Optional
+
+import numpy as np
+
+from ...errors import ParameterError
+
+
+@dataclass
+class CondOptions:
+    operator: str = "strict"
+    omega: float = 0.0
+    step: str = "frobenius"
+    recycle: int = 1
+    chebyshev: bool = True
+    chebyshev_start: int = 8
+    rho: Optional[float] = None
+    rho_adapt: bool = True
+    under_relaxation: float = 0.9
+    tol: float = 1e-6
+    max_iter: int = 500
+    warm_start: bool = True
+    restitution: float = 0.0
+    recovery: float = 0.2
+    max_recovery_speed: float = 0.05
+    virtual_gain: float = 10.0
+    rigid_gain: float = 100.0
+
+    @classmethod
+    def from_dict(cls, options: Optional[dict]) -> "CondOptions":
+        options = dict(options or {})
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(options) - known)
+        if unknown:
+            raise ParameterError(f"unknown COND option(s) {', '.join(map(repr, unknown))}; "
+                                 f"known options: {', '.join(sorted(known))}")
+        o = cls(**options)
+        o.validate()
+        return o
+
+    def validate(self) -> None:
+        def num(name, lo=None, hi=None, lo_open=False, hi_open=False, integer=False):
+            val = getattr(self, name)
+            ok_type = isinstance(val, (int, np.integer)) if integer else isinstance(val, (int, float, np.number))
+            if isinstance(val, bool) or not ok_type or not math.isfinite(float(val)):
+                kind = "an integer" if integer else "a finite number"
+                raise ParameterError(f"COND option {name} must be {kind}, got {val!r}")
+            v = float(val)
+            bad = (lo is not None and (v <= lo if lo_open else v < lo)) or \
+                  (hi is not None and (v >= hi if hi_open else v > hi))
+            if bad:
+                lb = "" if lo is None else ("(" if lo_open else "[") + f"{lo:g}"
+                ub = "inf)" if hi is None else f"{hi:g}" + (")" if hi_open else "]")
+                raise ParameterError(f"COND option {name} must be in {lb or '(-inf'}, {ub}, got {val!r}")
+
+        if self.operator not in ("strict", "proximal"):
+            raise ParameterError(f"COND option operator must be 'strict' or 'proximal', got {self.operator!r}")
+        if self.step not in ("frobenius", "bb"):
+            raise ParameterError(f"COND option step must be 'frobenius' or 'bb' (Barzilai-Borwein), got {self.step!r}")
+        for name in ("chebyshev", "warm_start", "rho_adapt"):
+            if not isinstance(getattr(self, name), (bool, np.bool_)):
+                raise ParameterError(f"COND option {name} must be True or False, got {getattr(self, name)!r}")
+        num("omega", 0.0)
+        num("recycle", 1, integer=True)
+        num("chebyshev_start", 2, integer=True)
+        if self.rho is not None:
+            num("rho", 0.0, 1.0, lo_open=True, hi_open=True)
+        num("under_relaxation", 0.0, 1.0, lo_open=True)
+        num("tol", 0.0, lo_open=True)
+        num("max_iter", 1, integer=True)
+        num("restitution", 0.0, 1.0)
+        num("recovery", 0.0, 1.0)
+        num("max_recovery_speed", 0.0)
+        num("virtual_gain", 0.0, lo_open=True)
+        num("rigid_gain", 0.0, lo_open=True)

@@ -1,0 +1,293 @@
+"""CondSolver: one COND solve per step (COND Alg. 1), composed from the package's parts.
+
+``solve`` = set up the step (virtual nodes and gains, W, block steps, start values, normal
+targets), iterate (``cond_iterate`` under the Chebyshev schedule) until the relative step norm
+``θ = ‖v̂ˡ⁺¹ − v̂ˡ‖ / max(‖v̂ˡ⁺¹‖, ‖D⁻¹b‖) < tol``, finish (v̂ = v̂**, λ, impulses, status).
+``memory()`` / ``restore()`` carry everything that one solve hands to the next.
+"""
+import math
+import time
+from typing import Optional
+
+import numpy as np
+import taichi as ti
+
+from ... import backend
+from ...contact.contacts import CONTACT_PARAM_COLUMNS
+from ..base import SolveStats
+from ..projection import PROXIMAL, STRICT
+from . import blocks, step_matrix
+from .chebyshev import ChebyshevSchedule
+from .groups import block_tables
+from .iterate import cond_finish, cond_iterate, cond_pattern, cond_start
+from .layout import (CONTACT, CONTACT_NODES, ROD_BLOCKS, ROD_FACTOR, ROD_ROWS, ROD_SLOTS, ROW, VIRTUAL,
+                     VIRTUAL_NODES, VROWS)
+from .options import CondOptions
+from .targets import cond_targets
+from .virtual import cond_gains, cond_pack_virtual, cond_reroute, fill_reroute
+
+
+class CondSolver:
+    """COND contact solver (docs/COND.md); one instance per Model, reused every step."""
+
+    name = "cond"
+
+    def __init__(self, model, options: Optional[dict] = None):
+        self.options = CondOptions.from_dict(options)
+        self.model = model
+        n0 = self.n0 = int(model.n_nodes)
+        groups = block_tables(model)
+        self.n_rods, self.n_rod_blocks = groups.n_rods, groups.n_rod_blocks
+        self._has_blocks = groups.has_blocks
+        self._blockstep = backend.int_array(groups.step_kind)
+        self._pair_slot = backend.int_array(groups.pair_slot)
+        self._rod_start = backend.int_array(groups.rod_start)
+        self._rod_pos = backend.int_array(groups.rod_pos)
+        self._rod_rows = ROD_ROWS.alloc(self.n_rod_blocks)
+        self._rod_slots = ROD_SLOTS.alloc(self.n_rod_blocks)
+        if self.n_rod_blocks:
+            self._rod_rows.from_numpy(groups.rod_rows.astype(np.int32))
+            self._rod_slots.from_numpy(groups.rod_slots.astype(np.int32))
+        self._DL = ROD_BLOCKS.alloc(self.n_rod_blocks)
+        self._F = ROD_FACTOR.alloc(self.n_rod_blocks)
+        self._CR = backend.mat3_array(n0)
+        self._CR.from_numpy(np.zeros((max(n0, 1), 3, 3), backend.np_real()))
+        # W: A's Frobenius / Gershgorin row sums (recycled), with the coupling, and the block steps
+        self._tr, self._rs, self._l1 = (backend.scalar_array(n0) for _ in range(3))
+        self._tr2, self._rs2, self._l12 = (backend.scalar_array(n0) for _ in range(3))
+        self._WB = ti.Matrix.ndarray(3, 3, float, shape=(2, max(n0, 1)))
+        self._px, self._py = backend.vec3_array(n0), backend.vec3_array(n0)
+        self._pout = backend.scalar_array(3)
+        self._cap = self._ccap = self._vcap = 0
+        self._alloc(n0 + 64)
+        self._alloc_contacts(64)
+        self._alloc_virtual(16)
+        self._P = self._P_key = None
+        self._rest = self._rest_key = None
+        # memory carried between solves (memory() / restore())
+        self.w_scale = 1.0
+        self._steps_since_w: Optional[int] = None
+        self._steps_since_scale: Optional[int] = None
+        self._rho_prev: Optional[float] = None     # ϱ the last solve ended with (adaptive Chebyshev)
+        self._last_nc = self._last_nv = 0
+        # diagnostics of the last solve
+        self.history: list[float] = []   # residual θ per iteration
+        self.rho_estimate: Optional[float] = None
+
+    # ------------------------------------------------------------------ work arrays
+    def _alloc(self, cap: int) -> None:
+        self._cap = cap
+        self.V = ti.Vector.ndarray(3, float, shape=(VROWS.count, cap))
+        self._W = backend.scalar_array(cap)
+        self._RK = ROW.alloc(cap)
+
+    def _alloc_contacts(self, cap: int) -> None:
+        self._ccap = cap
+        self._Cf = CONTACT.alloc(cap)
+        self._Ci = CONTACT_NODES.alloc(cap)
+        self.lam = backend.vec3_array(cap)
+        self._RT = backend.int_array(np.zeros(4 * cap, np.int32))
+
+    def _alloc_virtual(self, cap: int) -> None:
+        self._vcap = cap
+        self._VNf = VIRTUAL.alloc(cap)
+        self._VNi = VIRTUAL_NODES.alloc(cap)
+
+    def _pattern(self, A):
+        if self._P is None or self._P_key is not A.pattern:
+            n, nnz = A.n, A.pattern.nnzb
+            self._P = ti.ndarray(ti.i32, shape=n + 1 + max(nnz, 1))
+            cond_pattern(A.indptr, A.indices, self._P, n, nnz)
+            self._P_key = A.pattern
+        return self._P
+
+    def _restitution_table(self):
+        """Per contact-parameter row the restitution (NaN: the option's default)."""
+        table = self.model.contact_params
+        key = None
+        if table is not None:
+            table = np.asarray(table, dtype=np.float64)
+            key = (table.shape, table.tobytes())
+        if self._rest is None or key != self._rest_key:
+            col = None
+            if table is not None and table.ndim == 2 and len(table):
+                k = CONTACT_PARAM_COLUMNS.index("restitution")
+                if table.shape[1] > k:
+                    col = table[:, k]
+            self._n_rest = 0 if col is None else len(col)
+            self._rest = backend.scalar_array(max(self._n_rest, 1), np.full(1, np.nan) if col is None else col)
+            self._rest_key = key
+        return self._rest, self._n_rest
+
+    # ------------------------------------------------------------------ API
+    def virtual_velocities(self) -> np.ndarray:
+        """(V, 3) virtual-node velocities v̂_v of the last solve (m/s)."""
+        return self.V.to_numpy()[VROWS.v_star, self.n0:self.n0 + self._last_nv].astype(np.float64)
+
+    def lambdas(self) -> np.ndarray:
+        """(c, 3) the last solve's λ in the contact frame (midpoint: N; Euler: N s)."""
+        return self.lam.to_numpy()[: self._last_nc].astype(np.float64)
+
+    def memory(self) -> dict:
+        """Everything a solve leaves for the next: the recycled Frobenius/Gershgorin sums of A
+        (and their spectral scale), the recycling and power-estimate counters, the Chebyshev ϱ,
+        and the last solve's λ and virtual velocities (what ``lambdas``/``virtual_velocities``
+        return). Counters that are unset are -1, an unset ϱ is NaN."""
+        n0 = self.n0
+        return {
+            "tr": self._tr.to_numpy()[:n0].copy(), "rs": self._rs.to_numpy()[:n0].copy(),
+            "l1": self._l1.to_numpy()[:n0].copy(),
+            "w_scale": float(self.w_scale),
+            "steps_since_w": float(-1 if self._steps_since_w is None else self._steps_since_w),
+            "steps_since_scale": float(-1 if self._steps_since_scale is None else self._steps_since_scale),
+            "rho_prev": float("nan") if self._rho_prev is None else float(self._rho_prev),
+            "lambdas": self.lambdas(), "virtual_velocities": self.virtual_velocities(),
+        }
+
+    def restore(self, memory: dict) -> None:
+        """Continue from ``memory`` (a dict from :meth:`memory` of a solver on the same Model)."""
+        n0 = self.n0
+        for name, arr in (("tr", self._tr), ("rs", self._rs), ("l1", self._l1)):
+            full = arr.to_numpy()
+            full[:n0] = np.asarray(memory[name])
+            arr.from_numpy(full)
+        self.w_scale = float(memory["w_scale"])
+        s = int(memory["steps_since_w"])
+        self._steps_since_w = None if s < 0 else s
+        s = int(memory["steps_since_scale"])
+        self._steps_since_scale = None if s < 0 else s
+        r = float(memory["rho_prev"])
+        self._rho_prev = None if math.isnan(r) else r
+        lam, vv = np.asarray(memory["lambdas"]), np.asarray(memory["virtual_velocities"])
+        nc, nv = len(lam), len(vv)
+        if nc > self._ccap:
+            self._alloc_contacts(nc)
+        if n0 + nv > self._cap:
+            self._alloc(n0 + nv)
+        full = self.lam.to_numpy()
+        full[:nc] = lam
+        self.lam.from_numpy(full)
+        full = self.V.to_numpy()
+        full[VROWS.v_star, n0:n0 + nv] = vv
+        self.V.from_numpy(full)
+        self._last_nc, self._last_nv = nc, nv
+
+    # ------------------------------------------------------------------ the step
+    def solve(self, problem) -> SolveStats:
+        """Solve one step (StepProblem); v̂ is written to problem.v_hat, impulses and status to the contacts."""
+        o = self.options
+        t_start = time.perf_counter()
+        c = problem.contacts
+        nc, nv = int(c.count), int(c.n_virtual)
+        nvx = self._virtual_nodes(c, nc, nv)
+        A = problem.A
+        self._update_w(A, problem.fixed)
+        scale2 = self._setup(problem, nc, nv, nvx)
+        vscale = max(math.sqrt(max(scale2, 0.0)), 1e-12)
+        sched = ChebyshevSchedule(o.chebyshev, o.chebyshev_start, o.rho,
+                                  adapt=o.rho_adapt and o.step == "frobenius", rho_prev=self._rho_prev)
+        alpha, theta, converged, it = 1.0, math.inf, False, 0
+        self.history = []
+        t_loop = time.perf_counter()
+        for it in range(1, o.max_iter + 1):
+            l = it - 1
+            out = self.iterate_once(A, nvx, nc, alpha, sched.weight(l))
+            dv2, vv2, alpha = float(out[0]), float(out[1]), float(out[2])
+            dn = math.sqrt(max(dv2, 0.0))
+            theta = dn / max(math.sqrt(max(vv2, 0.0)), vscale)
+            self.history.append(theta)
+            if not math.isfinite(theta):
+                break
+            if theta < o.tol and sched.may_stop(l):
+                converged = True
+                break
+            sched.record(l, theta, dn)
+        loop_s = time.perf_counter() - t_loop
+        self._rho_prev = sched.carry(converged)
+        self.rho_estimate = sched.estimate
+        self._last_nc, self._last_nv = nc, nv
+        comp = cond_finish(self.V, self._W, self._Cf, self._Ci, problem.v_hat, self.lam, c.impulse, c.status,
+                           self.n0, nc, float(problem.coef.impulse_scale), alpha)
+        comp_n = float(comp[0]) / max(float(comp[2]), 1e-300) if nc else 0.0
+        comp_c = float(comp[1]) / max(float(comp[3]), 1e-300) if nc else 0.0
+        rho = sched.rho if o.chebyshev else None
+        extra = {"contacts": nc, "virtual_nodes": nv, "complementarity_normal": comp_n,
+                 "cone_violation": comp_c, "chebyshev_rho": rho, "chebyshev_restarts": sched.restarts,
+                 "chebyshev_adaptations": sched.adaptations, "alpha": alpha,
+                 "ms": 1e3 * (time.perf_counter() - t_start), "us_per_iteration": 1e6 * loop_s / max(it, 1)}
+        return SolveStats(it, theta, converged and math.isfinite(theta), extra)
+
+    def iterate_once(self, A, nvx: int, nc: int, alpha: float, nu: float):
+        """One launch of ``cond_iterate`` on the set-up work arrays (nvx virtual nodes, nc contacts);
+        returns (‖v̂ˡ⁺¹−v̂ˡ‖², ‖v̂ˡ⁺¹‖², α, ‖v̂**−v̂ˡ‖²)."""
+        o = self.options
+        return cond_iterate(self._pattern(A), A.blocks, self.V, self._W, self._RK, self._WB, self._Cf, self._Ci,
+                            self._VNf, self._VNi, self._rod_start, self._rod_rows, self._F, self.n0, nvx, nc,
+                            self.n_rods, alpha, nu, float(o.under_relaxation), float(o.omega),
+                            STRICT if o.operator == "strict" else PROXIMAL, o.step == "bb", self._has_blocks,
+                            self.n_rods > 0)
+
+    def _virtual_nodes(self, c, nc: int, nv: int) -> int:
+        """Contact rows onto rod rows become solver-private virtual nodes; grow the work arrays.
+        Returns the number of virtual nodes including those."""
+        if nc > self._ccap:
+            self._alloc_contacts(max(nc, 2 * self._ccap))
+        if self.n_rods and nc:
+            nx = cond_reroute(c.node_a, c.node_b, self._blockstep, self._RT, self.n0, nv, nc)
+        else:
+            nx = 0
+            fill_reroute(c.node_a, c.node_b, self._RT, nc)
+        nvx = nv + nx
+        if self.n0 + nvx > self._cap:
+            self._alloc(max(self.n0 + nvx, self.n0 + 2 * (self._cap - self.n0)))
+        if nvx > self._vcap:
+            self._alloc_virtual(max(nvx, 2 * self._vcap))
+        return nvx
+
+    def _update_w(self, A, fixed) -> None:
+        """A's part of the Frobenius W every ``recycle`` steps, spectrally scaled every SCALE_EVERY."""
+        o = self.options
+        if self._steps_since_w is None or self._steps_since_w >= o.recycle:
+            step_matrix.cond_weights_base(A.indptr, A.blocks, A.diag, self._tr, self._rs, self._l1, self.n0)
+            if o.step == "frobenius":
+                if self._steps_since_scale is None or self._steps_since_scale >= step_matrix.SCALE_EVERY:
+                    self.w_scale = step_matrix.spectral_scale(A, fixed, self._blockstep, self._tr, self._rs,
+                                                              self._px, self._py, self._pout)
+                    self._steps_since_scale = 0
+                if self.w_scale < 1.0:
+                    step_matrix.cond_scale_rows(self._tr, self._blockstep, self.w_scale, self.n0)
+            self._steps_since_w = 0
+        self._steps_since_w += 1
+        if self._steps_since_scale is not None:
+            self._steps_since_scale += 1
+
+    def _setup(self, problem, nc: int, nv: int, nvx: int) -> float:
+        """Virtual nodes and gains, W with the coupling, block steps, start values, normal targets.
+        Returns ‖D⁻¹ b‖²."""
+        o, c, A, fixed, n0 = self.options, problem.contacts, problem.A, problem.fixed, self.n0
+        rest, n_rest = self._restitution_table()
+        if self.n_rods:
+            blocks.cond_rod_compliance(A.blocks, fixed, self._rod_start, self._rod_rows, self._rod_slots, self._DL,
+                                       self._F, self._CR, self.n_rods, self.n_rod_blocks)
+        cond_pack_virtual(c.vn_node, c.vn_weight, self._RT, self._VNf, self._VNi, nv, nvx, nc)
+        cond_gains(A.blocks, A.diag, self._blockstep, self._pair_slot, self._CR, self._VNf, self._VNi, c.vn_gain,
+                   nv, nvx, float(o.virtual_gain), float(o.rigid_gain), self._has_blocks, self.n_rods > 0)
+        step_matrix.cond_coupling(self._tr, self._rs, self._l1, self._tr2, self._rs2, self._l12, self._VNf,
+                                  self._VNi, n0, nvx)
+        if self._has_blocks:
+            blocks.cond_block_diagonal(A.blocks, A.diag, self._blockstep, self._pair_slot, self._WB, self._VNf,
+                                       self._VNi, n0, nvx)
+        wcap = step_matrix.W_CAP if o.step == "frobenius" else 1e300
+        scale2 = cond_start(A.blocks, A.diag, problem.b, fixed, problem.v_hat, self._blockstep, self._l1, self._tr2,
+                            self._rs2, self._l12, self.V, self._W, self._RK, self._VNf, self._VNi, n0, nvx,
+                            int(bool(o.warm_start)), wcap)
+        if self._has_blocks:
+            blocks.cond_block_inverses(fixed, self._blockstep, self._WB, self._RK, n0)
+        cond_targets(problem.state.v, c.vn_node, c.vn_weight, c.node_a, c.node_b, c.frame, c.phi, c.v_world, c.mu,
+                     c.param, rest, self._RT, self._Cf, self._Ci, n0, nc, n_rest, int(problem.integrator == "midpoint"),
+                     float(problem.dt), float(o.restitution), float(o.recovery), float(o.max_recovery_speed))
+        if self.n_rods:
+            blocks.cond_rod_factor(A.blocks, fixed, self._VNf, self._VNi, self._rod_start, self._rod_rows,
+                                   self._rod_pos, self._rod_slots, self._DL, self._F, nvx, self.n_rods,
+                                   self.n_rod_blocks)
+        return scale2

@@ -1,0 +1,129 @@
+"""Step matrix W of COND: one scalar per scalar-step node, so Γ = J W Jᵀ is diagonal (Prop. 2).
+
+- Frobenius rule (§IV-C.1): ``w̄_i = tr(Ã_ii) / Σ_j ‖Ã_ij‖_F²``, Ã = A plus the virtual coupling
+  ``k_v J_vᵀJ_v`` of eq. 15 (``cond_weights_base`` for A's part, ``cond_coupling`` adds the coupling);
+- Gershgorin cap on rows the coupling touches: ``w̄_i ≤ 1.9 / Σ_j ‖Ã_ij‖_∞`` (keeps ‖I − W Ã‖ < 1
+  there, Thm. 2);
+- power-iteration scale: every ``SCALE_EVERY`` steps ``POWER_STEPS`` power iterations estimate
+  λ̃ = λ_max(W_F A) on the scalar-step rows and W_F is scaled by ``min(1, 1.7/λ̃)``
+  (:func:`spectral_scale`);
+- Barzilai–Borwein (§IV-C.2): the scalar α is computed inside the iteration kernel (``iterate.py``).
+
+docs/COND.md records why each rule is there.
+"""
+import math
+
+import numpy as np
+import taichi as ti
+
+from ... import backend
+from .groups import KIND_SCALAR
+from .layout import VIRTUAL, VIRTUAL_NODES
+
+POWER_STEPS = 16      # power iterations for λ_max(W_F A) ...
+SCALE_EVERY = 25      # ... every this many steps (W_F A's spectrum moves little between steps)
+LAMBDA_TARGET = 1.7   # W_F is scaled so that the estimated λ_max(W_F A) is at most this (the estimate is low)
+W_CAP = 1.9           # Gershgorin cap w_i Σ_j ‖Ã_ij‖_∞ ≤ 1.9 on rows the virtual coupling touches
+
+
+@ti.func
+def inf_norm(M: ti.math.mat3) -> float:
+    """‖M‖_∞ = max_r Σ_c |M_rc| of a 3x3 block."""
+    out = 0.0
+    for r in ti.static(range(3)):
+        out = ti.max(out, ti.abs(M[r, 0]) + ti.abs(M[r, 1]) + ti.abs(M[r, 2]))
+    return out
+
+
+@ti.kernel
+def cond_weights_base(indptr: ti.types.ndarray(), blocks: ti.types.ndarray(), diag: ti.types.ndarray(),
+                      tr: ti.types.ndarray(), rs: ti.types.ndarray(), l1: ti.types.ndarray(), n: ti.i32):
+    """A's part of the Frobenius rule, tr(A_ii) and Σ_j ‖A_ij‖_F², and the Gershgorin row bound
+    Σ_j ‖A_ij‖_∞ (≥ every scalar row's Σ |a_rc| of the block row)."""
+    for i in range(n):
+        s = 0.0
+        g = 0.0
+        for k in range(indptr[i], indptr[i + 1]):
+            s += (blocks[k] * blocks[k]).sum()
+            g += inf_norm(blocks[k])
+        tr[i] = blocks[diag[i]].trace()
+        rs[i] = s
+        l1[i] = g
+
+
+@ti.kernel
+def cond_power_step(indptr: ti.types.ndarray(), indices: ti.types.ndarray(), blocks: ti.types.ndarray(),
+                    tr: ti.types.ndarray(), rs: ti.types.ndarray(), fixed: ti.types.ndarray(),
+                    kind: ti.types.ndarray(), x: ti.types.ndarray(), y: ti.types.ndarray(),
+                    out: ti.types.ndarray(), c: float, n: ti.i32):
+    """One power-iteration step on W_F A over the scalar-step rows (W_F = tr/rs, zero on prescribed and
+    block rows): y = W_F A (c x); out += (xᵀAx, xᵀW_F⁻¹x, yᵀy) for x = c·x, whose ratio is the
+    Rayleigh quotient of A x = λ W_F⁻¹ x."""
+    for i in range(n):
+        w = 0.0
+        if fixed[i] == 0 and kind[i] == KIND_SCALAR and rs[i] > 0.0:
+            w = tr[i] / rs[i]
+        acc = ti.Vector.zero(float, 3)
+        for k in range(indptr[i], indptr[i + 1]):
+            acc += blocks[k] @ (c * x[indices[k]])
+        yi = w * acc
+        if w > 0.0:
+            xi = c * x[i]
+            out[0] += xi.dot(acc)
+            out[1] += xi.dot(xi) / w
+            out[2] += yi.dot(yi)
+        y[i] = yi
+
+
+@ti.kernel
+def cond_scale_rows(tr: ti.types.ndarray(), kind: ti.types.ndarray(), s: float, n: ti.i32):
+    """tr_i *= s on the scalar-step rows (W_F = s·tr/rs)."""
+    for i in range(n):
+        if kind[i] == KIND_SCALAR:
+            tr[i] *= s
+
+
+def spectral_scale(A, fixed, kind, tr, rs, x, y, out) -> float:
+    """min(1, 1.7/λ̃), λ̃ the largest eigenvalue of W_F A on the scalar-step rows estimated by
+    ``POWER_STEPS`` power iterations from a fixed random start (x, y, out: work arrays)."""
+    rng = np.random.default_rng(0)
+    x.from_numpy(rng.standard_normal((x.shape[0], 3)).astype(backend.np_real()))
+    lam, c = 0.0, 1.0
+    for _ in range(POWER_STEPS):
+        out.from_numpy(np.zeros(3, backend.np_real()))
+        cond_power_step(A.indptr, A.indices, A.blocks, tr, rs, fixed, kind, x, y, out, c, A.n)
+        num, den, yy = (float(v) for v in out.to_numpy())
+        if not den > 0.0 or not yy > 0.0:
+            return 1.0
+        lam = num / den
+        c = 1.0 / math.sqrt(yy)
+        x, y = y, x
+    return min(1.0, LAMBDA_TARGET / lam) if lam > 0.0 else 1.0
+
+
+@ti.kernel
+def cond_coupling(tr: ti.types.ndarray(), rs: ti.types.ndarray(), l1: ti.types.ndarray(), tr2: ti.types.ndarray(),
+                  rs2: ti.types.ndarray(), l12: ti.types.ndarray(), VNf: ti.types.ndarray(), VNi: ti.types.ndarray(),
+                  n0: ti.i32, nvx: ti.i32):
+    """tr2, rs2, l12: the Frobenius and Gershgorin row sums of Ã = A + Σ k_v J_vᵀJ_v (eq. 15), the
+    coupling's blocks added to the real rows they touch (cross terms of a modified diagonal block dropped)."""
+    for i in range(n0):
+        tr2[i] = tr[i]
+        rs2[i] = rs[i]
+        l12[i] = l1[i]
+    for q in range(nvx):
+        kv = VIRTUAL.gain.get(VNf, q)
+        for k in range(4):
+            j = VIRTUAL_NODES.node.at(VNi, q, k)
+            if j >= 0:
+                Wk = VIRTUAL.weight.at(VNf, q, k)
+                tr2[j] += kv * (Wk * Wk).sum()
+                add = kv * kv * (Wk * Wk).sum()
+                g = kv * inf_norm(Wk.transpose())
+                for l in range(4):
+                    if VIRTUAL_NODES.node.at(VNi, q, l) >= 0:
+                        M = kv * (Wk.transpose() @ VIRTUAL.weight.at(VNf, q, l))
+                        add += (M * M).sum()
+                        g += inf_norm(M)
+                rs2[j] += add
+                l12[j] += g

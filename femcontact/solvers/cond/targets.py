@@ -1,0 +1,84 @@
+"""Normal targets of COND's contacts: the condition ``J_n v̂ ≥ t_m`` (eq. 11 with φ̃ = −t_m).
+
+From the gap φ, the step-start normal velocity ``v_n,k``, restitution e and the recovery speed
+``v_rec = min(recovery |φ|/dt, max_recovery_speed)``:
+
+- midpoint, ``t_e = ((1−e)/2) min(v_n,k, 0)``: φ ≥ 0: ``t = min(−φ/dt, t_e)`` (speculative gap);
+  φ < 0: ``t = t_e + v_rec``; the tangential bias ``−½ J_t v_k`` makes stick mean ``v_{k+1,t} = 0``;
+- implicit Euler: φ ≥ 0: ``t = −φ/dt``; φ < 0: ``t = max(v_rec, −e min(v_n,k, 0))``.
+
+``cond_targets`` also packs the contacts into the CONTACT tables. docs/COND.md, "Normal target".
+"""
+import taichi as ti
+
+from .layout import CONTACT, CONTACT_NODES
+
+
+@ti.func
+def side_velocity(node, n0, vn_node: ti.template(), vn_weight: ti.template(), v: ti.template(), world):
+    """Velocity of one side of a contact: a real node's v, a virtual node's J_v v, or ``world`` (node -1)."""
+    out = world
+    if node >= n0:
+        out = ti.Vector.zero(float, 3)
+        for k in range(4):
+            j = vn_node[node - n0][k]
+            if j >= 0:
+                out += vn_weight[node - n0, k] @ v[j]
+    elif node >= 0:
+        out = v[node]
+    return out
+
+
+@ti.func
+def normal_target(ph, vnk, e, dt, recovery, vrec_max, midpoint) -> float:
+    """t_m of one contact (module docstring)."""
+    vrec = ti.min(recovery * ti.abs(ph) / dt, vrec_max)
+    t = 0.0
+    if midpoint != 0:
+        te = 0.5 * (1.0 - e) * ti.min(vnk, 0.0)
+        if ph >= 0.0:
+            t = ti.min(-ph / dt, te)
+        else:
+            t = te + vrec
+    else:
+        if ph >= 0.0:
+            t = -ph / dt
+        else:
+            t = ti.max(vrec, -e * ti.min(vnk, 0.0))
+    return t
+
+
+@ti.kernel
+def cond_targets(v_old: ti.types.ndarray(), vn_node: ti.types.ndarray(), vn_weight: ti.types.ndarray(),
+                 node_a: ti.types.ndarray(), node_b: ti.types.ndarray(), frame: ti.types.ndarray(),
+                 phi: ti.types.ndarray(), v_world: ti.types.ndarray(), mu: ti.types.ndarray(),
+                 param: ti.types.ndarray(), rest_table: ti.types.ndarray(), RT: ti.types.ndarray(),
+                 Cf: ti.types.ndarray(), Ci: ti.types.ndarray(), n0: ti.i32, nc: ti.i32, n_rest: ti.i32,
+                 midpoint: ti.i32, dt: float, e_default: float, recovery: float, vrec_max: float):
+    """CONTACT rows of this step: frame, μ, φ̃ = −t_m, world velocity, λ = 0, the (rerouted) nodes and
+    the tangential bias. e per contact from the contact-parameter table's restitution column (NaN: default)."""
+    for m in range(nc):
+        R = frame[m]
+        vb = side_velocity(node_b[m], n0, vn_node, vn_weight, v_old, ti.Vector.zero(float, 3))
+        va = side_velocity(node_a[m], n0, vn_node, vn_weight, v_old, v_world[m])
+        vck = R @ (vb - va)
+        e = e_default
+        p = param[m]
+        if p >= 0 and p < n_rest:
+            r = rest_table[p]
+            if r == r:  # not NaN
+                e = ti.min(ti.max(r, 0.0), 1.0)
+        t = normal_target(phi[m], vck[2], e, dt, recovery, vrec_max, midpoint)
+        CONTACT.frame.put(Cf, m, R)
+        CONTACT.mu.put_at(Cf, m, 0, mu[m][0])
+        CONTACT.mu.put_at(Cf, m, 1, mu[m][1])
+        CONTACT.phi_tilde.put(Cf, m, -t)
+        CONTACT.v_world.put(Cf, m, v_world[m])
+        CONTACT.lam.put(Cf, m, ti.Vector.zero(float, 3))
+        CONTACT_NODES.node.put_at(Ci, m, 0, RT[2 * m])
+        CONTACT_NODES.node.put_at(Ci, m, 1, RT[2 * m + 1])
+        bias = ti.Vector.zero(float, 2)
+        if midpoint != 0:
+            bias = -0.5 * ti.Vector([vck[0], vck[1]])
+        CONTACT.bias.put_at(Cf, m, 0, bias[0])
+        CONTACT.bias.put_at(Cf, m, 1, bias[1])

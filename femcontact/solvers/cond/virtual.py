@@ -1,0 +1,122 @@
+"""Virtual nodes (COND §IV-A, eq. 14/15): the solver's node table and the virtual-node gains k_v.
+
+``cond_reroute`` moves a contact on a real rod row onto a solver-private virtual node ``J_v = [I]``
+(so no contact touches a block-step row and Γ = J W Jᵀ stays diagonal, Prop. 2); ``cond_pack_virtual``
+copies the ContactSet's virtual nodes and those extra ones into the ``VIRTUAL`` tables;
+``cond_gains`` sets ``k_v = virtual_gain · m_eff`` with ``1/m_eff = Σ_k ‖W_k‖_F² / (3 d_k)``
+(block-Jacobi compliance, ``d_k = tr(A_kk)/3``), the exact 3x3 compliance on a spin row, the rod's own
+compliance ``(A_rod⁻¹)_kk`` on a rod row, and ``rigid_gain · tr(J_v A_pp⁻¹ J_vᵀ)/3``⁻¹ from the 6x6
+block on a rigid body (docs/COND.md, "Virtual-node gain").
+"""
+import taichi as ti
+
+from .groups import KIND_RIGID_LIN, KIND_ROD, KIND_SPIN
+from .layout import VIRTUAL, VIRTUAL_NODES
+
+
+@ti.kernel
+def cond_reroute(node_a: ti.types.ndarray(), node_b: ti.types.ndarray(), kind: ti.types.ndarray(),
+                 RT: ti.types.ndarray(), n0: ti.i32, nv: ti.i32, nc: ti.i32) -> ti.i32:
+    """RT[2m + s] = the node side s (a, b) of contact m acts on; RT[2 nc + k] = the real rod row of
+    extra virtual node k (numbered n0 + nv + k). Returns the number of extra virtual nodes."""
+    cnt = 0
+    ti.loop_config(serialize=True)
+    for m in range(nc):
+        for s in range(2):
+            node = node_a[m]
+            if s == 1:
+                node = node_b[m]
+            out = node
+            if node >= 0 and node < n0:
+                if kind[node] == KIND_ROD:
+                    out = n0 + nv + cnt
+                    RT[2 * nc + cnt] = node
+                    cnt += 1
+            RT[2 * m + s] = out
+    return cnt
+
+
+@ti.kernel
+def fill_reroute(node_a: ti.types.ndarray(), node_b: ti.types.ndarray(), RT: ti.types.ndarray(), nc: ti.i32):
+    """RT[2m + s] = the contact's own nodes (a model without rods)."""
+    for m in range(nc):
+        RT[2 * m] = node_a[m]
+        RT[2 * m + 1] = node_b[m]
+
+
+@ti.kernel
+def cond_pack_virtual(vn_node: ti.types.ndarray(), vn_weight: ti.types.ndarray(), RT: ti.types.ndarray(),
+                      VNf: ti.types.ndarray(), VNi: ti.types.ndarray(), nv: ti.i32, nvx: ti.i32, nc: ti.i32):
+    """VIRTUAL tables of this step: the ContactSet's virtual nodes q < nv, then the rerouted ones."""
+    for q in range(nvx):
+        for k in range(4):
+            j = -1
+            Wk = ti.Matrix.zero(float, 3, 3)
+            if q < nv:
+                j = vn_node[q][k]
+                Wk = vn_weight[q, k]
+            elif k == 0:
+                j = RT[2 * nc + q - nv]
+                Wk = ti.Matrix.identity(float, 3)
+            VIRTUAL_NODES.node.put_at(VNi, q, k, j)
+            VIRTUAL.weight.put_at(VNf, q, k, Wk)
+
+
+@ti.func
+def _rigid_compliance(blocks: ti.template(), diag: ti.template(), pair_slot: ti.template(), VNf: ti.template(),
+                      q, j0) -> float:
+    """tr(J_v A_pp⁻¹ J_vᵀ)/3 for a virtual node on rigid pair (j0, j0+1), A_pp⁻¹ by its Schur complement."""
+    Pi = blocks[diag[j0]].inverse()
+    Q = ti.Matrix.zero(float, 3, 3)
+    if pair_slot[j0] >= 0:
+        Q = blocks[pair_slot[j0]]
+    Sa = (blocks[diag[j0 + 1]] - Q.transpose() @ Pi @ Q).inverse()
+    Pla = -Pi @ Q @ Sa
+    Pll = Pi - Pla @ Q.transpose() @ Pi
+    W0 = VIRTUAL.weight.at(VNf, q, 0)
+    W1 = VIRTUAL.weight.at(VNf, q, 1)
+    Cq = W0 @ Pll @ W0.transpose() + W0 @ Pla @ W1.transpose() \
+        + W1 @ Pla.transpose() @ W0.transpose() + W1 @ Sa @ W1.transpose()
+    return Cq.trace() / 3.0
+
+
+@ti.kernel
+def cond_gains(blocks: ti.types.ndarray(), diag: ti.types.ndarray(), kind: ti.types.ndarray(),
+               pair_slot: ti.types.ndarray(), CR: ti.types.ndarray(), VNf: ti.types.ndarray(),
+               VNi: ti.types.ndarray(), vn_gain: ti.types.ndarray(), nv: ti.i32, nvx: ti.i32, gain: float,
+               rigid_gain: float, has_blocks: ti.template(), rods: ti.template()):
+    """k_v of every virtual node into the VIRTUAL table (and the ContactSet's vn_gain for q < nv).
+    ``has_blocks`` / ``rods``: the model has spin or rigid block rows / rod rows (their rules are
+    compiled only then)."""
+    for q in range(nvx):
+        inv_m = 0.0
+        for k in range(4):
+            j = VIRTUAL_NODES.node.at(VNi, q, k)
+            if j >= 0:
+                Wk = VIRTUAL.weight.at(VNf, q, k)
+                rule = 0
+                if ti.static(rods):
+                    if CR[j].trace() > 0.0:     # a free rod row: the rod's own 3x3 compliance (blocks.py)
+                        rule = 1
+                        inv_m += (Wk @ CR[j] @ Wk.transpose()).trace() / 3.0
+                if ti.static(has_blocks):
+                    if rule == 0 and kind[j] == KIND_SPIN:    # a rotational block: its exact 3x3 compliance
+                        rule = 1
+                        inv_m += (Wk @ blocks[diag[j]].inverse() @ Wk.transpose()).trace() / 3.0
+                if rule == 0:
+                    d = ti.max(blocks[diag[j]].trace() / 3.0, 1e-300)
+                    inv_m += (Wk * Wk).sum() / (3.0 * d)
+        kv = 0.0
+        if inv_m > 0.0:
+            kv = gain / inv_m
+            if ti.static(has_blocks):
+                j0 = VIRTUAL_NODES.node.at(VNi, q, 0)
+                if kind[j0] == KIND_RIGID_LIN and VIRTUAL_NODES.node.at(VNi, q, 1) == j0 + 1:
+                    # a point on a rigid body: compliance from the 6x6 block (not the trace rule, which a
+                    # joint's stiff rows dominate; docs/COND.md)
+                    inv_r = _rigid_compliance(blocks, diag, pair_slot, VNf, q, j0)
+                    if inv_r > 0.0:
+                        kv = rigid_gain / inv_r
+        if q < nv:
+            vn_gain[q] = kv
+        VIRTUAL.gain.put(VNf, q, kv)
