@@ -1,7 +1,7 @@
-"""The one place COND reads body-type data from the Model; everything else sees these tables.
+"""COND's view of the unknowns' block structure, derived from the Model's DOF groups alone.
 
-:func:`block_tables` turns the Model's rotational blocks, rigid (linear, angular) pairs and rods
-into plain numeric tables of the unknowns' block structure:
+:func:`block_tables` turns ``model.dofs`` (``femcontact.dofs``: spins, rigid pairs, chains) into
+the tables COND's block steps use:
 
 - ``step_kind[i]`` per real node: 0 scalar (Frobenius) step, 1 a 3x3 block step (a spin),
   2 / 3 the linear / angular half of a rigid pair (6x6 block step), 4 a rod row (block-tridiagonal);
@@ -10,14 +10,14 @@ into plain numeric tables of the unknowns' block structure:
   the rows of its node and segment halves, -1 none), ``rod_pos`` (2·block + half of each real
   row, -1 not a rod row) and ``rod_slots`` (A's slots of the diagonal blocks D_j and of
   the sub-diagonal blocks L_j = Ã(z_j, z_{j−1}); order xx, xθ, θx, θθ; -1 absent).
-
-When the Model describes its unknowns by DOF groups (issue 13, item 2), only this module changes.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 import numpy as np
+
+from ...dofs import SPIN
 
 KIND_SCALAR, KIND_SPIN, KIND_RIGID_LIN, KIND_RIGID_ANG, KIND_ROD = 0, 1, 2, 3, 4
 
@@ -46,30 +46,24 @@ class BlockTables:
 
 
 def block_tables(model) -> BlockTables:
-    """Block structure of ``model``'s unknowns (see the module docstring)."""
-    n = int(model.n_nodes)
+    """Block structure of ``model``'s unknowns from its DOF groups (see the module docstring)."""
+    dofs = model.dofs
+    n = dofs.n
     kind = np.zeros(n, np.int32)
-    kind[np.asarray(model.rot_block_np, np.int64)] = KIND_SPIN
+    kind[dofs.kind == SPIN] = KIND_SPIN
     pair_slot = np.full(n, -1, np.int64)
-    for lin in model.rigid_lin:
-        lin = int(lin)
-        kind[lin: lin + 2] = (KIND_RIGID_LIN, KIND_RIGID_ANG)
+    for lin in dofs.rigid_linear:
+        ang = int(dofs.partner[lin])
+        kind[[lin, ang]] = (KIND_RIGID_LIN, KIND_RIGID_ANG)
         try:
-            pair_slot[lin] = model.pattern.index([lin], [lin + 1])[0]
+            pair_slot[lin] = model.pattern.index([lin], [ang])[0]
         except ValueError:
             pass
-    starts, rows = [0], []
-    for spec in model.rod_specs:
-        node0 = int(model.body(spec.name).node_start)
-        npt, nseg = int(spec.n_points), int(spec.n_segments)
-        x = node0 + np.arange(npt)
-        th = np.full(npt, -1, np.int64)
-        th[:nseg] = node0 + npt + np.arange(nseg)
-        rows.append(np.stack([x, th], axis=1))
-        starts.append(starts[-1] + npt)
-        kind[node0: node0 + spec.n_nodes] = KIND_ROD
-    nb = starts[-1]
-    rows = np.concatenate(rows).astype(np.int64) if rows else np.zeros((0, 2), np.int64)
+    starts = dofs.chain_start
+    rows = dofs.chain_rows
+    in_chain = rows[rows >= 0]
+    kind[in_chain] = KIND_ROD
+    nb = int(starts[-1])
     pos = np.full(n, -1, np.int64)
     for h in range(2):
         ok = rows[:, h] >= 0
@@ -83,7 +77,7 @@ def block_tables(model) -> BlockTables:
 
     prev = np.full((nb, 2), -1, np.int64)
     first = np.zeros(nb, bool)
-    first[np.array(starts[:-1], np.int64)] = True
+    first[starts[:-1]] = True
     if nb:
         prev[1:] = rows[:-1]
         prev[first] = -1
@@ -92,4 +86,4 @@ def block_tables(model) -> BlockTables:
         for h2 in range(2):
             slots[:, 2 * h + h2] = slot(rows[:, h], rows[:, h2])
             slots[:, 4 + 2 * h + h2] = slot(rows[:, h], prev[:, h2])
-    return BlockTables(kind, pair_slot, np.array(starts, np.int64), rows, pos, slots)
+    return BlockTables(kind, pair_slot, starts.astype(np.int64), rows, pos, slots)
