@@ -60,19 +60,25 @@ def assemble_elastic(x: ti.types.ndarray(), tets: ti.types.ndarray(), dm_inv: ti
         R = rotation_of(F)
         sigma, eps = corotated_stress(F, R, mu[e], lam[e])
         g0, g1, g2, g3 = shape_gradients(Dinv)
-        g = ti.Matrix.cols([g0, g1, g2, g3])
         P = vol[e] * (R @ sigma)
-        for a in ti.static(range(4)):
-            ga = ti.Vector([g[0, a], g[1, a], g[2, a]])
-            b[tet[a]] += -f_coef * (P @ ga)
+        f_c = -f_coef
+        b[tet[0]] += f_c * (P @ g0)
+        b[tet[1]] += f_c * (P @ g1)
+        b[tet[2]] += f_c * (P @ g2)
+        b[tet[3]] += f_c * (P @ g3)
+        # R K0_ab Rᵀ = lam h_a h_bᵀ + mu h_b h_aᵀ + mu (g_a·g_b) I with h = R g: rotated gradients
+        # instead of two 3x3 products per block (the same blocks, a fraction of the front-end time)
         c = vol[e] * (k_coef + k_beta_coef * beta[e])
-        for a in ti.static(range(4)):
-            ga = ti.Vector([g[0, a], g[1, a], g[2, a]])
-            for bb in ti.static(range(4)):
-                gb = ti.Vector([g[0, bb], g[1, bb], g[2, bb]])
-                k0 = lam[e] * ga.outer_product(gb) + mu[e] * gb.outer_product(ga) \
-                    + mu[e] * ga.dot(gb) * ti.Matrix.identity(float, 3)
-                blocks[blk[e, a * 4 + bb]] += c * (R @ k0 @ R.transpose())
+        G = ti.Matrix.cols([g0, g1, g2, g3])
+        H = R @ G
+        GtG = G.transpose() @ G
+        lam_c, mu_c = c * lam[e], c * mu[e]
+        for ab in range(16):
+            a, bb = ab // 4, ab % 4
+            ha = ti.Vector([H[0, a], H[1, a], H[2, a]])
+            hb = ti.Vector([H[0, bb], H[1, bb], H[2, bb]])
+            blocks[blk[e, ab]] += lam_c * ha.outer_product(hb) + mu_c * hb.outer_product(ha) \
+                + (mu_c * GtG[a, bb]) * ti.Matrix.identity(float, 3)
 
 
 @ti.kernel
