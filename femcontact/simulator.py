@@ -234,12 +234,9 @@ class Simulator:
             self._drive_end.from_numpy(ve.astype(real))
             integ.scatter_prescribed(self._drive_index, self._drive_vals, self._drive_end, self.v_fixed, self.v_end,
                          self.drives.count)
-        self.A.zero()
-        integ.assemble_nodes(m.mass, m.mass_alpha, s.v, self.f_ext, m.gravity_arr, self.A.diag, self.A.blocks,
-                             self.b, c.a_m, c.a_ma, c.b_m, c.b_f)
-        if m.n_rot:
-            rigid.assemble_rotational(m.rot_block, m.rot_inertia, s.q, s.v, self.A.diag, self.A.blocks, self.b,
-                                      c.a_m, c.b_m, c.b_f)
+        # A = 0, masses and damping, rigid and rod rotational blocks: one launch (assemble_inertial)
+        integ.assemble_inertial(self.A.blocks, self.A.diag, m.mass, m.mass_alpha, s.v, self.f_ext, m.gravity_arr,
+                                self.b, m.rot_block, m.rot_inertia, s.q, m.n_rot, c.a_m, c.a_ma, c.b_m, c.b_f)
         if m.joints is not None:
             m.joints.assemble(s, self.A, self.b, c, s.time, self.scene.dt)
         if m.n_tets:
@@ -272,10 +269,8 @@ class Simulator:
         if not math.isfinite(lin.residual):
             raise self._diverged("the solver produced non-finite values")
         s = self.state
-        vmax2 = integ.advance(s.x, s.v, self.v_hat, self.fixed, self.v_end, self.scene.dt, self.coef.v_hat,
-                              self.coef.v_old)
-        if self.model.n_rot:
-            rigid.advance_rotations(self.model.rot_block, s.q, self.v_hat, s.v, self.fixed, self.scene.dt)
+        vmax2 = integ.advance_all(s.x, s.v, self.v_hat, self.fixed, self.v_end, self.scene.dt, self.coef.v_hat,
+                                  self.coef.v_old, self.model.rot_block, s.q, self.model.n_rot)
         if self.rods is not None:
             self.rods.after_advance(s)
         if not (vmax2 <= MAX_SPEED**2):

@@ -15,7 +15,8 @@ scenes in scenes/ choose).
 Per scene × solver it prints DOF, mean contacts, mean solver iterations, the median and mean
 wall ms per step (``StepStats.ms_total`` over the measured steps; warm-up steps, which include
 compilation, are left out), the detection / assembly / solve split (median ms), kernel launches
-per step, and the ms per step spent inside Taichi kernel calls (argument marshalling + launch +
+per step, the process CPU ms per step (all threads; less sensitive than wall time to other
+processes on a shared machine), and the ms per step spent inside Taichi kernel calls (argument marshalling + launch +
 execution). Launches are counted by wrapping ``taichi.lang.kernel_impl.Kernel.__call__`` (every
 ``@ti.kernel`` call goes through it; the wrapper costs < 1 µs). With ``--kernel-time`` Taichi's
 kernel profiler is switched on (``ti.init(kernel_profiler=True)``) and the kernels' own execution
@@ -139,9 +140,9 @@ def run(name: str, solver: str, warmup: int, steps: int, counter: LaunchCounter,
     counter.reset()
     if kernel_time:
         ti.profiler.clear_kernel_profiler_info()
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     stats = [sim.step() for _ in range(steps)]
-    wall = time.perf_counter() - t0
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     k_exec = ti.profiler.get_kernel_profiler_total_time() if kernel_time else float("nan")   # s
     launches, in_kernels, by_name = counter.count, counter.seconds, dict(counter.by_name)
     ms = [s.ms_total for s in stats]
@@ -153,6 +154,7 @@ def run(name: str, solver: str, warmup: int, steps: int, counter: LaunchCounter,
         "iterations": float(np.mean([s.iterations for s in stats])),
         "iters": np.array([s.iterations for s in stats]),
         "ms_median": statistics.median(ms), "ms_mean": float(np.mean(ms)), "wall_ms": 1e3 * wall / steps,
+        "cpu_ms": 1e3 * cpu / steps,
         "ms_detection": statistics.median(s.ms_detection for s in stats),
         "ms_assembly": statistics.median(s.ms_assembly for s in stats),
         "ms_solve": statistics.median(s.ms_solve for s in stats),
@@ -183,7 +185,7 @@ def main(argv=None) -> None:
     saved = {}
     hdr = (f"{'scene':8s} {'solver':7s} {'DOF':>5s} {'contacts':>8s} {'iters':>6s} {'ms med':>8s} {'ms mean':>8s} "
            f"{'detect':>7s} {'assem':>7s} {'solve':>8s} {'advance':>7s} {'launch':>7s} {'ms in k':>8s} "
-           f"{'k exec':>7s} {'empty us':>8s} {'Av us':>7s}")
+           f"{'k exec':>7s} {'cpu ms':>7s} {'empty us':>8s} {'Av us':>7s}")
     print(hdr)
     for name in a.scenes:
         for solver in a.solvers:
@@ -191,7 +193,7 @@ def main(argv=None) -> None:
             line = (f"{name:8s} {solver:7s} {r['dof']:5d} {r['contacts']:8.1f} {r['iterations']:6.2f} "
                     f"{r['ms_median']:8.3f} {r['ms_mean']:8.3f} {r['ms_detection']:7.3f} {r['ms_assembly']:7.3f} "
                     f"{r['ms_solve']:8.3f} {r['ms_advance']:7.3f} {r['launches']:7.1f} {r['ms_in_kernels']:8.3f} "
-                    f"{r['ms_kernel_exec']:7.3f} {r['floor_empty_us']:8.1f} {r['floor_matvec_us']:7.1f}")
+                    f"{r['ms_kernel_exec']:7.3f} {r['cpu_ms']:7.3f} {r['floor_empty_us']:8.1f} {r['floor_matvec_us']:7.1f}")
             key = f"{name}_{solver}"
             if ref is not None and f"{key}_x" in ref:
                 x0 = ref[f"{key}_x"]

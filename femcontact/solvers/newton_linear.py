@@ -81,7 +81,9 @@ class CholmodSolver:
         L.sort_indices()
         key = (L.shape[0], L.nnz, hash(L.indices.tobytes()), hash(L.indptr.tobytes()))
         cols = np.repeat(np.arange(L.shape[1]), np.diff(L.indptr))
-        Hc = spmatrix(L.data.astype(np.float64), L.indices.astype(int).tolist(), cols.tolist(), L.shape)
+        # index arrays handed over as cvxopt int matrices (buffer copies), not Python lists
+        Hc = spmatrix(matrix(L.data.astype(np.float64)), matrix(L.indices.astype(np.int64)),
+                      matrix(cols.astype(np.int64)), L.shape)
         try:
             if key != self._key:
                 self._symbolic = self._cholmod.symbolic(Hc, uplo="L")

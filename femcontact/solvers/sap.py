@@ -74,6 +74,7 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
+from .. import backend
 from ..contact.contacts import CONTACT_PARAM_COLUMNS, OPEN
 from ..errors import ParameterError, SimulationError
 from . import CONTACT_SOLVERS
@@ -211,6 +212,12 @@ class NewtonContactSolver:
             return LaggedModel(hc, mu, n0, eps)
         return SimilarModel(hc, mu, eps)
 
+    def _fixed(self, fixed_arr, n: int) -> np.ndarray:
+        """The prescribed mask (bool, n): read once per mask array (it is fixed at build time)."""
+        if getattr(self, "_fixed_src", None) is not fixed_arr:
+            self._fixed_src, self._fixed_np = fixed_arr, backend.read(fixed_arr, n) != 0
+        return self._fixed_np
+
     # ------------------------------------------------------------------ the solve
     def solve(self, problem: StepProblem) -> SolveStats:
         t_start = time.perf_counter()
@@ -219,16 +226,18 @@ class NewtonContactSolver:
         c = int(contacts.count)
         dt = float(problem.dt)
         s, ch, co = float(coef.impulse_scale), float(coef.v_hat), float(coef.v_old)
-        A = problem.A.to_scipy()
-        b = problem.b.to_numpy()[:n].astype(np.float64).ravel()
-        vk = problem.state.v.to_numpy()[:n].astype(np.float64).ravel()
-        fixed = problem.fixed.to_numpy()[:n] != 0
+        rd = backend.read                    # host views on the CPU: no copy kernels (backend.host_view)
+        blocks = problem.A.blocks_numpy()    # read A once: the matrix and its diagonal blocks
+        A = problem.A.to_scipy(blocks)
+        b = rd(problem.b, n).astype(np.float64, copy=False).ravel()
+        vk = rd(problem.state.v, n).astype(np.float64, copy=False).ravel()
+        fixed = self._fixed(problem.fixed, n)
         dof_fixed = np.repeat(fixed, 3)
         At = ((s / ch) * A).tocsr()
         bt = s * b + ((s * co / ch) * (A @ vk) if co != 0.0 else 0.0)
 
         cd = contacts.to_numpy()
-        J = contacts.jacobian(expand_virtual=True).tocsr()
+        J = contacts.jacobian(expand_virtual=True, data=cd).tocsr()
         if J.shape != (3 * c, 3 * n):
             raise SimulationError(f"contact Jacobian has shape {J.shape}, expected {(3 * c, 3 * n)}")
         frame = cd["frame"]
@@ -238,15 +247,15 @@ class NewtonContactSolver:
         Jf = (J @ sp.diags((~dof_fixed).astype(np.float64))).tocsr() if fixed.any() else J
 
         # warm start (end-of-step velocity) and prescribed values
-        v_prev_hat = problem.v_hat.to_numpy()[:n].astype(np.float64).ravel()
+        v_prev_hat = rd(problem.v_hat, n).astype(np.float64, copy=False).ravel()
         v = ch * v_prev_hat + co * vk if co == 0.0 else vk.copy()
         if fixed.any():
-            Dfix = problem.A.diagonal_blocks()[fixed].astype(np.float64)
+            Dfix = problem.A.diagonal_blocks(blocks)[fixed]
             vhat_fixed = np.linalg.solve(Dfix, b.reshape(n, 3)[fixed][:, :, None])[:, :, 0]
             v.reshape(n, 3)[fixed] = ch * vhat_fixed + co * vk.reshape(n, 3)[fixed]
 
         # per-contact data: Delassus estimate from the diagonal blocks of Ã (SAP §V-A)
-        Dblk = (s / ch) * problem.A.diagonal_blocks().astype(np.float64)
+        Dblk = (s / ch) * problem.A.diagonal_blocks(blocks)
         Bw = Dblk.copy()
         Bw[self.lumped_nodes] = self.lumped_blocks
         w = delassus_estimate(Jf, Bw, fixed, c, self.node_body, self.body_mass)
@@ -304,15 +313,9 @@ class NewtonContactSolver:
         v_hat = (v - co * vk) / ch
         if fixed.any():
             v_hat.reshape(n, 3)[fixed] = vhat_fixed
-        out = problem.v_hat.to_numpy()
-        out[:n] = v_hat.reshape(n, 3)
-        problem.v_hat.from_numpy(out)
-        imp = contacts.impulse.to_numpy()
-        imp[:c] = gamma
-        contacts.impulse.from_numpy(imp)
-        st = contacts.status.to_numpy()
-        st[:c] = status
-        contacts.status.from_numpy(st)
+        backend.write(problem.v_hat, v_hat.reshape(n, 3))
+        backend.write(contacts.impulse, gamma)
+        backend.write(contacts.status, status)
         ms = 1e3 * (time.perf_counter() - t_start)
         stats = SolveStats(it, e_m, converged, {
             "line_search_iterations": ls_total, "momentum_error": e_m, "contacts": c, "cost": costs,
