@@ -202,7 +202,7 @@ class Simulator:
         for idx, weights, fn in self._timed_forces:
             np.add.at(f, idx, weights * self._force_value(fn, t))
         if self._rigid_forces:
-            R = rigid.quat_to_matrix(self.state.quaternions())
+            R = rigid.quat_to_matrix(backend.read(self.state.q, self.model.n_rot).astype(np.float64, copy=False))
             for k, lin, bf in self._rigid_forces:
                 value = self._force_value(bf.value, t)
                 if bf.torque:
@@ -211,7 +211,7 @@ class Simulator:
                 f[lin] += value
                 if bf.point is not None:
                     f[lin + 1] += np.cross(R[k] @ (bf.point - self.model.rigid_specs[k].com_local), value)
-        self.f_ext.from_numpy(f.astype(backend.np_real()))
+        backend.write(self.f_ext, f)         # host view on the CPU: no copy kernel
 
     @staticmethod
     def _force_value(fn, t: float) -> np.ndarray:
@@ -229,9 +229,8 @@ class Simulator:
         self._update_forces(s.time + (0.5 * self.scene.dt if self.scene.integrator == "midpoint" else 0.0))
         if self.drives.count:
             vh, ve = self.drives.values(s.time, self.scene.dt, self.scene.integrator)
-            real = backend.np_real()
-            self._drive_vals.from_numpy(vh.astype(real))
-            self._drive_end.from_numpy(ve.astype(real))
+            backend.write(self._drive_vals, vh)
+            backend.write(self._drive_end, ve)
             integ.scatter_prescribed(self._drive_index, self._drive_vals, self._drive_end, self.v_fixed, self.v_end,
                          self.drives.count)
         # A = 0, masses and damping, rigid and rod rotational blocks: one launch (assemble_inertial)

@@ -26,7 +26,10 @@ so the wall ms of that run are not the reference numbers).
 Floor: the cost of one empty kernel launch (µs, median of 2000) and one bare ``bsr_matvec`` of
 the scene's A (µs), the least any step can cost.
 
-``--save`` writes the final positions, velocities and per-step iteration counts of every run to
+``--serial`` runs Taichi on one CPU thread: detection appends contacts with atomic counters, so
+with several threads their order, and with it the round-off of every solve, changes from run to
+run (the 40-body clutter then drifts apart by ~1e-5 between two runs of the same code); on one
+thread two versions can be compared bit for bit. ``--save`` writes the final positions, velocities and per-step iteration counts of every run to
 an .npz; ``--compare`` checks them against such a file (max relative position difference).
 """
 import argparse
@@ -172,13 +175,22 @@ def main(argv=None) -> None:
     p.add_argument("--warmup", type=int, default=10)
     p.add_argument("--steps", type=int, default=0, help="measured steps (default per scene: 200/100/100)")
     p.add_argument("--kernel-time", action="store_true", help="switch on Taichi's kernel profiler")
+    p.add_argument("--serial", action="store_true",
+                   help="one CPU thread: detection's atomic counters then order the contacts the same way "
+                        "every run, so two versions can be compared bit for bit (with threads the clutter "
+                        "is not reproducible even on one version)")
     p.add_argument("--top", action="store_true", help="print the most launched kernels per run")
     p.add_argument("--save", type=str, default=None)
     p.add_argument("--compare", type=str, default=None)
     a = p.parse_args(argv)
+    extra = {}
     if a.kernel_time:
+        extra["kernel_profiler"] = True
+    if a.serial:
+        extra["cpu_max_num_threads"] = 1
+    if extra:
         orig_init = ti.init
-        ti.init = lambda *args, **kw: orig_init(*args, **{**kw, "kernel_profiler": True})
+        ti.init = lambda *args, **kw: orig_init(*args, **{**kw, **extra})
     fc.backend.init()
     counter = LaunchCounter()
     ref = dict(np.load(a.compare)) if a.compare else None
