@@ -137,6 +137,7 @@ class NewtonContactSolver:
         opt_vals = [np.nan if o[key] is None else o[key] for key in PHYSICAL]
         _check_params(kind, *opt_vals, where="(solver_options)")
         self._check_table()
+        self._checked_table = getattr(model, "contact_params", None)   # build_model: checked above
         self.linear = make_newton_linear_solver(o["linear_solver"], getattr(model, "n_dofs", 0))
         self.node_body = model.contact.node_body.astype(np.int64)   # for the Delassus floor 1/M_body
         mass = np.asarray(model.mass_np, dtype=np.float64)[:model.n_nodes]
@@ -190,8 +191,13 @@ class NewtonContactSolver:
         p = self.contact_parameters(param_rows)
         if np.any(~(mu >= 0) | ~np.isfinite(mu)):
             raise ParameterError(f"friction coefficients must be finite and >= 0, got {mu[~(mu >= 0)][:3].tolist()}")
-        _check_params(self.kind, p["stiffness"], p["tau_d"], p["hc_dissipation"], p["stiction_tolerance"],
-                      p["sigma"], where="(contact parameters)")
+        table = getattr(self.model, "contact_params", None)
+        if table is not self._checked_table:
+            # every resolved value is a table entry or an option, both checked at construction; check
+            # again only when the model's table object was replaced (not once per step)
+            _check_params(self.kind, p["stiffness"], p["tau_d"], p["hc_dissipation"], p["stiction_tolerance"],
+                          p["sigma"], where="(contact parameters)")
+            self._checked_table = table
         beta = float(self.opt["beta"])
         sigma = np.where(np.isnan(p["sigma"]), 1e-3, p["sigma"])
         R_t = sigma * w
