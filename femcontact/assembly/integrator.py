@@ -77,21 +77,28 @@ def eliminate_prescribed(indptr: ti.types.ndarray(), indices: ti.types.ndarray()
             b[i] = blocks[diag[i]] @ v_fixed[i]
 
 
+@ti.func
+def advance_node(i, x: ti.template(), v: ti.template(), v_hat: ti.template(), fixed: ti.template(),
+                 v_end: ti.template(), dt, c_hat, c_old):
+    """Node i of ``advance``; returns its |v|^2 (inf for NaN or inf)."""
+    x[i] += dt * v_hat[i]
+    vn = c_hat * v_hat[i] + c_old * v[i]
+    if fixed[i] != 0:
+        vn = v_end[i]
+    v[i] = vn
+    s = vn.norm_sqr()
+    if not (s <= 1e300):  # catches NaN and inf
+        s = ti.math.inf
+    return s
+
+
 @ti.kernel
 def advance(x: ti.types.ndarray(), v: ti.types.ndarray(), v_hat: ti.types.ndarray(), fixed: ti.types.ndarray(),
             v_end: ti.types.ndarray(), dt: float, c_hat: float, c_old: float) -> float:
     """x += dt v̂; v = c_hat v̂ + c_old v (prescribed nodes: v = v_end). Returns max |v|^2 (NaN-propagating)."""
     vmax = 0.0
     for i in range(x.shape[0]):
-        x[i] += dt * v_hat[i]
-        vn = c_hat * v_hat[i] + c_old * v[i]
-        if fixed[i] != 0:
-            vn = v_end[i]
-        v[i] = vn
-        s = vn.norm_sqr()
-        if not (s <= 1e300):  # catches NaN and inf
-            s = ti.math.inf
-        ti.atomic_max(vmax, s)
+        ti.atomic_max(vmax, advance_node(i, x, v, v_hat, fixed, v_end, dt, c_hat, c_old))
     return vmax
 
 
@@ -141,15 +148,7 @@ def advance_all(x: ti.types.ndarray(), v: ti.types.ndarray(), v_hat: ti.types.nd
     Returns max |v|^2 (NaN-propagating) of the generic advance."""
     vmax = 0.0
     for i in range(x.shape[0]):
-        x[i] += dt * v_hat[i]
-        vn = c_hat * v_hat[i] + c_old * v[i]
-        if fixed[i] != 0:
-            vn = v_end[i]
-        v[i] = vn
-        s = vn.norm_sqr()
-        if not (s <= 1e300):  # catches NaN and inf
-            s = ti.math.inf
-        ti.atomic_max(vmax, s)
+        ti.atomic_max(vmax, advance_node(i, x, v, v_hat, fixed, v_end, dt, c_hat, c_old))
     for r in range(n_rot):
         advance_rotation_block(r, rot_block, quat, v_hat, v, fixed, dt)
     return vmax
