@@ -9,6 +9,7 @@ default ``~/.cache/femcontact/taichi``) so a second run does not recompile.
 """
 from __future__ import annotations
 
+import ctypes
 import os
 from pathlib import Path
 
@@ -132,3 +133,76 @@ def int_array(n_or_value, width: int | None = None):
         if len(data):
             arr.from_numpy(data.reshape(-1, width))
     return arr
+
+
+# ---------------------------------------------------------------- host views (CPU: no copy, no launch)
+_VIEW_CTYPES = {"f64": ctypes.c_double, "f32": ctypes.c_float, "i32": ctypes.c_int32}
+
+
+def _host_views_ok() -> bool:
+    """True when ndarrays live in host memory (the CPU backend) and a view reads and writes them."""
+    cfg = ensure_init()
+    if "host_views" not in cfg:
+        ok = False
+        if cfg["arch"] == "cpu":
+            try:
+                probe = scalar_array(3, np.array([1.0, 2.0, 3.0]))
+                view = _make_view(probe)
+                view[1] = 5.0
+                ok = bool(view[0] == 1.0 and probe.to_numpy()[1] == 5.0)
+            except Exception:  # noqa: BLE001 - any failure means: use to_numpy / from_numpy
+                ok = False
+        cfg["host_views"] = ok
+    return cfg["host_views"]
+
+
+def _make_view(arr) -> np.ndarray:
+    from taichi.lang import impl
+
+    ti = _ti()
+    dtype = arr.dtype
+    key = "i32" if dtype == ti.i32 else ("f64" if dtype == ti.f64 else "f32" if dtype == ti.f32 else None)
+    if key is None:
+        raise TypeError(f"no host view for dtype {dtype}")
+    shape = tuple(arr.shape) + tuple(getattr(arr, "element_shape", ()) or ())
+    count = int(np.prod(shape))
+    addr = impl.get_runtime().prog.get_ndarray_data_ptr_as_int(arr.arr)
+    buf = (_VIEW_CTYPES[key] * count).from_address(addr)
+    return np.ctypeslib.as_array(buf).reshape(shape)
+
+
+def host_view(arr) -> np.ndarray | None:
+    """A numpy array sharing the memory of Taichi ndarray ``arr`` (full shape, element dims last),
+    or None where ndarrays do not live in host memory (then use ``to_numpy`` / ``from_numpy``).
+
+    On the CPU backend a Taichi ndarray is plain host memory and its kernels finish before the
+    launch returns, so the step's host code reads and writes kernel data through a view: no
+    copy kernel (``to_numpy`` launches one, ~30-300 µs) and no new numpy array. The view is
+    cached on the ndarray and lives as long as it; never keep it beyond the ndarray's life."""
+    view = getattr(arr, "_fc_host_view", None)
+    if view is not None:
+        return view
+    if not _host_views_ok():
+        return None
+    view = _make_view(arr)
+    arr._fc_host_view = view
+    return view
+
+
+def read(arr, count: int | None = None) -> np.ndarray:
+    """A copy of the first ``count`` rows of ``arr`` as numpy (all rows when None), via the host
+    view where there is one (``host_view``), else ``to_numpy``."""
+    view = host_view(arr)
+    data = view if view is not None else arr.to_numpy()
+    return np.array(data if count is None else data[:count])
+
+
+def write(arr, value: np.ndarray, start: int = 0) -> None:
+    """Write ``value`` into rows ``start:start+len(value)`` of ``arr`` (other rows kept)."""
+    view = host_view(arr)
+    if view is not None:
+        view[start:start + len(value)] = value
+        return
+    data = arr.to_numpy()
+    data[start:start + len(value)] = value
+    arr.from_numpy(data)

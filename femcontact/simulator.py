@@ -244,7 +244,7 @@ class Simulator:
         for idx, weights, fn in self._timed_forces:
             np.add.at(f, idx, weights * self._force_value(fn, t))
         if self._rigid_forces:
-            R = rigid.quat_to_matrix(self.state.quaternions())
+            R = rigid.quat_to_matrix(backend.read(self.state.q, self.model.n_rot).astype(np.float64, copy=False))
             for k, lin, bf in self._rigid_forces:
                 value = self._force_value(bf.value, t)
                 if bf.torque:
@@ -253,7 +253,7 @@ class Simulator:
                 f[lin] += value
                 if bf.point is not None:
                     f[lin + 1] += np.cross(R[k] @ (bf.point - self.model.rigid_specs[k].com_local), value)
-        self.f_ext.from_numpy(f.astype(backend.np_real()))
+        backend.write(self.f_ext, f)         # host view on the CPU: no copy kernel
 
     @staticmethod
     def _force_value(fn, t: float) -> np.ndarray:
@@ -271,17 +271,13 @@ class Simulator:
         self._update_forces(s.time + (0.5 * self.scene.dt if self.scene.integrator == "midpoint" else 0.0))
         if self.drives.count:
             vh, ve = self.drives.values(s.time, self.scene.dt, self.scene.integrator)
-            real = backend.np_real()
-            self._drive_vals.from_numpy(vh.astype(real))
-            self._drive_end.from_numpy(ve.astype(real))
+            backend.write(self._drive_vals, vh)
+            backend.write(self._drive_end, ve)
             integ.scatter_prescribed(self._drive_index, self._drive_vals, self._drive_end, self.v_fixed, self.v_end,
                          self.drives.count)
-        self.A.zero()
-        integ.assemble_nodes(m.mass, m.mass_alpha, s.v, self.f_ext, m.gravity_arr, self.A.diag, self.A.blocks,
-                             self.b, c.a_m, c.a_ma, c.b_m, c.b_f)
-        if m.n_rot:
-            rigid.assemble_rotational(m.rot_block, m.rot_inertia, s.q, s.v, self.A.diag, self.A.blocks, self.b,
-                                      c.a_m, c.b_m, c.b_f)
+        # A = 0, masses and damping, rigid and rod rotational blocks: one launch (assemble_inertial)
+        integ.assemble_inertial(self.A.blocks, self.A.diag, m.mass, m.mass_alpha, s.v, self.f_ext, m.gravity_arr,
+                                self.b, m.rot_block, m.rot_inertia, s.q, m.n_rot, c.a_m, c.a_ma, c.b_m, c.b_f)
         if m.joints is not None:
             m.joints.assemble(s, self.A, self.b, c, s.time, self.scene.dt)
         if m.n_tets:
@@ -314,10 +310,8 @@ class Simulator:
         if not math.isfinite(lin.residual):
             raise self._diverged("the solver produced non-finite values")
         s = self.state
-        vmax2 = integ.advance(s.x, s.v, self.v_hat, self.fixed, self.v_end, self.scene.dt, self.coef.v_hat,
-                              self.coef.v_old)
-        if self.model.n_rot:
-            rigid.advance_rotations(self.model.rot_block, s.q, self.v_hat, s.v, self.fixed, self.scene.dt)
+        vmax2 = integ.advance_all(s.x, s.v, self.v_hat, self.fixed, self.v_end, self.scene.dt, self.coef.v_hat,
+                                  self.coef.v_old, self.model.rot_block, s.q, self.model.n_rot)
         if self.rods is not None:
             self.rods.after_advance(s)
         if not (vmax2 <= MAX_SPEED**2):

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import taichi as ti
 
+from ..bodies.rigid import advance_rotation_block, assemble_rotational_block
 from ..errors import ParameterError
 
 INTEGRATORS = ("midpoint", "euler")
@@ -76,21 +77,28 @@ def eliminate_prescribed(indptr: ti.types.ndarray(), indices: ti.types.ndarray()
             b[i] = blocks[diag[i]] @ v_fixed[i]
 
 
+@ti.func
+def advance_node(i, x: ti.template(), v: ti.template(), v_hat: ti.template(), fixed: ti.template(),
+                 v_end: ti.template(), dt, c_hat, c_old):
+    """Node i of ``advance``; returns its |v|^2 (inf for NaN or inf)."""
+    x[i] += dt * v_hat[i]
+    vn = c_hat * v_hat[i] + c_old * v[i]
+    if fixed[i] != 0:
+        vn = v_end[i]
+    v[i] = vn
+    s = vn.norm_sqr()
+    if not (s <= 1e300):  # catches NaN and inf
+        s = ti.math.inf
+    return s
+
+
 @ti.kernel
 def advance(x: ti.types.ndarray(), v: ti.types.ndarray(), v_hat: ti.types.ndarray(), fixed: ti.types.ndarray(),
             v_end: ti.types.ndarray(), dt: float, c_hat: float, c_old: float) -> float:
     """x += dt v̂; v = c_hat v̂ + c_old v (prescribed nodes: v = v_end). Returns max |v|^2 (NaN-propagating)."""
     vmax = 0.0
     for i in range(x.shape[0]):
-        x[i] += dt * v_hat[i]
-        vn = c_hat * v_hat[i] + c_old * v[i]
-        if fixed[i] != 0:
-            vn = v_end[i]
-        v[i] = vn
-        s = vn.norm_sqr()
-        if not (s <= 1e300):  # catches NaN and inf
-            s = ti.math.inf
-        ti.atomic_max(vmax, s)
+        ti.atomic_max(vmax, advance_node(i, x, v, v_hat, fixed, v_end, dt, c_hat, c_old))
     return vmax
 
 
@@ -110,3 +118,37 @@ def scatter_prescribed(index: ti.types.ndarray(), vals: ti.types.ndarray(), ends
     for i in range(k):
         v_fixed[index[i]] = vals[i]
         v_end[index[i]] = ends[i]
+
+
+# ---------------------------------------------------------------- fused step kernels (one launch each)
+@ti.kernel
+def assemble_inertial(blocks: ti.types.ndarray(), diag: ti.types.ndarray(), mass: ti.types.ndarray(),
+                      mass_alpha: ti.types.ndarray(), v: ti.types.ndarray(), f_ext: ti.types.ndarray(),
+                      gravity: ti.types.ndarray(), b: ti.types.ndarray(), rot_block: ti.types.ndarray(),
+                      rot_inertia: ti.types.ndarray(), quat: ti.types.ndarray(), n_rot: ti.i32,
+                      a_m: float, a_ma: float, b_m: float, b_f: float):
+    """A = 0, then ``assemble_nodes``, then the first n_rot rotational blocks of
+    ``bodies.rigid.assemble_rotational``: the three launches that start every step's assembly as
+    one (the top-level loops run in order, each finished before the next; same arithmetic)."""
+    for k in blocks:
+        blocks[k] = ti.Matrix.zero(float, 3, 3) + 0.0
+    for i in range(mass.shape[0]):
+        m = mass[i]
+        blocks[diag[i]] += (a_m * m + a_ma * mass_alpha[i]) * ti.Matrix.identity(float, 3)
+        b[i] = b_m * m * v[i] + b_f * (m * gravity[0] + f_ext[i])
+    for r in range(n_rot):
+        assemble_rotational_block(r, rot_block, rot_inertia, quat, v, diag, blocks, b, a_m, b_m, b_f)
+
+
+@ti.kernel
+def advance_all(x: ti.types.ndarray(), v: ti.types.ndarray(), v_hat: ti.types.ndarray(), fixed: ti.types.ndarray(),
+                v_end: ti.types.ndarray(), dt: float, c_hat: float, c_old: float, rot_block: ti.types.ndarray(),
+                quat: ti.types.ndarray(), n_rot: ti.i32) -> float:
+    """``advance`` then the first n_rot blocks of ``bodies.rigid.advance_rotations`` in one launch.
+    Returns max |v|^2 (NaN-propagating) of the generic advance."""
+    vmax = 0.0
+    for i in range(x.shape[0]):
+        ti.atomic_max(vmax, advance_node(i, x, v, v_hat, fixed, v_end, dt, c_hat, c_old))
+    for r in range(n_rot):
+        advance_rotation_block(r, rot_block, quat, v_hat, v, fixed, dt)
+    return vmax

@@ -59,15 +59,23 @@ class BlockSparseMatrix:
         """y = A x (x, y: vec3 ndarrays of length n)."""
         bsr_matvec(self.indptr, self.indices, self.blocks, x, y, self.n)
 
-    def to_scipy(self) -> sp.csr_matrix:
-        """Export as a (3n, 3n) scipy CSR matrix (for tests and direct solvers)."""
-        data = self.blocks.to_numpy()[: self.pattern.nnzb].astype(np.float64)
+    def blocks_numpy(self) -> np.ndarray:
+        """(nnzb, 3, 3) float64 copy of the blocks (through the host view on the CPU: no copy kernel)."""
+        return backend.read(self.blocks, self.pattern.nnzb).astype(np.float64, copy=False)
+
+    def to_scipy(self, blocks: np.ndarray | None = None) -> sp.csr_matrix:
+        """Export as a (3n, 3n) scipy CSR matrix (for tests and direct solvers); ``blocks``: a
+        ``blocks_numpy()`` already read this step."""
+        data = self.blocks_numpy() if blocks is None else blocks
         bsr = sp.bsr_matrix((data, self.pattern.col, self.pattern.indptr), shape=(3 * self.n, 3 * self.n))
         return bsr.tocsr()
 
-    def diagonal_blocks(self) -> np.ndarray:
-        """(n, 3, 3) diagonal blocks as numpy."""
-        return self.blocks.to_numpy()[self.pattern.diag]
+    def diagonal_blocks(self, blocks: np.ndarray | None = None) -> np.ndarray:
+        """(n, 3, 3) diagonal blocks as numpy (from ``blocks`` when given)."""
+        if blocks is not None:
+            return blocks[self.pattern.diag]
+        view = backend.host_view(self.blocks)
+        return (view if view is not None else self.blocks.to_numpy())[self.pattern.diag]
 
 
 @ti.kernel

@@ -217,9 +217,11 @@ class JointSystem:
     # ------------------------------------------------------------------ per step
     def assemble(self, state, A, b, coef, t: float, dt: float) -> None:
         """Add every joint's ``(a_k + a_kb β) Jᵀ K J`` to A and ``−b_f Jᵀ K e`` (+ drive terms) to b."""
-        x = state.positions()
-        v = state.velocities()
-        R = quat_to_matrix(state.quaternions()) if self.model.n_rot else np.zeros((0, 3, 3))
+        n, n_rot = self.model.n_nodes, self.model.n_rot     # read through host views (no copy kernels)
+        x = backend.read(state.x, n).astype(np.float64, copy=False)
+        v = backend.read(state.v, n).astype(np.float64, copy=False)
+        R = (quat_to_matrix(backend.read(state.q, n_rot).astype(np.float64, copy=False)) if n_rot
+             else np.zeros((0, 3, 3)))
         terms: dict = {}
         rhs: dict = {}
 
@@ -375,8 +377,13 @@ class JointSystem:
             self._vecs = backend.vec3_array(self._cap[1])
         real = backend.np_real()
         pad = lambda a, size, fill: np.concatenate([a, np.full((size - len(a),) + a.shape[1:], fill, a.dtype)])
-        self._slots.from_numpy(pad(slots.astype(np.int32), self._cap[0], -1))
-        self._mats.from_numpy(pad(mats.astype(real), self._cap[0], 0))
-        self._rows.from_numpy(pad(b_rows.astype(np.int32), self._cap[1], -1))
-        self._vecs.from_numpy(pad(b_vecs.astype(real), self._cap[1], 0))
+        for arr, data in ((self._slots, pad(slots.astype(np.int32), self._cap[0], -1)),
+                          (self._mats, pad(mats.astype(real), self._cap[0], 0)),
+                          (self._rows, pad(b_rows.astype(np.int32), self._cap[1], -1)),
+                          (self._vecs, pad(b_vecs.astype(real), self._cap[1], 0))):
+            view = backend.host_view(arr)          # CPU: write in place, no copy kernel
+            if view is not None:
+                view[...] = data
+            else:
+                arr.from_numpy(data)
         scatter_joint_terms(self._slots, self._mats, self._rows, self._vecs, A.blocks, b)

@@ -242,6 +242,26 @@ def skew(a):
     return ti.Matrix([[0.0, -a[2], a[1]], [a[2], 0.0, -a[0]], [-a[1], a[0], 0.0]])
 
 
+@ti.func
+def assemble_rotational_block(r, blocks_of: ti.template(), inertia: ti.template(), quat: ti.template(),
+                              v: ti.template(), diag: ti.template(), blocks: ti.template(), b: ti.template(),
+                              a_m, b_m, b_f):
+    """Rotational block r of ``assemble_rotational`` (shared with the fused step kernels)."""
+    i = blocks_of[r]
+    R = quat_matrix(quat[r])
+    Ib = inertia[r]
+    Om_k = R.transpose() @ v[i]
+    Om = Om_k
+    for _ in range(8):   # Newton on g(Ω) = a_m I Ω − b_m I Ω_k + b_f Ω × I Ω
+        IOm = Ib @ Om
+        g = a_m * (Ib @ Om) - b_m * (Ib @ Om_k) + b_f * Om.cross(IOm)
+        Jg = a_m * Ib + b_f * (skew(Om) @ Ib - skew(IOm))
+        Om -= Jg.inverse() @ g
+    Iw = R @ Ib @ R.transpose()
+    blocks[diag[i]] += a_m * Iw
+    b[i] += b_m * (Iw @ v[i]) - b_f * (R @ Om.cross(Ib @ Om))
+
+
 @ti.kernel
 def assemble_rotational(blocks_of: ti.types.ndarray(), inertia: ti.types.ndarray(), quat: ti.types.ndarray(),
                         v: ti.types.ndarray(), diag: ti.types.ndarray(), blocks: ti.types.ndarray(),
@@ -249,19 +269,24 @@ def assemble_rotational(blocks_of: ti.types.ndarray(), inertia: ti.types.ndarray
     """Rotational blocks: A_ii += a_m I_w; b_i += b_m I_w ω_k − b_f R (Ω̂ × I Ω̂) (module docstring).
     Units follow the integrator's λ scaling (midpoint: torques, N m; Euler: angular impulses)."""
     for r in range(blocks_of.shape[0]):
-        i = blocks_of[r]
-        R = quat_matrix(quat[r])
-        Ib = inertia[r]
-        Om_k = R.transpose() @ v[i]
-        Om = Om_k
-        for _ in range(8):   # Newton on g(Ω) = a_m I Ω − b_m I Ω_k + b_f Ω × I Ω
-            IOm = Ib @ Om
-            g = a_m * (Ib @ Om) - b_m * (Ib @ Om_k) + b_f * Om.cross(IOm)
-            Jg = a_m * Ib + b_f * (skew(Om) @ Ib - skew(IOm))
-            Om -= Jg.inverse() @ g
-        Iw = R @ Ib @ R.transpose()
-        blocks[diag[i]] += a_m * Iw
-        b[i] += b_m * (Iw @ v[i]) - b_f * (R @ Om.cross(Ib @ Om))
+        assemble_rotational_block(r, blocks_of, inertia, quat, v, diag, blocks, b, a_m, b_m, b_f)
+
+
+@ti.func
+def advance_rotation_block(r, blocks_of: ti.template(), quat: ti.template(), v_hat: ti.template(),
+                           v: ti.template(), fixed: ti.template(), dt):
+    """Rotational block r of ``advance_rotations`` (shared with the fused step kernels)."""
+    i = blocks_of[r]
+    h = 0.5 * dt * v_hat[i]
+    d = ti.Vector([1.0, h[0], h[1], h[2]]).normalized()
+    q = quat[r]
+    qn = ti.Vector([d[0] * q[0] - d[1] * q[1] - d[2] * q[2] - d[3] * q[3],
+                    d[0] * q[1] + d[1] * q[0] + d[2] * q[3] - d[3] * q[2],
+                    d[0] * q[2] - d[1] * q[3] + d[2] * q[0] + d[3] * q[1],
+                    d[0] * q[3] + d[1] * q[2] - d[2] * q[1] + d[3] * q[0]]).normalized()
+    quat[r] = qn
+    if fixed[i] == 0:
+        v[i] = quat_matrix(d) @ v[i]
 
 
 @ti.kernel
@@ -270,14 +295,4 @@ def advance_rotations(blocks_of: ti.types.ndarray(), quat: ti.types.ndarray(), v
     """q ← cay(dt ω̂) ⊗ q, and the end-of-step ω of free blocks turns with the body (module docstring).
     Run after the generic advance (which set ω_{k+1} in the start-of-step frame)."""
     for r in range(blocks_of.shape[0]):
-        i = blocks_of[r]
-        h = 0.5 * dt * v_hat[i]
-        d = ti.Vector([1.0, h[0], h[1], h[2]]).normalized()
-        q = quat[r]
-        qn = ti.Vector([d[0] * q[0] - d[1] * q[1] - d[2] * q[2] - d[3] * q[3],
-                        d[0] * q[1] + d[1] * q[0] + d[2] * q[3] - d[3] * q[2],
-                        d[0] * q[2] - d[1] * q[3] + d[2] * q[0] + d[3] * q[1],
-                        d[0] * q[3] + d[1] * q[2] - d[2] * q[1] + d[3] * q[0]]).normalized()
-        quat[r] = qn
-        if fixed[i] == 0:
-            v[i] = quat_matrix(d) @ v[i]
+        advance_rotation_block(r, blocks_of, quat, v_hat, v, fixed, dt)

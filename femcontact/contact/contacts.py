@@ -97,32 +97,35 @@ class ContactSet:
     def to_numpy(self) -> dict:
         """This step's contacts as numpy arrays (world-frame impulse included), for output and tests."""
         c = self.count
-        frame = self.frame.to_numpy()[:c].astype(np.float64)
-        imp = self.impulse.to_numpy()[:c].astype(np.float64)
+        rd = backend.read                    # host views on the CPU: copies, no copy kernels
+        frame = rd(self.frame, c).astype(np.float64, copy=False)
+        imp = rd(self.impulse, c).astype(np.float64, copy=False)
         return {
-            "node_a": self.node_a.to_numpy()[:c], "node_b": self.node_b.to_numpy()[:c],
+            "node_a": rd(self.node_a, c), "node_b": rd(self.node_b, c),
             "frame": frame, "normal": frame[:, 2, :] if c else np.zeros((0, 3)),
-            "phi": self.phi.to_numpy()[:c].astype(np.float64), "mu": self.mu.to_numpy()[:c].astype(np.float64),
-            "v_world": self.v_world.to_numpy()[:c].astype(np.float64),
-            "point": self.point.to_numpy()[:c].astype(np.float64), "param": self.param.to_numpy()[:c],
+            "phi": rd(self.phi, c).astype(np.float64, copy=False), "mu": rd(self.mu, c).astype(np.float64, copy=False),
+            "v_world": rd(self.v_world, c).astype(np.float64, copy=False),
+            "point": rd(self.point, c).astype(np.float64, copy=False), "param": rd(self.param, c),
             "impulse": imp, "impulse_world": np.einsum("mij,mi->mj", frame, imp) if c else np.zeros((0, 3)),
-            "status": self.status.to_numpy()[:c],
+            "status": rd(self.status, c),
         }
 
     def virtual_to_numpy(self) -> dict:
         v = self.n_virtual
-        return {"node": self.vn_node.to_numpy()[:v], "weight": self.vn_weight.to_numpy()[:v].astype(np.float64),
-                "gain": self.vn_gain.to_numpy()[:v].astype(np.float64)}
+        rd = backend.read
+        return {"node": rd(self.vn_node, v), "weight": rd(self.vn_weight, v).astype(np.float64, copy=False),
+                "gain": rd(self.vn_gain, v).astype(np.float64, copy=False)}
 
-    def jacobian(self, expand_virtual: bool = True) -> sp.csr_matrix:
+    def jacobian(self, expand_virtual: bool = True, data: dict | None = None) -> sp.csr_matrix:
         """Contact Jacobian J (3c x 3N) with rows (t1, t2, n) per contact, as scipy CSR.
 
         expand_virtual=True maps virtual nodes back onto real DOFs through J_v (N = n_nodes; what
         the Newton path and tests use); False keeps virtual nodes as columns (N = n_nodes + n_virtual).
         Vectorized over contacts: each contact side contributes ``±R_m`` (real node) or
-        ``±R_m W_vk`` for each link k of its virtual node.
+        ``±R_m W_vk`` for each link k of its virtual node. ``data``: this step's ``to_numpy()``
+        when the caller already has it.
         """
-        d = self.to_numpy()
+        d = self.to_numpy() if data is None else data      # data: a to_numpy() of this step
         c, n = self.count, self.n_nodes
         ncols = n if expand_virtual else self.n_total
         R = d["frame"]

@@ -581,8 +581,12 @@ class Detector:
         self.claim = ti.ndarray(ti.i32, shape=max(self.n_nodes, 1))
         self.counters = ti.ndarray(ti.i32, shape=4)
         # body-body broadphase only when some body pair may collide
+        # (a pair with an FEM body on one side and an FEM or rigid body on the other: the tets and
+        # triangles hashed here are FEM ones; rigid–rigid pairs are detect_rigid's, rods' RodContacts')
         B = self.n_bodies
-        self.has_bodies = B > 1 and bool((cd.pair_row[:B, :B] >= 0).any())
+        fem_b = [i for i, b in enumerate(model.bodies) if b.kind == "fem"]
+        other_b = [i for i, b in enumerate(model.bodies) if b.kind in ("fem", "rigid")]
+        self.has_bodies = B > 1 and bool(fem_b) and bool((cd.pair_row[np.ix_(fem_b, other_b)] >= 0).any())
         if self.has_bodies:
             h = max(2.0 * self.margin, cd.mean_edge, 1e-9)
             self.h = h
@@ -647,7 +651,11 @@ class Detector:
             c, R, v, w = ob.step_motion(t, dt)
             self.pose_np[k, :18] = np.concatenate([R.ravel(), c, v, w])
         if self.n_obs:
-            self.obs_pose.from_numpy(self.pose_np.astype(backend.np_real()))
+            view = backend.host_view(self.obs_pose)
+            if view is not None:             # CPU: write the obstacle rows in place (no copy kernel)
+                view[:self.n_obs] = self.pose_np[:self.n_obs]
+            else:
+                self.obs_pose.from_numpy(self.pose_np.astype(backend.np_real()))
         return self.pose_np
 
     def obstacle_sdf(self, name_or_index, points, t: float = 0.0) -> tuple:
@@ -678,9 +686,14 @@ class Detector:
             if self.n_rigid:
                 rigid_boxes(self.obs_pose, self.obs_f, self.n_obs, self.n_rigid, self.rigid_body, dt, self.box_lo,
                             self.box_hi)
+        counters_v, claim_v = backend.host_view(self.counters), backend.host_view(self.claim)
         while True:
-            self.counters.fill(0)
-            self.claim.fill(0)
+            if counters_v is not None:        # CPU: zero in place, no fill kernels
+                counters_v[:] = 0
+                claim_v[:] = 0
+            else:
+                self.counters.fill(0)
+                self.claim.fill(0)
             if self.has_bodies:
                 common = (self.node_body, self.pair_row, self.box_lo, self.box_hi, self.n_bodies)
                 self.tri_grid.build(state.x, *common, self.margin + self.h, self.counters, 2)
@@ -713,7 +726,8 @@ class Detector:
                                         self.margin, dt, self.n_nodes, *args)
             if self.rod_contacts is not None:
                 self.rod_contacts.detect(state, dt, args, sdf)
-            n_c, n_v, fill_t, fill_e = (int(v) for v in read4(self.counters))
+            n_c, n_v, fill_t, fill_e = (int(v) for v in (counters_v[:4] if counters_v is not None
+                                                          else read4(self.counters)))
             if self.has_bodies and (fill_t > self.tri_grid.slots or fill_e > self.tet_grid.slots):
                 for g, fill in ((self.tri_grid, fill_t), (self.tet_grid, fill_e)):
                     if fill > g.slots:

@@ -77,11 +77,11 @@ class CholmodSolver:
     def solve(self, H: sp.spmatrix, r: np.ndarray) -> np.ndarray:
         from cvxopt import matrix, spmatrix
 
-        L = sp.tril(H, format="csc")
-        L.sort_indices()
+        L, cols = _lower_csc(H)
         key = (L.shape[0], L.nnz, hash(L.indices.tobytes()), hash(L.indptr.tobytes()))
-        cols = np.repeat(np.arange(L.shape[1]), np.diff(L.indptr))
-        Hc = spmatrix(L.data.astype(np.float64), L.indices.astype(int).tolist(), cols.tolist(), L.shape)
+        # index arrays handed over as cvxopt int matrices (buffer copies), not Python lists
+        Hc = spmatrix(matrix(L.data.astype(np.float64)), matrix(L.indices.astype(np.int64)),
+                      matrix(cols.astype(np.int64)), L.shape)
         try:
             if key != self._key:
                 self._symbolic = self._cholmod.symbolic(Hc, uplo="L")
@@ -93,6 +93,24 @@ class CholmodSolver:
         except ArithmeticError as exc:
             raise SimulationError(f"Newton matrix is not positive definite (CHOLMOD: {exc})") from None
         return np.array(x).ravel()
+
+
+def _lower_csc(H: sp.spmatrix):
+    """(lower triangle of H as sorted CSC, column index of each entry): the same entries as
+    ``sp.tril(H, format="csc")`` with sorted indices, by one mask over H's CSC arrays instead of
+    scipy's COO round trip (which dominated the call for a few thousand DOF)."""
+    C = H.tocsc() if H.format != "csc" else H
+    if not C.has_sorted_indices:
+        C = C.copy()
+        C.sort_indices()
+    n = C.shape[1]
+    col = np.repeat(np.arange(n), np.diff(C.indptr))
+    keep = C.indices >= col
+    indptr = np.zeros(n + 1, dtype=C.indptr.dtype)
+    np.cumsum(np.bincount(col[keep], minlength=n), out=indptr[1:])
+    L = sp.csc_matrix((C.data[keep], C.indices[keep], indptr), shape=C.shape)
+    L.has_sorted_indices = True
+    return L, col[keep]
 
 
 class SuperLUSolver:

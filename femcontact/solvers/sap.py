@@ -74,6 +74,7 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
+from .. import backend
 from ..contact.contacts import CONTACT_PARAM_COLUMNS, OPEN
 from ..errors import ParameterError, SimulationError
 from . import CONTACT_SOLVERS
@@ -136,12 +137,14 @@ class NewtonContactSolver:
         opt_vals = [np.nan if o[key] is None else o[key] for key in PHYSICAL]
         _check_params(kind, *opt_vals, where="(solver_options)")
         self._check_table()
+        self._checked_table = model.contact_params   # build_model: checked above
         self.linear = make_newton_linear_solver(o["linear_solver"], model.n_dofs)
         dofs = model.dofs
         self.node_body = dofs.body                                     # for the Delassus floor 1/M_body
         self.body_mass = dofs.body_mass if len(dofs.body_mass) else np.zeros(1)
         self.lumped_nodes = np.flatnonzero(dofs.lumped)                # see delassus_estimate
         self.lumped_blocks = dofs.mass[self.lumped_nodes, None, None] * np.eye(3)
+        self._fixed_src = self._fixed_np = None    # the prescribed mask, read once (``_fixed``)
         self.last_stats = None
 
     # ------------------------------------------------------------------ parameters
@@ -187,8 +190,13 @@ class NewtonContactSolver:
         p = self.contact_parameters(param_rows)
         if np.any(~(mu >= 0) | ~np.isfinite(mu)):
             raise ParameterError(f"friction coefficients must be finite and >= 0, got {mu[~(mu >= 0)][:3].tolist()}")
-        _check_params(self.kind, p["stiffness"], p["tau_d"], p["hc_dissipation"], p["stiction_tolerance"],
-                      p["sigma"], where="(contact parameters)")
+        table = self.model.contact_params
+        if table is not self._checked_table:
+            # every resolved value is a table entry or an option, both checked at construction; check
+            # again only when the model's table object was replaced (not once per step)
+            _check_params(self.kind, p["stiffness"], p["tau_d"], p["hc_dissipation"], p["stiction_tolerance"],
+                          p["sigma"], where="(contact parameters)")
+            self._checked_table = table
         beta = float(self.opt["beta"])
         sigma = np.where(np.isnan(p["sigma"]), 1e-3, p["sigma"])
         R_t = sigma * w
@@ -209,6 +217,12 @@ class NewtonContactSolver:
             return LaggedModel(hc, mu, n0, eps)
         return SimilarModel(hc, mu, eps)
 
+    def _fixed(self, fixed_arr, n: int) -> np.ndarray:
+        """The prescribed mask (bool, n): read once per mask array (it is fixed at build time)."""
+        if self._fixed_src is not fixed_arr:
+            self._fixed_src, self._fixed_np = fixed_arr, backend.read(fixed_arr, n) != 0
+        return self._fixed_np
+
     # ------------------------------------------------------------------ the solve
     def solve(self, problem: StepProblem) -> SolveStats:
         t_start = time.perf_counter()
@@ -217,16 +231,18 @@ class NewtonContactSolver:
         c = int(contacts.count)
         dt = float(problem.dt)
         s, ch, co = float(coef.impulse_scale), float(coef.v_hat), float(coef.v_old)
-        A = problem.A.to_scipy()
-        b = problem.b.to_numpy()[:n].astype(np.float64).ravel()
-        vk = problem.state.v.to_numpy()[:n].astype(np.float64).ravel()
-        fixed = problem.fixed.to_numpy()[:n] != 0
+        rd = backend.read                    # host views on the CPU: no copy kernels (backend.host_view)
+        blocks = problem.A.blocks_numpy()    # read A once: the matrix and its diagonal blocks
+        A = problem.A.to_scipy(blocks)
+        b = rd(problem.b, n).astype(np.float64, copy=False).ravel()
+        vk = rd(problem.state.v, n).astype(np.float64, copy=False).ravel()
+        fixed = self._fixed(problem.fixed, n)
         dof_fixed = np.repeat(fixed, 3)
         At = ((s / ch) * A).tocsr()
         bt = s * b + ((s * co / ch) * (A @ vk) if co != 0.0 else 0.0)
 
         cd = contacts.to_numpy()
-        J = contacts.jacobian(expand_virtual=True).tocsr()
+        J = contacts.jacobian(expand_virtual=True, data=cd).tocsr()
         if J.shape != (3 * c, 3 * n):
             raise SimulationError(f"contact Jacobian has shape {J.shape}, expected {(3 * c, 3 * n)}")
         frame = cd["frame"]
@@ -236,15 +252,15 @@ class NewtonContactSolver:
         Jf = (J @ sp.diags((~dof_fixed).astype(np.float64))).tocsr() if fixed.any() else J
 
         # warm start (end-of-step velocity) and prescribed values
-        v_prev_hat = problem.v_hat.to_numpy()[:n].astype(np.float64).ravel()
+        v_prev_hat = rd(problem.v_hat, n).astype(np.float64, copy=False).ravel()
         v = ch * v_prev_hat + co * vk if co == 0.0 else vk.copy()
         if fixed.any():
-            Dfix = problem.A.diagonal_blocks()[fixed].astype(np.float64)
+            Dfix = problem.A.diagonal_blocks(blocks)[fixed]
             vhat_fixed = np.linalg.solve(Dfix, b.reshape(n, 3)[fixed][:, :, None])[:, :, 0]
             v.reshape(n, 3)[fixed] = ch * vhat_fixed + co * vk.reshape(n, 3)[fixed]
 
         # per-contact data: Delassus estimate from the diagonal blocks of Ã (SAP §V-A)
-        Dblk = (s / ch) * problem.A.diagonal_blocks().astype(np.float64)
+        Dblk = (s / ch) * problem.A.diagonal_blocks(blocks)
         Bw = Dblk.copy()
         Bw[self.lumped_nodes] = self.lumped_blocks
         w = delassus_estimate(Jf, Bw, fixed, c, self.node_body, self.body_mass)
@@ -302,15 +318,9 @@ class NewtonContactSolver:
         v_hat = (v - co * vk) / ch
         if fixed.any():
             v_hat.reshape(n, 3)[fixed] = vhat_fixed
-        out = problem.v_hat.to_numpy()
-        out[:n] = v_hat.reshape(n, 3)
-        problem.v_hat.from_numpy(out)
-        imp = contacts.impulse.to_numpy()
-        imp[:c] = gamma
-        contacts.impulse.from_numpy(imp)
-        st = contacts.status.to_numpy()
-        st[:c] = status
-        contacts.status.from_numpy(st)
+        backend.write(problem.v_hat, v_hat.reshape(n, 3))
+        backend.write(contacts.impulse, gamma)
+        backend.write(contacts.status, status)
         ms = 1e3 * (time.perf_counter() - t_start)
         stats = SolveStats(it, e_m, converged, {
             "line_search_iterations": ls_total, "momentum_error": e_m, "contacts": c, "cost": costs,

@@ -1,0 +1,148 @@
+"""How kernel data reaches a Taichi kernel, and what each way costs per launch (issue 13 item 6).
+
+    python tools/bench_launch.py [--n 8 32] [--reps 3000]
+
+A kernel that touches N arrays of 64 3-vectors (so the work is nearly nothing and the launch
+cost shows), passed five ways:
+
+- ``ndarray``: N ``ti.types.ndarray()`` positional arguments (what femcontact does today);
+- ``argpack``: one ``ti.types.argpack`` holding the N ndarrays (Taichi 1.7);
+- ``fields``: N ``ti.field``s read as globals by the kernel (no arguments at all);
+- ``template``: a ``@ti.data_oriented`` object holding the N fields, passed as ``ti.template()``;
+- ``graph``: the ndarray kernel dispatched from a ``ti.graph`` compute graph (arguments bound
+  by name in C++ at ``run``);
+- ``scalars``: N float scalar arguments (the marshalling floor per argument).
+
+Prints the median µs per launch and per argument. Also checks that an argpack with ndarrays
+inside works with the offline cache (run twice: the second run reports a cache hit through a
+fast first launch).
+"""
+import argparse
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import taichi as ti  # noqa: E402
+
+M = 64
+
+
+def med_us(fn, reps):
+    fn()
+    ts = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        fn()
+        ts.append(time.perf_counter() - t0)
+    return 1e6 * statistics.median(ts)
+
+
+def _compile(src, name, env):
+    """Taichi reads a kernel's source with inspect: write generated kernels to a module file."""
+    import importlib.util
+    import tempfile
+
+    d = Path(tempfile.gettempdir()) / "femcontact_bench_launch"
+    d.mkdir(exist_ok=True)
+    f = d / f"{name}.py"
+    f.write_text("import taichi as ti\n" + src)
+    spec = importlib.util.spec_from_file_location(name, f)
+    mod = importlib.util.module_from_spec(spec)
+    mod.__dict__.update(env)
+    spec.loader.exec_module(mod)
+    return ti.kernel(getattr(mod, name.split("_N")[0]))
+
+
+def build(N):
+    arrs = [ti.Vector.ndarray(3, float, shape=M) for _ in range(N)]
+    fields = [ti.Vector.field(3, float, shape=M) for _ in range(N)]
+    ENV = {"F": fields, "F0": fields[0]}
+
+    # ndarray args: generate a kernel with N positional ndarray parameters
+    names = [f"a{i}" for i in range(N)]
+    src = (f"def k_nd({', '.join(n + ': ti.types.ndarray()' for n in names)}):\n"
+           f"    for i in range({M}):\n        a0[i] = " + " + ".join(f"{n}[i]" for n in names[1:] or ['a0']) + "\n")
+    k_nd = _compile(src, f"k_nd_N{N}", ENV)
+
+    pack_t = ti.types.argpack(**{n: ti.types.ndarray(dtype=ti.math.vec3, ndim=1) for n in names})
+    ENV["pack_t"] = pack_t
+    src = (f"def k_pack(p: pack_t):\n    for i in range({M}):\n        p.a0[i] = "
+           + " + ".join(f"p.{n}[i]" for n in names[1:] or ['a0']) + "\n")
+    k_pack = _compile(src, f"k_pack_N{N}", ENV)
+    pack = pack_t(**dict(zip(names, arrs)))
+
+    src = (f"def k_field():\n    for i in range({M}):\n        F[0][i] = "
+           + " + ".join(f"F[{j}][i]" for j in range(1, N)) + "\n") if N > 1 else \
+        f"def k_field():\n    for i in range({M}):\n        F[0][i] += 1.0\n"
+    k_field = _compile(src, f"k_field_N{N}", ENV)
+
+    @ti.data_oriented
+    class Bundle:
+        def __init__(self):
+            for j, f in enumerate(fields):
+                setattr(self, f"f{j}", f)
+
+    bundle = Bundle()
+    src = (f"def k_tmpl(b: ti.template()):\n    for i in range({M}):\n        b.f0[i] = "
+           + " + ".join(f"b.f{j}[i]" for j in range(1, N)) + "\n") if N > 1 else \
+        f"def k_tmpl(b: ti.template()):\n    for i in range({M}):\n        b.f0[i] += 1.0\n"
+    k_tmpl = _compile(src, f"k_tmpl_N{N}", ENV)
+
+    src = (f"def k_sc({', '.join(f's{i}: float' for i in range(N))}):\n"
+           f"    for i in range({M}):\n        " + "; ".join(f"F0[i][0] += s{i}" for i in range(N)) + "\n")
+    k_sc = _compile(src, f"k_sc_N{N}", ENV)
+    try:                                   # a compute graph running the ndarray kernel (ti.graph)
+        g = ti.graph.GraphBuilder()
+        syms = [ti.graph.Arg(ti.graph.ArgKind.NDARRAY, n, dtype=ti.math.vec3, ndim=1) for n in names]
+        g.dispatch(k_nd, *syms)
+        graph, graph_args = g.compile(), dict(zip(names, arrs))
+    except Exception:  # noqa: BLE001
+        graph = None
+    return {
+        "ndarray": lambda: k_nd(*arrs),
+        "graph": lambda: graph.run(graph_args),
+        "argpack": lambda: k_pack(pack),
+        "fields": lambda: k_field(),
+        "template": lambda: k_tmpl(bundle),
+        "scalars": lambda: k_sc(*([1.0] * N)),
+    }
+
+
+@ti.kernel
+def _empty():
+    pass
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--n", type=int, nargs="+", default=[1, 8, 32])
+    p.add_argument("--reps", type=int, default=3000)
+    a = p.parse_args()
+    cache = os.environ.get("FEMCONTACT_CACHE_DIR", "/tmp/ticache_bench_launch")
+    ti.init(arch=ti.cpu, default_fp=ti.f64, offline_cache=True, offline_cache_file_path=cache, log_level=ti.ERROR)
+    print(f"empty kernel: {med_us(_empty, a.reps):.1f} us")
+    print(f"{'N':>3s} " + " ".join(f"{k:>18s}" for k in ("ndarray", "graph", "argpack", "fields", "template", "scalars")))
+    for N in a.n:
+        t_first = {}
+        fns = build(N)
+        row = []
+        for name, fn in fns.items():
+            t0 = time.perf_counter()
+            try:
+                fn()
+                t_first[name] = time.perf_counter() - t0
+                us = med_us(fn, a.reps)
+                row.append(f"{us:8.1f} ({us / N:5.1f}/arg)")
+            except Exception as exc:  # noqa: BLE001 - report what does not work
+                row.append(f"{'FAILS: ' + type(exc).__name__:>18s}")
+        print(f"{N:3d} " + " ".join(row))
+        print("    first launch (compile or cache load), ms: "
+              + "  ".join(f"{k} {1e3 * v:.0f}" for k, v in t_first.items()))
+
+
+if __name__ == "__main__":
+    main()
