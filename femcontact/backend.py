@@ -6,6 +6,12 @@ variable ``FEMCONTACT_ARCH`` (cpu, cuda, vulkan, metal, auto). Precision: float6
 by default, float32 with ``precision="f32"``, ``--precision`` or
 ``FEMCONTACT_PRECISION``. Taichi's offline cache is on (``FEMCONTACT_CACHE_DIR``,
 default ``~/.cache/femcontact/taichi``) so a second run does not recompile.
+
+Determinism: threads adding into shared sums (assembly of A, contacts appended through atomic
+counters) finish in an order that varies, so two runs of one scene agree only to round-off, and
+detection may order (and nodalize) contacts differently. ``FEMCONTACT_DETERMINISTIC=1`` (or
+``init(..., deterministic=True)``) runs the CPU backend on one thread: every run, and every run
+resumed from a checkpoint, then repeats bit for bit on the same machine. GPUs have no such mode.
 """
 from __future__ import annotations
 
@@ -40,8 +46,12 @@ def _requested(arch: str | None, precision: str | None) -> tuple[str, str]:
     return arch, precision
 
 
-def init(arch: str | None = None, precision: str | None = None, *, debug: bool = False) -> dict:
-    """Initialise Taichi once; return the active configuration {arch, precision}.
+def init(arch: str | None = None, precision: str | None = None, *, debug: bool = False,
+         deterministic: bool | None = None) -> dict:
+    """Initialise Taichi once; return the active configuration {arch, precision, deterministic}.
+
+    deterministic: one CPU thread, so runs repeat bit for bit (module docstring); default from
+    ``FEMCONTACT_DETERMINISTIC``.
 
     Calling again with the same (or no) request is a no-op. Asking for a different
     configuration re-initialises Taichi, which invalidates every Model built before.
@@ -49,14 +59,23 @@ def init(arch: str | None = None, precision: str | None = None, *, debug: bool =
     global _config
     ti = _ti()
     want_arch, want_prec = _requested(arch, precision)
+    if deterministic is None:
+        deterministic = os.environ.get("FEMCONTACT_DETERMINISTIC", "0").strip().lower() in ("1", "true", "yes", "on")
     if _config is not None and (arch is None and precision is None
-                                or (_config["requested_arch"], _config["precision"]) == (want_arch, want_prec)):
+                                or (_config["requested_arch"], _config["precision"]) == (want_arch, want_prec)) \
+            and _config["deterministic"] == deterministic:
         return _config
+    if deterministic and want_arch not in ("auto", "cpu"):
+        raise ParameterError(f"deterministic runs use the CPU backend (one thread); arch {want_arch!r} has no "
+                             "deterministic mode: unset FEMCONTACT_DETERMINISTIC or use --arch cpu")
     fp = ti.f64 if want_prec == "f64" else ti.f32
     cache = os.environ.get("FEMCONTACT_CACHE_DIR", str(Path.home() / ".cache" / "femcontact" / "taichi"))
     common = dict(default_fp=fp, default_ip=ti.i32, offline_cache=True, offline_cache_file_path=cache,
                   debug=debug)
     candidates = {"auto": ["cuda", "vulkan", "metal", "cpu"]}.get(want_arch, [want_arch])
+    if deterministic:
+        candidates = ["cpu"]
+        common["cpu_max_num_threads"] = 1
     chosen = None
     for name in candidates:
         if name == "vulkan" and want_prec == "f64" and want_arch == "auto":
@@ -71,7 +90,7 @@ def init(arch: str | None = None, precision: str | None = None, *, debug: bool =
             break
     if chosen is None:
         raise ParameterError(f"no usable Taichi backend for arch={want_arch!r}")
-    _config = {"arch": chosen, "requested_arch": want_arch, "precision": want_prec}
+    _config = {"arch": chosen, "requested_arch": want_arch, "precision": want_prec, "deterministic": deterministic}
     return _config
 
 

@@ -31,7 +31,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from .spec.validation import positive
 
     start = time.perf_counter()
-    cfg = backend.init(args.arch, args.precision)
+    cfg = backend.init(args.arch, args.precision, deterministic=args.deterministic or None)
     module = load_scene_module(args.scene)
     scene = module.build()
     if not isinstance(scene, Scene):
@@ -83,6 +83,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="Taichi backend (default: $FEMCONTACT_ARCH or auto = CUDA, then Vulkan/Metal, then CPU)")
     run.add_argument("--precision", default=None, choices=["f64", "f32"],
                      help="floating-point precision (default: $FEMCONTACT_PRECISION or f64)")
+    run.add_argument("--deterministic", action="store_true",
+                     help="one CPU thread, so the run (and a run resumed from a checkpoint) repeats bit for bit "
+                          "(default: $FEMCONTACT_DETERMINISTIC)")
     run.add_argument("--every", type=int, default=None, metavar="K",
                      help="write a frame every K steps (default: the scene's frame_dt, else every step)")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
