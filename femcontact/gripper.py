@@ -13,6 +13,7 @@ from typing import Callable, Optional
 import numpy as np
 
 from .contact import shapes
+from .control import Control
 from .errors import ParameterError
 from .scene import Scene
 from .spec.validation import as_rotation_matrix
@@ -60,20 +61,25 @@ class ParallelGripper:
         scene.set_contact(self.fingers[0].name, self.fingers[1].name, enabled=False)
         self._max_force = max_force
 
-    def set_width(self, width: float, max_force: Optional[float] = None) -> None:
-        """Drive the pads to ``width`` m apart (position control, effort-limited)."""
-        s = 0.5 * (self.opening - float(width))
-        for j in self.joints:
-            j.drive.target = s
-            j.drive.max_force = self._max_force if max_force is None else max_force
+    def set_width(self, width: float, control: Optional[Control] = None, max_force: Optional[float] = None) -> None:
+        """Drive the pads to ``width`` m apart (position control, effort-limited): in the scene
+        being built, or during a run through ``control`` (``sim.control``)."""
+        self._command(0.5 * (self.opening - float(width)), self._max_force if max_force is None else max_force,
+                      control)
 
-    def set_grip_force(self, force: float) -> None:
-        """Close until each pad presses with ``force`` N (target: fully closed; effort = force)."""
+    def set_grip_force(self, force: float, control: Optional[Control] = None) -> None:
+        """Close until each pad presses with ``force`` N (target: fully closed; effort = force), in
+        the scene being built or during a run through ``control`` (``sim.control``)."""
         if not force > 0:
             raise ParameterError(f"grip force must be positive, got {force!r}")
+        self._command(0.5 * self.opening + 0.01, float(force), control)
+
+    def _command(self, target: float, max_force: Optional[float], control: Optional[Control]) -> None:
         for j in self.joints:
-            j.drive.target = 0.5 * self.opening + 0.01
-            j.drive.max_force = float(force)
+            if control is None:
+                j.set_drive(kp=j.drive.kp, kd=j.drive.kd, target=target, max_force=max_force)
+            else:
+                control.set_joint_drive(j.name, target=target, max_force=max_force)
 
     def width(self, sim) -> float:
         """Current gap between the pads (m)."""

@@ -14,6 +14,7 @@ from . import backend
 from .assembly import integrator as integ
 from .assembly.sparse import BlockSparseMatrix
 from .bodies import fem
+from .control import Control
 from .errors import ParameterError, SimulationError
 from .model import Model
 from .bodies import rigid
@@ -165,6 +166,7 @@ class Simulator:
         self.A = BlockSparseMatrix(self.model.pattern)
         self.b = backend.vec3_array(n)
         self.linear = make_linear_solver(scene.linear_solver, n, tol=scene.linear_tol)
+        self.control = Control.from_joints(scene.joints)     # what a script changes between steps
         self.drives = _Drives(scene, self.model)
         self.fixed = backend.scalar_array(n, self.drives.fixed_np, dtype=ti.i32)
         self.v_fixed = backend.vec3_array(n)
@@ -279,7 +281,7 @@ class Simulator:
         integ.assemble_inertial(self.A.blocks, self.A.diag, m.mass, m.mass_alpha, s.v, self.f_ext, m.gravity_arr,
                                 self.b, m.rot_block, m.rot_inertia, s.q, m.n_rot, c.a_m, c.a_ma, c.b_m, c.b_f)
         if m.joints is not None:
-            m.joints.assemble(s, self.A, self.b, c, s.time, self.scene.dt)
+            m.joints.assemble(s, self.control, self.A, self.b, c, s.time, self.scene.dt)
         if m.n_tets:
             fem.assemble_elastic(s.x, m.tets, m.dm_inv, m.vol, m.mu, m.lam, m.beta, m.tet_blocks, self.A.blocks,
                                  self.b, c.a_k, c.a_kb, c.b_f)

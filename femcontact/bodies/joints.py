@@ -215,8 +215,9 @@ class JointSystem:
         self._cap = (0, 0)     # sizes of the scatter transfer arrays (allocated by _scatter)
 
     # ------------------------------------------------------------------ per step
-    def assemble(self, state, A, b, coef, t: float, dt: float) -> None:
-        """Add every joint's ``(a_k + a_kb β) Jᵀ K J`` to A and ``−b_f Jᵀ K e`` (+ drive terms) to b."""
+    def assemble(self, state, control, A, b, coef, t: float, dt: float) -> None:
+        """Add every joint's ``(a_k + a_kb β) Jᵀ K J`` to A and ``−b_f Jᵀ K e`` (+ drive terms, the
+        drives as ``control`` holds them now) to b."""
         n, n_rot = self.model.n_nodes, self.model.n_rot     # read through host views (no copy kernels)
         x = backend.read(state.x, n).astype(np.float64, copy=False)
         v = backend.read(state.v, n).astype(np.float64, copy=False)
@@ -283,7 +284,8 @@ class JointSystem:
                     s = float(wA @ e_pos)
                     j = [wA[None] @ J for J in Jpos]
                 sdot = sum(float((jj @ v[blk])[0]) for jj, blk in zip(j, blocks) if blk >= 0)
-                self._coordinate_terms(spec, s, sdot, j, blocks, add_rows, coef, t, dt, it["k_lin"]
+                self._coordinate_terms(spec, control.joint_drive(spec.name), s, sdot, j, blocks, add_rows, coef, t,
+                                       dt, it["k_lin"]
                                        if kind == "prismatic" else it["k_rot"])
         rows, cols, mats, b_rows, b_vecs = [], [], [], [], []
         for (a, c), M in terms.items():
@@ -335,7 +337,7 @@ class JointSystem:
             blk.append(np.full(n, side.lin + 1))
         return _pair_terms(J, blk, o["k"], e, coef.a_k + coef.a_kb * o["beta"], coef.b_f)
 
-    def _coordinate_terms(self, spec, s, sdot, j, blocks, add_rows, coef, t, dt, k_limit):
+    def _coordinate_terms(self, spec, d, s, sdot, j, blocks, add_rows, coef, t, dt, k_limit):
         one = np.ones((1, 1))
         if spec.limits is not None:
             lo, hi = spec.limits
@@ -347,7 +349,6 @@ class JointSystem:
                 rate = -(coef.v_old / coef.v_hat) * sdot - 0.2 * over / dt
                 c = k_limit * dt
                 add_rows(blocks, j, c * one, np.zeros(1), coef.a_kb, 0.0, extra_b=np.array([coef.a_kb * c * rate]))
-        d = spec.drive
         if d is None:
             return
         target, vel = d.values(t)
