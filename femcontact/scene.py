@@ -99,7 +99,7 @@ class Scene:
                        inertia=None, position=(0.0, 0.0, 0.0), rotation=None, velocity=(0.0, 0.0, 0.0),
                        angular_velocity=(0.0, 0.0, 0.0), motion: Optional[Callable] = None,
                        name: Optional[str] = None) -> RigidBodySpec:
-        """Add a rigid body (MATH.md §2): 6 DOF, linear and angular velocity in the world frame.
+        """Add a rigid body (docs/THEORY.md §2): 6 DOF, linear and angular velocity in the world frame.
 
         shape: Box, Sphere, Capsule, Cylinder or TriangleMesh from ``femcontact.shapes``, placed
         by ``rotation`` then ``position`` (of the shape's own origin). Mass properties from
@@ -155,7 +155,7 @@ class Scene:
                 poisson_ratio=None, shear_modulus=None, density=None, rayleigh_alpha: float = 0.0,
                 rayleigh_beta: float = 0.0, velocity=(0.0, 0.0, 0.0), rest_shape: str = "initial", d1=None,
                 self_contact: bool = True, name: Optional[str] = None):
-        """Add a Cosserat rod (cable; MATH.md §2) along the polyline ``points`` ((n+1, 3), m; e.g.
+        """Add a Cosserat rod (cable; docs/THEORY.md §2) along the polyline ``points`` ((n+1, 3), m; e.g.
         ``fc.meshes.rod_straight/rod_arc/rod_helix``) with circular section ``radius`` (m).
 
         Material: ``material=fc.Material(E, nu, density, rayleigh_alpha, rayleigh_beta)``, or

@@ -268,7 +268,7 @@ class Simulator:
 
     # ------------------------------------------------------------------ stepping
     def assemble(self) -> None:
-        """Build A and b of the coming step (MATH.md §1) with prescribed nodes eliminated."""
+        """Build A and b of the coming step (docs/THEORY.md §1) with prescribed nodes eliminated."""
         m, c, s = self.model, self.coef, self.state
         self._update_forces(s.time + (0.5 * self.scene.dt if self.scene.integrator == "midpoint" else 0.0))
         if self.drives.count:

@@ -1,4 +1,4 @@
-"""Frictional contact with known answers (issue 4; MATH.md §7), solved by COND.
+"""Frictional contact with known answers (issue 4; docs/THEORY.md §7), solved by COND.
 
 Each scene settles for 0.2 s before the measured phase so the contact set is established.
 """
@@ -150,7 +150,7 @@ def _mean_iterations(scene, chebyshev, settle, steps):
 def test_chebyshev_lowers_cond_iterations(scene_name, kwargs, settle):
     """COND Table II: Chebyshev acceleration (Alg. 3) needs fewer iterations at the same tolerance.
 
-    On the stiffness-dominated mat (κ(W A) ≈ 2850) this needs the adaptive ϱ of solvers/cond.py:
+    On the stiffness-dominated mat (κ(W A) ≈ 2850) this needs the adaptive ϱ of solvers/cond/chebyshev.py:
     with eq. 34 alone (ϱ ≈ 0.97 for a true 0.9994) it took 445-630 iterations per step against
     the plain iteration's 64-1483. Measured (1053 DOF, tol 1e-5, 10 steps after 0.4 s): 182 with
     Chebyshev, 706 without; after 0.6 s 78 vs 256; after 1.0 s 27 vs 39 (the mat slides steadily

@@ -1,4 +1,4 @@
-"""Both integrators of MATH.md §1: free fall, energy behaviour, prescribed nodes."""
+"""Both integrators of docs/THEORY.md §1: free fall, energy behaviour, prescribed nodes."""
 import numpy as np
 import pytest
 

@@ -319,7 +319,7 @@ def _ramp(solver, mu, theta):
 @pytest.mark.slow
 @pytest.mark.parametrize("solver", [pytest.param("lagged", marks=pytest.mark.sample), "cond"])
 def test_box_on_a_rigid_ramp_slides_at_g_sin_minus_mu_cos_or_sticks(solver):
-    """MATH.md §7: on a rigid ramp at 20 deg, mu = 0.2 < tan 20 deg slides with a = g (sin - mu cos)
+    """docs/THEORY.md §7: on a rigid ramp at 20 deg, mu = 0.2 < tan 20 deg slides with a = g (sin - mu cos)
     (within 2%, measured from the velocity change over 0.2 s); mu = 0.5 > tan 20 deg sticks."""
     theta = np.radians(20.0)
     for mu in (0.2, 0.5):
@@ -338,7 +338,7 @@ def test_box_on_a_rigid_ramp_slides_at_g_sin_minus_mu_cos_or_sticks(solver):
 
 def test_cond_resting_sphere_sinks_less_than_a_tenth_of_a_millimetre():
     """COND's virtual-node tie lets a resting body sink until penetration recovery balances the lag
-    λ/k_v (cond.py, rigid_gain): with rigid_gain = 100 a 5 cm sphere at dt = 1e-2 rests 0.065 mm deep
+    λ/k_v (docs/COND.md, rigid_gain): with rigid_gain = 100 a 5 cm sphere at dt = 1e-2 rests 0.065 mm deep
     (0.65 mm with the FEM virtual_gain of 10)."""
     depth = {}
     for gain in (10.0, 100.0):

@@ -1,4 +1,4 @@
-"""Integrators of MATH.md §1 as coefficients of one assembly path, plus node kernels.
+"""Integrators of docs/THEORY.md §1 as coefficients of one assembly path, plus node kernels.
 
 Both integrators give ``A v̂ = b`` with
 

@@ -1,4 +1,4 @@
-"""Linear corotational FEM on tetrahedra (MATH.md §2; COND eq. 7-9 constraint form).
+"""Linear corotational FEM on tetrahedra (docs/THEORY.md §2; COND eq. 7-9 constraint form).
 
 Per element with rest shape matrix D_m and current D_s: F = D_s D_m^-1, R the
 rotation of the polar decomposition of F (from the SVD, sign-corrected so that

@@ -1,4 +1,4 @@
-"""Joints, limits and PD drives as stiff potentials of the constraint form (MATH.md §1–2).
+"""Joints, limits and PD drives as stiff potentials of the constraint form (docs/THEORY.md §1–2).
 
 Every joint contributes ``ψ = ½ eᵀ K e`` with a constraint error ``e(q)`` whose rate is
 ``ė = J v`` over the blocks it touches, assembled like every elastic element:
@@ -198,7 +198,7 @@ class JointSystem:
             self.attach.append(dict(blocks=blocks, coefs=coefs, side=side, local=local, k=k, beta=a.damping or dt))
             for row in blocks:
                 couple([*row, *(_side_blocks(side))])
-            if len(a.segments):             # rod segments welded in orientation (MATH.md §2, weld row)
+            if len(a.segments):             # rod segments welded in orientation (docs/THEORY.md §2, weld row)
                 spec, seg_q, seg_blk, seg_I, kr_seg = rod.segments(np.asarray(a.segments, np.int64))
                 side = _Side(model, a.rigid)
                 Rseg0 = model.rot_q0_np[seg_q]
@@ -345,7 +345,7 @@ class JointSystem:
             if s_next < lo or s_next > hi:
                 over = min(s - lo, 0.0) if s_next < lo else max(s - hi, 0.0)
                 # a stiff damper toward the rate that ends the step at rest on the limit (v_{k+1} = 0:
-                # ṡ̂ = −(v_old/v_hat) ṡ_k, MATH.md §1) plus 20 % recovery of any overshoot: inelastic
+                # ṡ̂ = −(v_old/v_hat) ṡ_k, docs/THEORY.md §1) plus 20 % recovery of any overshoot: inelastic
                 rate = -(coef.v_old / coef.v_hat) * sdot - 0.2 * over / dt
                 c = k_limit * dt
                 add_rows(blocks, j, c * one, np.zeros(1), coef.a_kb, 0.0, extra_b=np.array([coef.a_kb * c * rate]))

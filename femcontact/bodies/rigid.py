@@ -1,4 +1,4 @@
-"""Rigid bodies (MATH.md §2): mass properties, contact proxies and the rotational-block kernels.
+"""Rigid bodies (docs/THEORY.md §2): mass properties, contact proxies and the rotational-block kernels.
 
 A rigid body owns two DOF blocks of the global velocity vector: its centre-of-mass velocity
 ``v`` (a translational block, lumped mass ``m``) and its angular velocity ``ω`` in the world

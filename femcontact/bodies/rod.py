@@ -1,4 +1,4 @@
-"""Cosserat rods (MATH.md §2; COND §V-C uses one for cable winding): element kernels.
+"""Cosserat rods (docs/THEORY.md §2; COND §V-C uses one for cable winding): element kernels.
 
 DOFs: node velocities ``ẋ_i`` (translational blocks) and segment angular velocities ``ω_j``
 (world frame, rotational blocks whose quaternions ``q_j`` live in ``state.q``; inertia,
@@ -25,7 +25,7 @@ Schömer eq. 11, the discrete Darboux vector):
 Torques ``τ_j = Bᵀ m``, ``τ_{j+1} = −Bᵀ m`` with ``m = l̄ K_b κ``. Ω⁰ comes from the initial
 frames by the same formula, so the initial shape is exactly stress-free.
 
-**Constraint form and SPD stiffness** (MATH.md §1, COND eq. 7): both energies are ``½ eᵀ K e``
+**Constraint form and SPD stiffness** (docs/THEORY.md §1, COND eq. 7): both energies are ``½ eᵀ K e``
 with ``e = √l Γ`` or ``√l̄ κ``; the stiffness added to ``A`` is the Gauss–Newton part ``Jᵀ K J``
 (symmetric positive semi-definite); the geometric part ``Σ σ·∂²e`` (skew x–θ couplings of the
 section force, indefinite) is dropped, which keeps ``A`` SPD and makes the rotation of the
@@ -245,7 +245,7 @@ class RodSystem:
 
     # ---------------------------------------------------------------- per step
     def assemble(self, state, A, b, coef) -> None:
-        """Add every rod's elastic forces to b and stiffness / damping to A (MATH.md §1)."""
+        """Add every rod's elastic forces to b and stiffness / damping to A (docs/THEORY.md §1)."""
         rod_stretch(state.x, state.q, self.st_elem, self.st_q, self.st_l, self.st_k, self.st_beta, self.st_blk,
                     A.blocks, b, coef.a_k, coef.a_kb, coef.b_f, 1)
         if self.n_bd:

@@ -1,4 +1,4 @@
-"""ContactSet: the per-step contact data every solver reads (MATH.md §3, COND §III-A).
+"""ContactSet: the per-step contact data every solver reads (docs/THEORY.md §3, COND §III-A).
 
 Indexing: nodes ``0..n-1`` are the model's real 3-vector DOF blocks; ``n..n+V-1``
 are this step's virtual nodes. Every contact ``m`` acts between ``node_a[m]`` and

@@ -1,4 +1,4 @@
-"""Contact detection: fills the ContactSet every step (MATH.md §3, COND §III-A).
+"""Contact detection: fills the ContactSet every step (docs/THEORY.md §3, COND §III-A).
 
 Kernels run in this order on the state at the start of the step (rigid proxies against SDF
 entities, ``detect_rigid``, between 1. and 2.):
@@ -99,7 +99,7 @@ def _rigid_point_reach(v: ti.template(), lin, p, com, margin, dt):
 def _rigid_point_node(lin, p, com, counters: ti.template(), vn_node: ti.template(), vn_weight: ti.template(),
                       n_nodes):
     """A new virtual node at world point p of the rigid body whose blocks are (lin, lin+1) and whose
-    centre of mass is com: J_v = [I, -[p - com]x] (MATH.md §2)."""
+    centre of mass is com: J_v = [I, -[p - com]x] (docs/THEORY.md §2)."""
     v = ti.atomic_add(counters[1], 1)
     if v < vn_node.shape[0]:
         r = p - com

@@ -1,4 +1,4 @@
-"""Rod contacts (MATH.md §3): Cosserat rod segments are capsules of the rod's radius around the
+"""Rod contacts (docs/THEORY.md §3): Cosserat rod segments are capsules of the rod's radius around the
 centre line; every contact lands in the one ContactSet with the same nodalization as the rest
 of ``detection.py``: the rod side of a contact is always a virtual node on the rod's surface
 point, ``J_v = [(1−t) I, t I, −[r]×]`` on the segment's two nodes and its rotational block

@@ -7,7 +7,7 @@ of one contact, such that
     γ_m = -∂ℓ_m/∂v_c    (impulse, N s, in the contact frame)
     G_m =  ∂²ℓ_m/∂v_c²  (3x3, symmetric positive semidefinite; SAP's extension at kinks)
 
-(MATH.md §4). All functions are vectorized over contacts: inputs are arrays of shape
+(docs/THEORY.md §4). All functions are vectorized over contacts: inputs are arrays of shape
 ``(c,)`` / ``(c, 3)``, outputs ``cost (c,)``, ``gamma (c, 3)``, ``G (c, 3, 3)`` and a status
 ``(c,)`` (OPEN / STICK / SLIP, same meaning as COND: OPEN = no impulse, STICK = inside the
 regularized stiction region, SLIP = sliding). No Python loop runs over contacts.
@@ -21,10 +21,10 @@ Models
   analytic projection eq. 27, cost eq. 35, gradient eq. 36, Hessian eq. 37 mapped to
   velocity space, ``G = R⁻¹ ∇²_y ℓ_R R⁻¹``; regularization eqs. 29-30.
 - ``LaggedModel`` and ``SimilarModel``: Hunt & Crossley compliance with regularized
-  friction (ICF, Castro et al.; formulas as restated in MATH.md §4). The elastic force at
+  friction (ICF, Castro et al.; formulas as restated in docs/THEORY.md §4). The elastic force at
   the start of the step is ``f_e0 = -k φ₀`` *with its sign*: a positive gap gives a
   negative ``f_e0``, so the impulse only switches on when ``v_n < -φ₀/dt`` (the gap closes
-  within the step; speculative contact). MATH.md writes ``f_e0 = k·max(0, -φ₀)``, which
+  within the step; speculative contact). The ICF paper writes ``f_e0 = k·max(0, -φ₀)``, which
   would push a body approaching from a positive gap away before it touches; for
   ``φ₀ ≤ 0`` the two agree. The lagged normal impulse uses ``max(0, f_e0)``.
   The cost is shifted so that ``ℓ_m = 0`` where the impulse is zero (``ℓ = -(N(v) - N(v̂))``).
@@ -41,7 +41,7 @@ _TINY = 1e-300
 
 
 def _soft_norm(vt: np.ndarray, eps: np.ndarray):
-    """s = sqrt(|v_t|² + ε²), ‖v_t‖ₛ = s - ε, t̂ₛ = v_t / s (MATH.md §4)."""
+    """s = sqrt(|v_t|² + ε²), ‖v_t‖ₛ = s - ε, t̂ₛ = v_t / s (docs/THEORY.md §4)."""
     s = np.sqrt(np.einsum("ci,ci->c", vt, vt) + eps * eps)
     return s, s - eps, vt / s[:, None]
 

@@ -1,4 +1,4 @@
-"""Newton path: SAP, Lagged and Similar contact solvers (SAP §IV, MATH.md §4).
+"""Newton path: SAP, Lagged and Similar contact solvers (SAP §IV, docs/THEORY.md §4).
 
 Each step minimizes over the end-of-step velocities v
 
@@ -29,7 +29,7 @@ So in both cases ``Ã ≈ M`` (what the Delassus estimate w_m, the regularizatio
 eqs. 29–30 and the scaling D of eq. 26 assume) and the contact velocity entering ℓ_m is
 the *end-of-step* velocity v_{k+1}, as in SAP/ICF, not the midpoint v̂. Choosing v̂ instead
 would make every impact perfectly elastic under the midpoint rule (v_{n,k+1} = −v_{n,k},
-MATH.md §1) and let friction stop v̂ rather than the body. The price: under the midpoint
+docs/THEORY.md §1) and let friction stop v̂ rather than the body. The price: under the midpoint
 rule positions advance by dt v̂ = dt (v_k + v_{k+1})/2, so during the one step of an impact
 the penetration predicted by the contact model (φ₀ + dt v_n,k+1) is off by dt v_n,k/2; the
 next step's gap φ₀ sees the actual position and the compliance pushes it out. At rest or in
@@ -50,7 +50,7 @@ then ``solver_options``, then the automatic value):
   ``k = 4π²/(β² w dt²)`` (the stiffness whose period is dt for the mass 1/w; a free rigid
   body rests ``g dt²/(4π²)`` ≈ 25 µm deep at dt = 1e-2 s, an FEM body less: its nodes' effective
   mass includes ``dt²K``).
-- ``tau_d`` (s, SAP dissipation time scale): automatic = β dt/π (SAP eq. 28, critical damping).
+- ``tau_d`` (s, SAP dissipation time scale): automatic = β dt/π (SAP §V-B, before eq. 29: critical damping).
 - ``hc_dissipation`` d (s/m, Lagged/Similar Hunt & Crossley): default 10 s/m.
 - ``stiction_tolerance`` v_s (m/s, Lagged/Similar): default 1e-4.
 - ``sigma`` (SAP eq. 30 friction regularization, also ICF's impact softening): 1e-3.

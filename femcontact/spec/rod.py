@@ -5,7 +5,7 @@ body-local order: its ``n + 1`` centre-line nodes (translational blocks, lumped 
 ``n`` segments (rotational blocks holding the segment's world angular velocity; the block's
 position slot holds the segment midpoint, for output and broadphase boxes only).
 
-Segment frames (MATH.md §2): ``d3`` along the segment, ``d1, d2`` parallel transported from the
+Segment frames (docs/THEORY.md §2): ``d3`` along the segment, ``d1, d2`` parallel transported from the
 first segment (minimal rotation between consecutive tangents), so the initial shape has no twist
 unless the user gives frames. Rest strains: unit stretch, no shear, and the rest Darboux vectors
 ``Ω⁰_j = (2/l̄_j) Im(q̄_j q_{j+1})`` of the initial frames (natural curvature), or zero with
