@@ -22,6 +22,10 @@ from .bodies.rigid import cayley_velocity
 from .scene import Scene
 from .spec.rigid import RigidBodySpec
 from .spec.validation import vec3 as _vec3
+from .contact.contacts import ContactSet
+from .contact.detection import build_detector
+from .solvers import make_contact_solver
+from .solvers.base import StepProblem
 from .solvers.linear import make_linear_solver
 from .state import State
 
@@ -178,17 +182,10 @@ class Simulator:
         self.f_ext = backend.vec3_array(n, self._static_force)
         self.stats: list[StepStats] = []
         self.timers = {"detection": 0.0, "assembly": 0.0, "solve": 0.0, "output": 0.0}
-        self.contacts = None
-        self.detector = None
-        self.contact_solver = None
-        if self.model.needs_contact:
-            from .contact.contacts import ContactSet
-            from .contact.detection import build_detector
-            from .solvers import make_contact_solver
-
-            self.contacts = ContactSet(n)
-            self.detector = build_detector(self.model)
-            self.contact_solver = make_contact_solver(scene.solver, self.model, scene.solver_options)
+        # one solve path: every step is solver.solve(StepProblem); without contacts that is A v̂ = b
+        self.contacts = ContactSet(n)
+        self.detector = build_detector(self.model) if self.model.needs_contact else None
+        self.contact_solver = make_contact_solver(scene.solver, self.model, scene.solver_options)
         self._energy_out = backend.scalar_array(2)
         self.rods = None
         if self.model.rod_specs:
@@ -207,7 +204,7 @@ class Simulator:
         positions, the contact solver's memory) to ``path`` (.npz, written atomically); a fresh
         Simulator of the same scene continues from it bit for bit (``load_checkpoint``)."""
         self.state.host = self.drives.memory()
-        self.state.solver_memory = self.contact_solver.memory() if self.contact_solver is not None else {}
+        self.state.solver_memory = self.contact_solver.memory()
         return self.state.save(path)
 
     def load_checkpoint(self, path: str | Path) -> None:
@@ -215,8 +212,7 @@ class Simulator:
         self.state.load(path)
         try:
             self.drives.restore(self.state.host)
-            if self.contact_solver is not None:
-                self.contact_solver.restore(self.state.solver_memory)
+            self.contact_solver.restore(self.state.solver_memory)
         except KeyError as exc:
             raise ParameterError(f"checkpoint {path} lacks {exc.args[0]!r}: it was written by another scene "
                                  "or solver") from None
@@ -296,18 +292,14 @@ class Simulator:
         t0 = _time.perf_counter()
         self.assemble()
         t1 = _time.perf_counter()
-        n_contacts = self.detector.detect(self.state, self.contacts, self.scene.dt) if self.detector else 0
-        t1b = _time.perf_counter()
-        if n_contacts:
-            from .solvers.base import StepProblem
-
-            problem = StepProblem(self.model, self.state, self.A, self.b, self.v_hat, self.fixed, self.contacts,
-                                  self.coef, self.scene.dt, self.scene.integrator)
-            lin = self.contact_solver.solve(problem)
+        if self.detector is not None:
+            n_contacts = self.detector.detect(self.state, self.contacts, self.scene.dt)
         else:
-            if self.contacts is not None:
-                self.contacts.count = 0
-            lin = self.linear.solve(self.A, self.b, self.v_hat)
+            n_contacts = self.contacts.count = 0
+        t1b = _time.perf_counter()
+        problem = StepProblem(self.model, self.state, self.A, self.b, self.v_hat, self.fixed, self.contacts,
+                              self.coef, self.scene.dt, self.scene.integrator, self.linear)
+        lin = self.contact_solver.solve(problem)
         t2 = _time.perf_counter()
         if not math.isfinite(lin.residual):
             raise self._diverged("the solver produced non-finite values")
@@ -434,8 +426,8 @@ class Simulator:
             else:
                 pts = v @ R.T + c
             pieces[ob.name] = meshio.Mesh(np.asarray(pts, float), [("triangle", np.asarray(f, np.int64))])
-        d = self.contacts.to_numpy() if self.contacts is not None else None
-        k = int(len(d["phi"])) if d is not None else 0
+        d = self.contacts.to_numpy()
+        k = len(d["phi"])
         imp = d["impulse_world"] if k else np.zeros((0, 3))
         pieces["contacts"] = meshio.Mesh(
             d["point"] if k else np.zeros((0, 3)), [("vertex", np.arange(k, dtype=np.int64)[:, None])],

@@ -78,7 +78,7 @@ from .. import backend
 from ..contact.contacts import CONTACT_PARAM_COLUMNS, OPEN
 from ..errors import ParameterError, SimulationError
 from . import CONTACT_SOLVERS
-from .base import SolveStats, StepProblem
+from .base import SolveStats, StepProblem, solve_without_contacts
 from .contact_models import HuntCrossley, LaggedModel, SapModel, SimilarModel
 from .newton_linear import make_newton_linear_solver
 
@@ -225,6 +225,8 @@ class NewtonContactSolver:
 
     # ------------------------------------------------------------------ the solve
     def solve(self, problem: StepProblem) -> SolveStats:
+        if int(problem.contacts.count) == 0:
+            return solve_without_contacts(problem)
         t_start = time.perf_counter()
         model, contacts, coef = problem.model, problem.contacts, problem.coef
         n = model.n_nodes

@@ -14,7 +14,7 @@ import taichi as ti
 
 from ... import backend
 from ...contact.contacts import CONTACT_PARAM_COLUMNS
-from ..base import SolveStats
+from ..base import SolveStats, StepProblem, solve_without_contacts
 from ..projection import PROXIMAL, STRICT
 from . import blocks, step_matrix
 from .chebyshev import ChebyshevSchedule
@@ -173,8 +173,10 @@ class CondSolver:
         self._last_nc, self._last_nv = nc, nv
 
     # ------------------------------------------------------------------ the step
-    def solve(self, problem) -> SolveStats:
+    def solve(self, problem: StepProblem) -> SolveStats:
         """Solve one step (StepProblem); v̂ is written to problem.v_hat, impulses and status to the contacts."""
+        if int(problem.contacts.count) == 0:
+            return solve_without_contacts(problem)
         o = self.options
         t_start = time.perf_counter()
         c = problem.contacts
