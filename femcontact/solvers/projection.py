@@ -1,4 +1,4 @@
-"""Friction-cone projections as Taichi functions (COND eq. 23, §III-E), shared by COND and PGS.
+"""Friction-cone projections as Taichi functions (COND eq. 23, §III-E), used by COND.
 
 Impulses are in the contact frame, ordered like the frame rows: ``lam = (lam_t1, lam_t2, lam_n)``.
 The cone is ellipsoidal in general (COND §III-E):

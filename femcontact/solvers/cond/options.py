@@ -5,7 +5,9 @@ units of J v̂ per λ); step "frobenius" | "bb" (§IV-C.1 / §IV-C.2); recycle: 
 reused; chebyshev, chebyshev_start, rho, rho_adapt (Alg. 3, eq. 34; ``chebyshev.py``);
 under_relaxation u; tol and max_iter (stopping, Alg. 1 line 13); warm_start; restitution,
 recovery, max_recovery_speed (normal targets, ``targets.py``); virtual_gain, rigid_gain
-(virtual-node gains, ``virtual.py``). docs/COND.md explains each choice.
+(virtual-node gains, ``virtual.py``); contact_free "linear" | "iterate": a step without contacts is
+solved exactly by the step's linear solver (default) or by COND's own iteration. docs/COND.md
+explains each choice.
 """
 import math
 from dataclasses import dataclass, fields
@@ -35,6 +37,7 @@ class CondOptions:
     max_recovery_speed: float = 0.05
     virtual_gain: float = 10.0
     rigid_gain: float = 100.0
+    contact_free: str = "linear"
 
     @classmethod
     def from_dict(cls, options: Optional[dict]) -> "CondOptions":
@@ -65,6 +68,8 @@ class CondOptions:
 
         if self.operator not in ("strict", "proximal"):
             raise ParameterError(f"COND option operator must be 'strict' or 'proximal', got {self.operator!r}")
+        if self.contact_free not in ("linear", "iterate"):
+            raise ParameterError(f"COND option contact_free must be 'linear' or 'iterate', got {self.contact_free!r}")
         if self.step not in ("frobenius", "bb"):
             raise ParameterError(f"COND option step must be 'frobenius' or 'bb' (Barzilai-Borwein), got {self.step!r}")
         for name in ("chebyshev", "warm_start", "rho_adapt"):

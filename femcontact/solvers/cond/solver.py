@@ -175,9 +175,9 @@ class CondSolver:
     # ------------------------------------------------------------------ the step
     def solve(self, problem: StepProblem) -> SolveStats:
         """Solve one step (StepProblem); v̂ is written to problem.v_hat, impulses and status to the contacts."""
-        if int(problem.contacts.count) == 0:
-            return solve_without_contacts(problem)
         o = self.options
+        if int(problem.contacts.count) == 0 and o.contact_free == "linear":
+            return solve_without_contacts(problem)
         t_start = time.perf_counter()
         c = problem.contacts
         nc, nv = int(c.count), int(c.n_virtual)
