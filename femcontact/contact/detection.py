@@ -297,7 +297,7 @@ def _body_contacts(p, bv, i, lin, com, g, cg, x: ti.template(), fixed: ti.templa
         fixed_b = fixed[i]
     else:
         fixed_b = fixed[lin]
-    for z in ti.static(range(SLOTS)):
+    for z in range(SLOTS):      # a runtime loop: the contact code below is inlined once, not SLOTS times
         if st[z] >= 0 and (sin[z] == 1 or sd[z] < margin):
             tv = tris[st[z]]
             if not (fixed_b == 1 and fixed[tv[0]] == 1 and fixed[tv[1]] == 1 and fixed[tv[2]] == 1):
