@@ -18,6 +18,7 @@ import taichi as ti
 
 from ..bodies.rigid import advance_rotation_block, assemble_rotational_block
 from ..errors import ParameterError
+from ..smallmat import mv
 
 INTEGRATORS = ("midpoint", "euler")
 
@@ -71,10 +72,10 @@ def eliminate_prescribed(indptr: ti.types.ndarray(), indices: ti.types.ndarray()
             j = indices[k]
             if j != i and (fixed[i] != 0 or fixed[j] != 0):
                 if fixed[i] == 0:
-                    b[i] -= blocks[k] @ v_fixed[j]
+                    b[i] -= mv(blocks[k], v_fixed[j])
                 blocks[k] = ti.Matrix.zero(float, 3, 3)
         if fixed[i] != 0:
-            b[i] = blocks[diag[i]] @ v_fixed[i]
+            b[i] = mv(blocks[diag[i]], v_fixed[i])
 
 
 @ti.func

@@ -12,6 +12,7 @@ import scipy.sparse as sp
 import taichi as ti
 
 from .. import backend
+from ..smallmat import mv
 
 
 class BlockPattern:
@@ -90,5 +91,5 @@ def bsr_matvec(indptr: ti.types.ndarray(), indices: ti.types.ndarray(), blocks: 
     for i in range(n):
         acc = ti.Vector.zero(float, 3)
         for k in range(indptr[i], indptr[i + 1]):
-            acc += blocks[k] @ x[indices[k]]
+            acc += mv(blocks[k], x[indices[k]])
         y[i] = acc

@@ -11,6 +11,8 @@ g_a the gradient of the linear shape function of node a.
 """
 import taichi as ti
 
+from ..smallmat import mm, mmT, mTm, mv
+
 
 @ti.func
 def shape_gradients(dm_inv):
@@ -25,25 +27,25 @@ def shape_gradients(dm_inv):
 def rotation_of(F):
     """Rotation factor of the polar decomposition F = R S, det R = +1 even for inverted F."""
     U, S, V = ti.svd(F)
-    R = U @ V.transpose()
+    R = mmT(U, V)
     if R.determinant() < 0:
         U[0, 2] *= -1.0
         U[1, 2] *= -1.0
         U[2, 2] *= -1.0
-        R = U @ V.transpose()
+        R = mmT(U, V)
     return R
 
 
 @ti.func
 def deformation_gradient(x: ti.template(), tet, dm_inv):
     ds = ti.Matrix.cols([x[tet[1]] - x[tet[0]], x[tet[2]] - x[tet[0]], x[tet[3]] - x[tet[0]]])
-    return ds @ dm_inv
+    return mm(ds, dm_inv)
 
 
 @ti.func
 def corotated_stress(F, R, mu, lam):
     """Small-strain stress in the rotated frame: sigma = 2 mu eps + lam tr(eps) I."""
-    eps = 0.5 * (R.transpose() @ F + F.transpose() @ R) - ti.Matrix.identity(float, 3)
+    eps = 0.5 * (mTm(R, F) + mTm(F, R)) - ti.Matrix.identity(float, 3)
     return 2.0 * mu * eps + lam * eps.trace() * ti.Matrix.identity(float, 3), eps
 
 
@@ -60,18 +62,18 @@ def assemble_elastic(x: ti.types.ndarray(), tets: ti.types.ndarray(), dm_inv: ti
         R = rotation_of(F)
         sigma, eps = corotated_stress(F, R, mu[e], lam[e])
         g0, g1, g2, g3 = shape_gradients(Dinv)
-        P = vol[e] * (R @ sigma)
+        P = vol[e] * mm(R, sigma)
         f_c = -f_coef
-        b[tet[0]] += f_c * (P @ g0)
-        b[tet[1]] += f_c * (P @ g1)
-        b[tet[2]] += f_c * (P @ g2)
-        b[tet[3]] += f_c * (P @ g3)
+        b[tet[0]] += f_c * mv(P, g0)
+        b[tet[1]] += f_c * mv(P, g1)
+        b[tet[2]] += f_c * mv(P, g2)
+        b[tet[3]] += f_c * mv(P, g3)
         # R K0_ab Rᵀ = lam h_a h_bᵀ + mu h_b h_aᵀ + mu (g_a·g_b) I with h = R g: rotated gradients
         # instead of two 3x3 products per block (the same blocks, a fraction of the front-end time)
         c = vol[e] * (k_coef + k_beta_coef * beta[e])
         G = ti.Matrix.cols([g0, g1, g2, g3])
-        H = R @ G
-        GtG = G.transpose() @ G
+        H = mm(R, G)
+        GtG = mTm(G, G)
         lam_c, mu_c = c * lam[e], c * mu[e]
         for ab in range(16):
             a, bb = ab // 4, ab % 4
@@ -92,11 +94,11 @@ def elastic_forces(x: ti.types.ndarray(), tets: ti.types.ndarray(), dm_inv: ti.t
         R = rotation_of(F)
         sigma, eps = corotated_stress(F, R, mu[e], lam[e])
         g0, g1, g2, g3 = shape_gradients(dm_inv[e])
-        P = vol[e] * (R @ sigma)
-        f[tet[0]] += -(P @ g0)
-        f[tet[1]] += -(P @ g1)
-        f[tet[2]] += -(P @ g2)
-        f[tet[3]] += -(P @ g3)
+        P = vol[e] * mm(R, sigma)
+        f[tet[0]] += -mv(P, g0)
+        f[tet[1]] += -mv(P, g1)
+        f[tet[2]] += -mv(P, g2)
+        f[tet[3]] += -mv(P, g3)
 
 
 @ti.kernel

@@ -26,6 +26,7 @@ import taichi as ti
 
 from ..contact import shapes as S
 from ..errors import ParameterError
+from ..smallmat import inv3, mm, mmT, mTv, mv
 
 # contact proxy kinds (body frame): a sphere (radius 0: a point) and a circle (cylinder rims)
 PROXY_SPHERE, PROXY_CIRCLE = 0, 1
@@ -250,16 +251,16 @@ def assemble_rotational_block(r, blocks_of: ti.template(), inertia: ti.template(
     i = blocks_of[r]
     R = quat_matrix(quat[r])
     Ib = inertia[r]
-    Om_k = R.transpose() @ v[i]
+    Om_k = mTv(R, v[i])
     Om = Om_k
     for _ in range(8):   # Newton on g(Ω) = a_m I Ω − b_m I Ω_k + b_f Ω × I Ω
-        IOm = Ib @ Om
-        g = a_m * (Ib @ Om) - b_m * (Ib @ Om_k) + b_f * Om.cross(IOm)
-        Jg = a_m * Ib + b_f * (skew(Om) @ Ib - skew(IOm))
-        Om -= Jg.inverse() @ g
-    Iw = R @ Ib @ R.transpose()
+        IOm = mv(Ib, Om)
+        g = a_m * IOm - b_m * mv(Ib, Om_k) + b_f * Om.cross(IOm)
+        Jg = a_m * Ib + b_f * (mm(skew(Om), Ib) - skew(IOm))
+        Om -= mv(inv3(Jg), g)
+    Iw = mmT(mm(R, Ib), R)
     blocks[diag[i]] += a_m * Iw
-    b[i] += b_m * (Iw @ v[i]) - b_f * (R @ Om.cross(Ib @ Om))
+    b[i] += b_m * mv(Iw, v[i]) - b_f * mv(R, Om.cross(mv(Ib, Om)))
 
 
 @ti.kernel
@@ -286,7 +287,7 @@ def advance_rotation_block(r, blocks_of: ti.template(), quat: ti.template(), v_h
                     d[0] * q[3] + d[1] * q[2] - d[2] * q[1] + d[3] * q[0]]).normalized()
     quat[r] = qn
     if fixed[i] == 0:
-        v[i] = quat_matrix(d) @ v[i]
+        v[i] = mv(quat_matrix(d), v[i])
 
 
 @ti.kernel

@@ -49,6 +49,7 @@ import numpy as np
 import taichi as ti
 
 from .. import backend
+from ..smallmat import mm, mmT, mTm, mTv, mv
 from ..spec.rod import SHEAR_COEFFICIENT, darboux, quat_conj, quat_mul
 from .rigid import quat_matrix, quat_to_matrix, skew
 
@@ -75,20 +76,20 @@ def rod_stretch(x: ti.types.ndarray(), quat: ti.types.ndarray(), elem: ti.types.
         l = l0[e]
         dx = x[ib] - x[ia]
         av = dx / l
-        gam = R.transpose() @ av - ti.Vector([0.0, 0.0, 1.0])
+        gam = mTv(R, av) - ti.Vector([0.0, 0.0, 1.0])
         K = ti.Matrix([[kdiag[e][0], 0.0, 0.0], [0.0, kdiag[e][1], 0.0], [0.0, 0.0, kdiag[e][2]]])
-        sig = R @ (K @ gam)
-        energy += 0.5 * l * gam.dot(K @ gam)
+        sig = mv(R, mv(K, gam))
+        energy += 0.5 * l * gam.dot(mv(K, gam))
         b[ia] += f_coef * sig
         b[ib] -= f_coef * sig
         b[s] += f_coef * dx.cross(sig)
         if with_matrix != 0:
             c = k_coef + kb_coef * beta[e]
-            Kw = R @ K @ R.transpose()
+            Kw = mmT(mm(R, K), R)
             S = skew(av)
             Kxx = (c / l) * Kw
-            Kxt = -c * (Kw @ S)
-            Ktt = -(c * l) * (S @ Kw @ S)
+            Kxt = -c * mm(Kw, S)
+            Ktt = -(c * l) * mm(mm(S, Kw), S)
             blocks[blk[e][0]] += Kxx           # (a, a)
             blocks[blk[e][1]] -= Kxx           # (a, b)
             blocks[blk[e][2]] += Kxt           # (a, s)
@@ -123,16 +124,16 @@ def rod_bend(quat: ti.types.ndarray(), qref: ti.types.ndarray(), seg: ti.types.n
         lb = lbar[e]
         kap = 2.0 * v / lb - omega0[e]
         K = ti.Matrix([[kdiag[e][0], 0.0, 0.0], [0.0, kdiag[e][1], 0.0], [0.0, 0.0, kdiag[e][2]]])
-        energy += 0.5 * lb * kap.dot(K @ kap)
+        energy += 0.5 * lb * kap.dot(mv(K, kap))
         R0 = quat_matrix(q0)
-        B = (w * ti.Matrix.identity(float, 3) - skew(v)) @ R0.transpose() / lb
-        tau = B.transpose() @ (lb * (K @ kap))
+        B = mmT(w * ti.Matrix.identity(float, 3) - skew(v), R0) / lb
+        tau = mTv(B, lb * mv(K, kap))
         if s0 >= 0:
             b[s0] += f_coef * tau
         b[s1] -= f_coef * tau
         if with_matrix != 0:
             c = k_coef + kb_coef * beta[e]
-            Kb = (c * lb) * (B.transpose() @ K @ B)
+            Kb = (c * lb) * mm(mTm(B, K), B)
             if s0 >= 0:
                 blocks[blk[e][0]] += Kb
                 blocks[blk[e][1]] -= Kb
@@ -149,7 +150,7 @@ def rod_mass_damping(blocks_of: ti.types.ndarray(), qidx: ti.types.ndarray(), am
         M = amass[r]
         if qidx[r] >= 0:
             R = quat_matrix(quat[qidx[r]])
-            M = R @ M @ R.transpose()
+            M = mmT(mm(R, M), R)
         blocks[diag[blocks_of[r]]] += coef * M
 
 

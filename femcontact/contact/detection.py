@@ -53,6 +53,7 @@ from .broadphase import HashGrid, body_boxes, bucket, cell_of, near_other_body, 
 from .contacts import OPEN
 from .narrowphase import BOUND, OBS_F, OBS_POSE, closest_on_triangle, contact_frame, in_tet, shape_sdf
 from ..bodies.rigid import contact_proxies, quat_matrix, surface_samples
+from ..smallmat import mTv, mv
 from .shapes import HALFSPACE, MESH
 
 MAX_RINGS = 8          # deep-penetration search: up to margin + MAX_RINGS * h around a vertex
@@ -182,20 +183,20 @@ def detect_obstacles(x: ti.types.ndarray(), surf: ti.types.ndarray(), n_surf: ti
                 row = pair_row[node_body[i], sdf_entity[o]]
                 if row >= 0:
                     R, c = _pose_of(obs_pose, o)
-                    pl = R.transpose() @ (xi - c)
+                    pl = mTv(R, xi - c)
                     if pl.norm() <= obs_f[o, BOUND] + margin:
                         kind = obs_kind[o, 0]
                         phi, nl = shape_sdf(kind, obs_f, o, grid, obs_kind[o, 1], pl)
                         dup = False                 # a rigid surface sample at this vertex (module doc, 3.)
                         for j in range(s_range[o, 0], s_range[o, 1]):
-                            if (c + R @ s_point[j] - xi).norm() < dedup:
+                            if (c + mv(R, s_point[j]) - xi).norm() < dedup:
                                 dup = True
                         if phi < margin and not dup:
-                            n = R @ nl
+                            n = mv(R, nl)
                             q = xi - phi * n
                             node_a, vw = _world_side(o, q, obs_pose, sdf_rigid, counters, vn_node, vn_weight,
                                                      n_nodes)
-                            F = contact_frame(n, R @ axes[row])
+                            F = contact_frame(n, mv(R, axes[row]))
                             nb = _claim_node(i, claim, counters, vn_node, vn_weight, n_nodes)
                             _emit(node_a, nb, F, phi, mus[row], vw, q, row, counters, c_node_a, c_node_b, c_frame,
                                   c_phi, c_mu, c_vw, c_point, c_param, c_imp, c_status)
@@ -296,7 +297,7 @@ def _body_contacts(p, bv, i, lin, com, g, cg, x: ti.template(), fixed: ti.templa
         fixed_b = fixed[i]
     else:
         fixed_b = fixed[lin]
-    for z in ti.static(range(SLOTS)):
+    for z in range(SLOTS):      # a runtime loop: the contact code below is inlined once, not SLOTS times
         if st[z] >= 0 and (sin[z] == 1 or sd[z] < margin):
             tv = tris[st[z]]
             if not (fixed_b == 1 and fixed[tv[0]] == 1 and fixed[tv[1]] == 1 and fixed[tv[2]] == 1):
@@ -376,11 +377,11 @@ def detect_rigid_in_fem(x: ti.types.ndarray(), v: ti.types.ndarray(), quat: ti.t
         lin = rigid_lin[k]
         com = x[lin]
         R = quat_matrix(quat[k])
-        p = com + R @ (s_point[j] - com_local[k])
+        p = com + mv(R, s_point[j] - com_local[k])
         bv = rigid_body[k]
         reach = _rigid_point_reach(v, lin, p, com, margin, dt)
         if near_other_body(p, p, bv, node_body, pair_row, box_lo, box_hi, n_bodies, reach):
-            _body_contacts(p, bv, -1, lin, com, R @ s_axis[j], s_cos[j], x, fixed, node_body, pair_row, tris, tri_counts, tri_entries, tets,
+            _body_contacts(p, bv, -1, lin, com, mv(R, s_axis[j]), s_cos[j], x, fixed, node_body, pair_row, tris, tri_counts, tri_entries, tets,
                            tet_counts, tet_entries, h, size, mus, axes, reach, n_nodes, claim, counters,
                            c_node_a, c_node_b, c_frame, c_phi, c_mu, c_vw, c_point, c_param, c_imp, c_status,
                            vn_node, vn_weight)
@@ -413,7 +414,7 @@ def rigid_poses(x: ti.types.ndarray(), v: ti.types.ndarray(), quat: ti.types.nda
     for k in range(n_rigid):
         R = quat_matrix(quat[k])
         com = x[lin[k]]
-        c = com - R @ com_local[k]
+        c = com - mv(R, com_local[k])
         o = o0 + k
         for a, bb in ti.static(ti.ndrange(3, 3)):
             obs_pose[o, 3 * a + bb] = R[a, bb]
@@ -451,7 +452,7 @@ def detect_rigid(x: ti.types.ndarray(), v: ti.types.ndarray(), quat: ti.types.nd
         lin = rigid_lin[k]
         R = quat_matrix(quat[k])
         com = x[lin]
-        p0 = com + R @ (p_point[j] - com_local[k])
+        p0 = com + mv(R, p_point[j] - com_local[k])
         reach = _rigid_point_reach(v, lin, p0, com, margin, dt)
         rad = p_radius[j]
         for o in range(n_obs):
@@ -473,8 +474,8 @@ def detect_rigid(x: ti.types.ndarray(), v: ti.types.ndarray(), quat: ti.types.nd
                 u = ti.Vector([0.0, 0.0, 0.0])
                 w = ti.Vector([0.0, 0.0, 0.0])
                 if p_kind[j] == 1:            # circle vs half-space: lowest point and quarter turns
-                    nw = Ro @ ti.Vector([obs_f[o, 0], obs_f[o, 1], obs_f[o, 2]])
-                    a = R @ p_axis[j]
+                    nw = mv(Ro, ti.Vector([obs_f[o, 0], obs_f[o, 1], obs_f[o, 2]]))
+                    a = mv(R, p_axis[j])
                     u = nw - nw.dot(a) * a
                     if u.norm() < 1e-9:
                         u = a.cross(ti.Vector([1.0, 0.0, 0.0]))
@@ -496,18 +497,18 @@ def detect_rigid(x: ti.types.ndarray(), v: ti.types.ndarray(), quat: ti.types.nd
                             p = p0 + rad * w
                         else:
                             p = p0 - rad * w
-                    pl = Ro.transpose() @ (p - co)
+                    pl = mTv(Ro, p - co)
                     if pl.norm() <= obs_f[o, BOUND] + reach + r_eff:
                         phi, nl = shape_sdf(kind, obs_f, o, grid, obs_kind[o, 1], pl)
                         phi -= r_eff
                         if phi < reach:
-                            n = Ro @ nl
+                            n = mv(Ro, nl)
                             pb = p - r_eff * n          # touching point on this body
                             q = pb - phi * n            # on the other entity
                             node_a, vw = _world_side(o, q, obs_pose, sdf_rigid, counters, vn_node, vn_weight,
                                                      n_nodes)
                             nb = _rigid_point_node(lin, pb, com, counters, vn_node, vn_weight, n_nodes)
-                            F = contact_frame(n, Ro @ axes[row])
+                            F = contact_frame(n, mv(Ro, axes[row]))
                             _emit(node_a, nb, F, phi, mus[row], vw, q, row, counters, c_node_a, c_node_b,
                                   c_frame, c_phi, c_mu, c_vw, c_point, c_param, c_imp, c_status)
 
@@ -519,9 +520,9 @@ def sdf_points(points: ti.types.ndarray(), n: ti.i32, o: ti.i32, obs_kind: ti.ty
     """World-frame signed distance and outward normal of obstacle o at n points (tests, queries)."""
     for j in range(n):
         R, c = _pose_of(obs_pose, o)
-        phi, nl = shape_sdf(obs_kind[o, 0], obs_f, o, grid, obs_kind[o, 1], R.transpose() @ (points[j] - c))
+        phi, nl = shape_sdf(obs_kind[o, 0], obs_f, o, grid, obs_kind[o, 1], mTv(R, points[j] - c))
         out_phi[j] = phi
-        out_n[j] = R @ nl
+        out_n[j] = mv(R, nl)
 
 
 class Detector:

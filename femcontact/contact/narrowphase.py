@@ -6,6 +6,7 @@ twins of the SDFs live in ``shapes.py`` (tests compare the two).
 """
 import taichi as ti
 
+from ..smallmat import inv3, mv
 from .shapes import BOX, CAPSULE, CYLINDER, HALFSPACE, MESH, SPHERE
 
 # Column layout of the static obstacle table ``obs_f`` (O, OBS_F): the shape's 8 packed floats,
@@ -156,7 +157,7 @@ def in_tet(p, x0, x1, x2, x3, eps):
     inside = False
     det = D.determinant()
     if ti.abs(det) > 0.0:
-        l = D.inverse() @ (p - x0)
+        l = mv(inv3(D), p - x0)
         inside = l[0] >= -eps and l[1] >= -eps and l[2] >= -eps and l[0] + l[1] + l[2] <= 1.0 + eps
     return inside
 

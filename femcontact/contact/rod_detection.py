@@ -40,6 +40,7 @@ from .broadphase import bucket, cell_of
 from .rod_broadphase import ItemGrid
 from .narrowphase import BOUND, closest_on_triangle, contact_frame, shape_sdf
 from ..bodies.rigid import skew
+from ..smallmat import mTv, mv
 
 
 @ti.func
@@ -70,8 +71,8 @@ def _segment_point(ia, ib, t, seg, off, counters: ti.template(), vn_node: ti.tem
 @ti.func
 def _sdf_world(o, p, obs_kind: ti.template(), obs_f: ti.template(), obs_pose: ti.template(), grid: ti.template()):
     R, c = _pose_of(obs_pose, o)
-    phi, nl = shape_sdf(obs_kind[o, 0], obs_f, o, grid, obs_kind[o, 1], R.transpose() @ (p - c))
-    return phi, R @ nl
+    phi, nl = shape_sdf(obs_kind[o, 0], obs_f, o, grid, obs_kind[o, 1], mTv(R, p - c))
+    return phi, mv(R, nl)
 
 
 @ti.func
@@ -139,7 +140,7 @@ def detect_rod_sdf(x: ti.types.ndarray(), v: ti.types.ndarray(), rn_node: ti.typ
                 reach = margin + dt * ti.max(v[ia].norm(), v[ib].norm())
                 R, c = _pose_of(obs_pose, o)
                 mid = 0.5 * (pa + pb)
-                if (R.transpose() @ (mid - c)).norm() <= obs_f[o, BOUND] + reach + rad + 0.5 * (pb - pa).norm():
+                if mTv(R, mid - c).norm() <= obs_f[o, BOUND] + reach + rad + 0.5 * (pb - pa).norm():
                     t = 0.0
                     phi = 0.0
                     n = ti.Vector([0.0, 0.0, 1.0])
@@ -171,7 +172,7 @@ def detect_rod_sdf(x: ti.types.ndarray(), v: ti.types.ndarray(), rn_node: ti.typ
                         q = p - (phi + rad) * n           # on the entity's surface
                         node_a, vw = _world_side(o, q, obs_pose, sdf_rigid, counters, vn_node, vn_weight, n_nodes)
                         nb = _segment_point(ia, ib, t, sg, -rad * n, counters, vn_node, vn_weight, n_nodes)
-                        F = contact_frame(n, R @ axes[row])
+                        F = contact_frame(n, mv(R, axes[row]))
                         _emit(node_a, nb, F, phi, mus[row], vw, q, row, counters, c_node_a, c_node_b, c_frame,
                               c_phi, c_mu, c_vw, c_point, c_param, c_imp, c_status)
 

@@ -13,6 +13,7 @@
 """
 import taichi as ti
 
+from ...smallmat import inv3, mm, mmT, mTm, mv, tr
 from .groups import KIND_RIGID_ANG, KIND_RIGID_LIN, KIND_SPIN
 from .layout import (ROD_BLOCKS, ROD_FACTOR, ROD_ROWS, ROD_SLOTS, ROW, STEP_ROD, VIRTUAL, VIRTUAL_NODES,
                      VROWS)
@@ -37,11 +38,11 @@ def cond_block_diagonal(blocks: ti.types.ndarray(), diag: ti.types.ndarray(), ki
             if j >= 0:
                 if kind[j] >= KIND_SPIN and kind[j] <= KIND_RIGID_ANG:
                     Wk = VIRTUAL.weight.at(VNf, q, k)
-                    WB[0, j] += kv * (Wk.transpose() @ Wk)
+                    WB[0, j] += kv * mTm(Wk, Wk)
                     if kind[j] == KIND_RIGID_LIN:
                         for l in range(4):
                             if VIRTUAL_NODES.node.at(VNi, q, l) == j + 1:
-                                WB[1, j] += kv * (Wk.transpose() @ VIRTUAL.weight.at(VNf, q, l))
+                                WB[1, j] += kv * mTm(Wk, VIRTUAL.weight.at(VNf, q, l))
 
 
 @ti.kernel
@@ -51,20 +52,20 @@ def cond_block_inverses(fixed: ti.types.ndarray(), kind: ti.types.ndarray(), WB:
     complement (W_ll, W_la in the linear row; W_aa, W_al = W_laᵀ in the angular row; partners in RK)."""
     for i in range(n0):
         if fixed[i] == 0 and kind[i] == KIND_SPIN:
-            WB[0, i] = WB[0, i].inverse()
+            WB[0, i] = inv3(WB[0, i])
         elif fixed[i] == 0 and kind[i] == KIND_RIGID_LIN and fixed[i + 1] == 0:
-            Pi = WB[0, i].inverse()
+            Pi = inv3(WB[0, i])
             Q = WB[1, i]
-            Si = (WB[0, i + 1] - Q.transpose() @ Pi @ Q).inverse()
-            Wla = -Pi @ Q @ Si
-            WB[0, i] = Pi - Wla @ Q.transpose() @ Pi
+            Si = inv3(WB[0, i + 1] - mm(mTm(Q, Pi), Q))
+            Wla = -mm(mm(Pi, Q), Si)
+            WB[0, i] = Pi - mm(mmT(Wla, Q), Pi)
             WB[1, i] = Wla
             WB[0, i + 1] = Si
             WB[1, i + 1] = Wla.transpose()
             ROW.partner.put(RK, i, i + 1)
             ROW.partner.put(RK, i + 1, i)
         elif fixed[i] == 0 and kind[i] == KIND_RIGID_LIN:
-            WB[0, i] = WB[0, i].inverse()
+            WB[0, i] = inv3(WB[0, i])
 
 
 # ------------------------------------------------------------------------------ rods
@@ -73,15 +74,15 @@ def _inv6(S):
     """Inverse of a 6x6 SPD matrix (Gauss–Jordan without pivoting: the pivots of an SPD matrix are positive)."""
     M = S
     I = ti.Matrix.identity(float, 6)
-    for k in ti.static(range(6)):
+    for k in range(6):
         p = 1.0 / M[k, k]
-        for c in ti.static(range(6)):
+        for c in range(6):
             M[k, c] *= p
             I[k, c] *= p
-        for r in ti.static(range(6)):
-            if ti.static(r != k):
+        for r in range(6):
+            if r != k:
                 f = M[r, k]
-                for c in ti.static(range(6)):
+                for c in range(6):
                     M[r, c] -= f * M[k, c]
                     I[r, c] -= f * I[k, c]
     return 0.5 * (I + I.transpose())
@@ -128,8 +129,8 @@ def _rod_ldl(s0, s1, DL: ti.template(), F: ti.template()):
         S = ROD_BLOCKS.diag.get(DL, j)
         if j > s0:
             L = ROD_BLOCKS.sub.get(DL, j)
-            G = L @ Sp
-            S = S - G @ L.transpose()
+            G = mm(L, Sp)
+            S = S - mmT(G, L)
             ROD_FACTOR.g.put(F, j, G)
         Sp = _inv6(S)
         ROD_FACTOR.s_inv.put(F, j, Sp)
@@ -151,7 +152,7 @@ def cond_rod_compliance(blocks: ti.types.ndarray(), fixed: ti.types.ndarray(), s
             Zj = ROD_FACTOR.s_inv.get(F, j)
             if j < s1 - 1:
                 G = ROD_FACTOR.g.get(F, j + 1)
-                Zj += G.transpose() @ Z @ G
+                Zj += mm(mTm(G, Z), G)
             Z = Zj
             for h in ti.static(range(2)):
                 r = ROD_ROWS.row.at(rows, j, h)
@@ -190,7 +191,7 @@ def cond_rod_factor(blocks: ti.types.ndarray(), fixed: ti.types.ndarray(), VNf: 
                                 elif bk == bl + 1:
                                     off = ROD_BLOCKS.sub.off
                                 if off >= 0:
-                                    M = kv * (VIRTUAL.weight.at(VNf, q, k).transpose() @ VIRTUAL.weight.at(VNf, q, l))
+                                    M = kv * mTm(VIRTUAL.weight.at(VNf, q, k), VIRTUAL.weight.at(VNf, q, l))
                                     for a in ti.static(range(3)):
                                         for b in ti.static(range(3)):
                                             ti.atomic_add(DL[bk, off + 6 * (3 * hk + a) + 3 * hl + b], M[a, b])
@@ -215,15 +216,15 @@ def rod_solve(V: ti.template(), RK: ti.template(), start: ti.template(), rows: t
                         for a in ti.static(range(3)):
                             g[3 * h + a] = gr[a]
             if j > s0:
-                g -= ROD_FACTOR.g.get(F, j) @ y
+                g -= mv(ROD_FACTOR.g.get(F, j), y)
             y = g
             ROD_FACTOR.y.put(F, j, y)
         d = ti.Vector.zero(float, 6)
         for jj in range(s1 - s0):
             j = s1 - 1 - jj
-            dn = ROD_FACTOR.s_inv.get(F, j) @ ROD_FACTOR.y.get(F, j)
+            dn = mv(ROD_FACTOR.s_inv.get(F, j), ROD_FACTOR.y.get(F, j))
             if j < s1 - 1:
-                dn -= ROD_FACTOR.g.get(F, j + 1).transpose() @ d
+                dn -= mv(tr(ROD_FACTOR.g.get(F, j + 1)), d)
             d = dn
             for h in ti.static(range(2)):
                 r = ROD_ROWS.row.at(rows, j, h)

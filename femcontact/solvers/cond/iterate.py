@@ -14,6 +14,8 @@ RK the row's step kind and partner (``layout.ROW``).
 """
 import taichi as ti
 
+from ...smallmat import inv3, mTv, mv
+
 from ..projection import STRICT, project_cone, project_strict
 from .blocks import rod_solve
 from .groups import KIND_ROD, KIND_SCALAR
@@ -54,7 +56,7 @@ def cond_start(blocks: ti.types.ndarray(), diag: ti.types.ndarray(), b: ti.types
         dscale = ti.max(D.trace() / 3.0, 1e-300)
         vi = v_in[i]
         if fixed[i] != 0:
-            vi = D.inverse() @ b[i]
+            vi = mv(inv3(D), b[i])
         elif warm == 0:
             vi = b[i] / dscale
         zero = ti.Vector.zero(float, 3)
@@ -85,7 +87,7 @@ def cond_start(blocks: ti.types.ndarray(), diag: ti.types.ndarray(), b: ti.types
                 Wk = VIRTUAL.weight.at(VNf, q, k)
                 sw += (Wk * Wk).sum()
                 gv += inf_norm(Wk)
-                vv += Wk @ V[VROWS.v, j]
+                vv += mv(Wk, V[VROWS.v, j])
         w = 0.0
         if kv > 0.0:
             w = ti.min(3.0 * kv / (kv * kv * (3.0 + sw)), wcap / (kv * (1.0 + gv)))
@@ -105,10 +107,10 @@ def cond_start(blocks: ti.types.ndarray(), diag: ti.types.ndarray(), b: ti.types
 @ti.func
 def _block_step(WB: ti.template(), RK: ti.template(), V: ti.template(), i, row: ti.template()):
     """W_i · V[row] on a block row: own block, plus the partner's coupling block of a rigid pair."""
-    d = WB[0, i] @ V[row, i]
+    d = mv(WB[0, i], V[row, i])
     p = ROW.partner.get(RK, i)
     if p >= 0:
-        d += WB[1, i] @ V[row, p]
+        d += mv(WB[1, i], V[row, p])
     return d
 
 
@@ -127,20 +129,20 @@ def cond_iterate(P: ti.types.ndarray(), blocks: ti.types.ndarray(), V: ti.types.
     for i in range(n0):
         acc = -V[VROWS.b, i]
         for k in range(P[i], P[i + 1]):
-            acc += blocks[k] @ V[VROWS.v, P[n0 + 1 + k]]
+            acc += mv(blocks[k], V[VROWS.v, P[n0 + 1 + k]])
         V[VROWS.g, i] = acc
     for q in range(nv):
         d = -V[VROWS.v, n0 + q]
         for k in range(4):
             j = VIRTUAL_NODES.node.at(VNi, q, k)
             if j >= 0:
-                d += VIRTUAL.weight.at(VNf, q, k) @ V[VROWS.v, j]
+                d += mv(VIRTUAL.weight.at(VNf, q, k), V[VROWS.v, j])
         kd = VIRTUAL.gain.get(VNf, q) * d
         V[VROWS.g, n0 + q] = -kd
         for k in range(4):
             j = VIRTUAL_NODES.node.at(VNi, q, k)
             if j >= 0:
-                V[VROWS.g, j] += VIRTUAL.weight.at(VNf, q, k).transpose() @ kd
+                V[VROWS.g, j] += mTv(VIRTUAL.weight.at(VNf, q, k), kd)
     # rod rows: d = Ã_rod⁻¹ g (exact block step, before BB, which needs W z = d − d_prev)
     if ti.static(rods):
         rod_solve(V, RK, rod_start, rod_rows, F, nrods)
@@ -158,10 +160,10 @@ def cond_iterate(P: ti.types.ndarray(), blocks: ti.types.ndarray(), V: ti.types.
                 zwz += z.dot(V[VROWS.d_rod, i] - V[VROWS.d_rod_prev, i])
             elif step == STEP_BLOCK:      # zᵀ W z with the block step actually taken
                 if ti.static(has_blocks):
-                    wz = WB[0, i] @ z
+                    wz = mv(WB[0, i], z)
                     p = ROW.partner.get(RK, i)
                     if p >= 0:
-                        wz += WB[1, i] @ (V[VROWS.g, p] - V[VROWS.g_prev, p])
+                        wz += mv(WB[1, i], V[VROWS.g, p] - V[VROWS.g_prev, p])
                     sz += s.dot(z)
                     zwz += z.dot(wz)
             elif W[i] > 0.0:
@@ -198,7 +200,7 @@ def cond_iterate(P: ti.types.ndarray(), blocks: ti.types.ndarray(), V: ti.types.
         lm = ti.Vector.zero(float, 3)
         if gam > 0.0:
             bias = ti.Vector([CONTACT.bias.at(Cf, m, 0), CONTACT.bias.at(Cf, m, 1), CONTACT.phi_tilde.get(Cf, m)])
-            eta = R @ (V[VROWS.v_star, nb] - va) + bias
+            eta = mv(R, V[VROWS.v_star, nb] - va) + bias
             ls = -eta / (gam + omega)
             r = ti.Vector.zero(float, 4)
             if ti.static(op == STRICT):
@@ -206,7 +208,7 @@ def cond_iterate(P: ti.types.ndarray(), blocks: ti.types.ndarray(), V: ti.types.
             else:
                 r = project_cone(ls, CONTACT.mu.at(Cf, m, 0), CONTACT.mu.at(Cf, m, 1))
             lm = ti.Vector([r[0], r[1], r[2]])
-            f = R.transpose() @ lm
+            f = mTv(R, lm)
             V[VROWS.v_star, nb] += wb * f
             if na >= 0:
                 V[VROWS.v_star, na] -= wa * f
@@ -244,7 +246,7 @@ def cond_finish(V: ti.types.ndarray(), W: ti.types.ndarray(), Cf: ti.types.ndarr
             va = V[VROWS.v_star, na]
             wa = alpha * W[na]
         gam = wa + alpha * W[nb]
-        vc = R @ (V[VROWS.v_star, nb] - va)
+        vc = mv(R, V[VROWS.v_star, nb] - va)
         lm = CONTACT.lam.get(Cf, m)
         phit = CONTACT.phi_tilde.get(Cf, m)
         gn = vc[2] + phit

@@ -17,6 +17,7 @@ import numpy as np
 import taichi as ti
 
 from ... import backend
+from ...smallmat import mTm, mv
 from .groups import KIND_SCALAR
 from .layout import VIRTUAL, VIRTUAL_NODES
 
@@ -65,7 +66,7 @@ def cond_power_step(indptr: ti.types.ndarray(), indices: ti.types.ndarray(), blo
             w = tr[i] / rs[i]
         acc = ti.Vector.zero(float, 3)
         for k in range(indptr[i], indptr[i + 1]):
-            acc += blocks[k] @ (c * x[indices[k]])
+            acc += mv(blocks[k], c * x[indices[k]])
         yi = w * acc
         if w > 0.0:
             xi = c * x[i]
@@ -122,7 +123,7 @@ def cond_coupling(tr: ti.types.ndarray(), rs: ti.types.ndarray(), l1: ti.types.n
                 g = kv * inf_norm(Wk.transpose())
                 for l in range(4):
                     if VIRTUAL_NODES.node.at(VNi, q, l) >= 0:
-                        M = kv * (Wk.transpose() @ VIRTUAL.weight.at(VNf, q, l))
+                        M = kv * mTm(Wk, VIRTUAL.weight.at(VNf, q, l))
                         add += (M * M).sum()
                         g += inf_norm(M)
                 rs2[j] += add

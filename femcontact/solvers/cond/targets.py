@@ -11,6 +11,8 @@ From the gap φ, the step-start normal velocity ``v_n,k``, restitution e and the
 """
 import taichi as ti
 
+from ...smallmat import mv
+
 from .layout import CONTACT, CONTACT_NODES
 
 
@@ -23,7 +25,7 @@ def side_velocity(node, n0, vn_node: ti.template(), vn_weight: ti.template(), v:
         for k in range(4):
             j = vn_node[node - n0][k]
             if j >= 0:
-                out += vn_weight[node - n0, k] @ v[j]
+                out += mv(vn_weight[node - n0, k], v[j])
     elif node >= 0:
         out = v[node]
     return out
@@ -61,7 +63,7 @@ def cond_targets(v_old: ti.types.ndarray(), vn_node: ti.types.ndarray(), vn_weig
         R = frame[m]
         vb = side_velocity(node_b[m], n0, vn_node, vn_weight, v_old, ti.Vector.zero(float, 3))
         va = side_velocity(node_a[m], n0, vn_node, vn_weight, v_old, v_world[m])
-        vck = R @ (vb - va)
+        vck = mv(R, vb - va)
         e = e_default
         p = param[m]
         if p >= 0 and p < n_rest:

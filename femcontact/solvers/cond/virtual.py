@@ -10,6 +10,7 @@ block on a rigid body (docs/COND.md, "Virtual-node gain").
 """
 import taichi as ti
 
+from ...smallmat import inv3, mm, mmT, mTm
 from .groups import KIND_RIGID_LIN, KIND_ROD, KIND_SPIN
 from .layout import VIRTUAL, VIRTUAL_NODES
 
@@ -66,17 +67,16 @@ def cond_pack_virtual(vn_node: ti.types.ndarray(), vn_weight: ti.types.ndarray()
 def _rigid_compliance(blocks: ti.template(), diag: ti.template(), pair_slot: ti.template(), VNf: ti.template(),
                       q, j0) -> float:
     """tr(J_v A_pp⁻¹ J_vᵀ)/3 for a virtual node on rigid pair (j0, j0+1), A_pp⁻¹ by its Schur complement."""
-    Pi = blocks[diag[j0]].inverse()
+    Pi = inv3(blocks[diag[j0]])
     Q = ti.Matrix.zero(float, 3, 3)
     if pair_slot[j0] >= 0:
         Q = blocks[pair_slot[j0]]
-    Sa = (blocks[diag[j0 + 1]] - Q.transpose() @ Pi @ Q).inverse()
-    Pla = -Pi @ Q @ Sa
-    Pll = Pi - Pla @ Q.transpose() @ Pi
+    Sa = inv3(blocks[diag[j0 + 1]] - mm(mTm(Q, Pi), Q))
+    Pla = -mm(mm(Pi, Q), Sa)
+    Pll = Pi - mm(mmT(Pla, Q), Pi)
     W0 = VIRTUAL.weight.at(VNf, q, 0)
     W1 = VIRTUAL.weight.at(VNf, q, 1)
-    Cq = W0 @ Pll @ W0.transpose() + W0 @ Pla @ W1.transpose() \
-        + W1 @ Pla.transpose() @ W0.transpose() + W1 @ Sa @ W1.transpose()
+    Cq = mmT(mm(W0, Pll), W0) + mmT(mm(W0, Pla), W1) + mmT(mmT(W1, Pla), W0) + mmT(mm(W1, Sa), W1)
     return Cq.trace() / 3.0
 
 
@@ -98,11 +98,11 @@ def cond_gains(blocks: ti.types.ndarray(), diag: ti.types.ndarray(), kind: ti.ty
                 if ti.static(rods):
                     if CR[j].trace() > 0.0:     # a free rod row: the rod's own 3x3 compliance (blocks.py)
                         rule = 1
-                        inv_m += (Wk @ CR[j] @ Wk.transpose()).trace() / 3.0
+                        inv_m += mmT(mm(Wk, CR[j]), Wk).trace() / 3.0
                 if ti.static(has_blocks):
                     if rule == 0 and kind[j] == KIND_SPIN:    # a rotational block: its exact 3x3 compliance
                         rule = 1
-                        inv_m += (Wk @ blocks[diag[j]].inverse() @ Wk.transpose()).trace() / 3.0
+                        inv_m += mmT(mm(Wk, inv3(blocks[diag[j]])), Wk).trace() / 3.0
                 if rule == 0:
                     d = ti.max(blocks[diag[j]].trace() / 3.0, 1e-300)
                     inv_m += (Wk * Wk).sum() / (3.0 * d)
