@@ -505,6 +505,8 @@ class Simulator:
     def von_mises(self) -> np.ndarray:
         """(n_tets,) von Mises stress of every element, Pa."""
         m = self.model
+        if not m.n_tets:
+            return np.zeros(0)          # no FEM body: nothing to compile or launch
         out = backend.scalar_array(m.n_tets)
         fem.von_mises_stress(self.state.x, m.tets, m.dm_inv, m.mu, m.lam, out)
         return out.to_numpy()[: m.n_tets].astype(np.float64)
