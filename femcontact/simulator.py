@@ -97,7 +97,6 @@ class _Drives:
             body = next(b for b in model.bodies if b.node_start <= node < b.node_start + b.node_count)
             raise ParameterError(f"node {node - body.node_start} of body {body.name!r} is prescribed by two pin/drive "
                                  "calls; select disjoint node sets")
-        self.fixed_np = model.dofs.prescribed.astype(np.int32)
         self.count = len(self.index)
 
     def memory(self) -> dict[str, np.ndarray]:
@@ -172,7 +171,7 @@ class Simulator:
         self.linear = make_linear_solver(scene.linear_solver, n, tol=scene.linear_tol)
         self.control = Control.from_joints(scene.joints)     # what a script changes between steps
         self.drives = _Drives(scene, self.model)
-        self.fixed = backend.scalar_array(n, self.drives.fixed_np, dtype=ti.i32)
+        self.fixed = backend.scalar_array(n, self.model.dofs.prescribed.astype(np.int32), dtype=ti.i32)
         self.v_fixed = backend.vec3_array(n)
         self.v_end = backend.vec3_array(n)
         self._drive_index = backend.int_array(self.drives.index)
