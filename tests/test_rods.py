@@ -315,7 +315,7 @@ def test_attach_bad_input():
 
 
 def test_rod_broadphase_grid_matches_all_pairs():
-    """The spatial hash (rod_broadphase.py) finds the same rod-rod, rod-self and rod-FEM contacts as the
+    """The spatial hash (broadphase.SpatialHash.build_grown) finds the same rod-rod, rod-self and rod-FEM contacts as the
     all-pairs loops on a tangle of random rods (random velocities for the speculative reach) over an FEM pad."""
     rng = np.random.default_rng(7)
     scene = fc.Scene(dt=1e-2, integrator="euler", solver="lagged", contact_margin=0.01)

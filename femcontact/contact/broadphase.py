@@ -1,17 +1,29 @@
-"""Broadphase: a spatial hash of axis-aligned cells (size ``h``) over triangles or tets.
+"""Broadphase: the one spatial hash of axis-aligned cells (size ``h``) that every contact pass
+queries (``SpatialHash``), and the body bounding boxes that gate it.
 
-Every item (up to 4 nodes; a triangle repeats its last node) is entered in every cell its
-bounding box overlaps; a cell (i, j, k) maps to bucket ``hash(i, j, k) mod table_size``, so
-no scene bounds are needed and hash collisions only add candidates. Built per step by one
-kernel on ndarrays (the same on CPU and GPU): buckets have a fixed number of slots, filled
-with atomic counters; a fuller bucket is reported and the host grows the slots and rebuilds.
-Only items that come near another body they may touch (body bounding boxes, ``body_boxes``)
-are entered, so a resting stack hashes only the layers at its interfaces.
+An item (up to 4 nodes: a tet, a triangle repeating its last node, a rod segment repeating its
+end) is entered in every cell its box overlaps; a cell (i, j, k) maps to bucket
+``hash(i, j, k) mod table_size``, so no scene bounds are needed; each entry is tagged with its
+cell, so a query can drop hash-collision candidates and meet a pair once. Built per step by one
+kernel on ndarrays (the same on CPU and GPU): buckets have a fixed number of slots, filled with
+atomic counters; a fuller bucket is reported and the host grows the slots and rebuilds. Two ways
+to fill it (one insertion, ``_enter``):
+
+- ``build_near_bodies`` (FEM triangles and tets): the item's own box, and only items that come
+  near another body they may touch (``body_boxes``), so a resting stack hashes only the layers at
+  its interfaces; the caller checks the fill inside its overflow loop.
+- ``build_grown`` (rod segments, and FEM triangles for rods): every item, its box grown by
+  ``rad + pad + dt·max|v|`` (its radius, a pad, its speed); two items whose closest points are
+  within ``ra + rb + 2 pad + dt(|va| + |vb|)`` then have overlapping boxes (per axis the box gap
+  is at most that distance), so a query over overlapping boxes sees every pair the all-pairs loop
+  would emit; it grows its own slots until all fit.
 
 (No ``from __future__ import annotations`` here: Taichi reads the annotations.)
 """
 import numpy as np
 import taichi as ti
+
+from .. import backend
 
 P1, P2, P3 = 73856093, 19349663, 83492791
 
@@ -90,49 +102,102 @@ def near_other_body(lo_p, hi_p, ba, node_body: ti.template(), pair_row: ti.templ
     return near
 
 
+@ti.func
+def _enter(e, lo, hi, h, size, counts: ti.template(), entries: ti.template(), ecell: ti.template(),
+           stats: ti.template(), stat):
+    """Enter item e in the bucket of every cell the box [lo, hi] overlaps, tagged with the cell;
+    the fullest bucket's fill goes to stats[stat]."""
+    c0, c1 = cell_of(lo, h), cell_of(hi, h)
+    for i, j, k in ti.ndrange((c0[0], c1[0] + 1), (c0[1], c1[1] + 1), (c0[2], c1[2] + 1)):
+        bk = bucket(i, j, k, size)
+        slot = ti.atomic_add(counts[bk], 1)
+        if slot < entries.shape[1]:
+            entries[bk, slot] = e
+            ecell[bk, slot] = ti.Vector([i, j, k])
+        ti.atomic_max(stats[stat], slot + 1)
+
+
 @ti.kernel
-def grid_fill(items: ti.types.ndarray(), n_items: ti.i32, x: ti.types.ndarray(), h: float, size: ti.i32,
-              counts: ti.types.ndarray(), entries: ti.types.ndarray(), node_body: ti.types.ndarray(),
-              pair_row: ti.types.ndarray(), box_lo: ti.types.ndarray(), box_hi: ti.types.ndarray(),
-              n_bodies: ti.i32, pad: float, stats: ti.types.ndarray(), stat: ti.i32):
-    """Enter every item near another body in the buckets of the cells its box overlaps; the largest
-    bucket fill goes to stats[stat] (a fill above entries.shape[1] means: grow and rebuild)."""
-    K = entries.shape[1]
+def fill_near_bodies(items: ti.types.ndarray(), n_items: ti.i32, x: ti.types.ndarray(), h: float, size: ti.i32,
+                     counts: ti.types.ndarray(), entries: ti.types.ndarray(), ecell: ti.types.ndarray(),
+                     node_body: ti.types.ndarray(), pair_row: ti.types.ndarray(), box_lo: ti.types.ndarray(),
+                     box_hi: ti.types.ndarray(), n_bodies: ti.i32, pad: float, stats: ti.types.ndarray(),
+                     stat: ti.i32):
+    """``SpatialHash.build_near_bodies``: every item near another body, by its own box."""
     for e in range(n_items):
         lo, hi = _item_box(items, x, e)
         if near_other_body(lo, hi, node_body[items[e][0]], node_body, pair_row, box_lo, box_hi, n_bodies, pad):
-            c0, c1 = cell_of(lo, h), cell_of(hi, h)
-            for i, j, k in ti.ndrange((c0[0], c1[0] + 1), (c0[1], c1[1] + 1), (c0[2], c1[2] + 1)):
-                bk = bucket(i, j, k, size)
-                slot = ti.atomic_add(counts[bk], 1)
-                if slot < K:
-                    entries[bk, slot] = e
-                ti.atomic_max(stats[stat], slot + 1)
+            _enter(e, lo, hi, h, size, counts, entries, ecell, stats, stat)
 
 
-class HashGrid:
-    """Spatial hash over a fixed item list (node indices (k, 4), i32) with cell size h (m):
-    ``entries[b, :min(counts[b], K)]`` are the items in bucket b (fixed K slots per bucket, grown
-    when a build reports a fuller bucket)."""
+@ti.kernel
+def fill_grown(items: ti.types.ndarray(), n_items: ti.i32, rad: ti.types.ndarray(), x: ti.types.ndarray(),
+               v: ti.types.ndarray(), pad: float, dt: float, h: float, size: ti.i32, counts: ti.types.ndarray(),
+               entries: ti.types.ndarray(), ecell: ti.types.ndarray(), lo: ti.types.ndarray(),
+               hi: ti.types.ndarray(), stats: ti.types.ndarray(), vmax: ti.types.ndarray()):
+    """``SpatialHash.build_grown``: every item by its box grown by rad[e] + pad + dt·(its fastest node
+    speed), kept in lo/hi; the fastest item's speed in vmax[0]."""
+    for e in range(n_items):
+        l, u = _item_box(items, x, e)
+        s = 0.0
+        for k in ti.static(range(4)):
+            s = ti.max(s, v[items[e][k]].norm())
+        ti.atomic_max(vmax[0], s)
+        g = rad[e] + pad + dt * s
+        lo[e] = l - g
+        hi[e] = u + g
+        _enter(e, l - g, u + g, h, size, counts, entries, ecell, stats, 0)
 
-    def __init__(self, items: np.ndarray, h: float, size: int):
+
+class SpatialHash:
+    """Spatial hash over a fixed item list (node indices (n, 4), i32) with cell size h (m):
+    ``entries[b, :min(counts[b], slots)]`` are the items in bucket b and ``ecell`` their cells;
+    after ``build_grown``, ``lo``/``hi`` are the grown item boxes and ``vmax[0]`` the fastest item's
+    speed. ``size`` buckets (default: a power of two, 1024 to 2**20, about the item count)."""
+
+    def __init__(self, items: np.ndarray, h: float, size: int | None = None, rad: np.ndarray | None = None):
         items = np.asarray(items, np.int32).reshape(-1, 4)
         self.n_items = len(items)
         self.h = float(h)
-        self.size = int(size)
-        self.items = ti.Vector.ndarray(4, ti.i32, shape=max(self.n_items, 1))
-        if self.n_items:
-            self.items.from_numpy(items)
+        self.size = int(size or 2 ** int(np.clip(np.ceil(np.log2(max(self.n_items, 1))), 10, 20)))
+        self.items = backend.int_array(items, width=4)
         self.counts = ti.ndarray(ti.i32, shape=self.size)
+        if rad is not None:                  # tables of build_grown
+            n = max(self.n_items, 1)
+            self.rad = backend.scalar_array(n, np.asarray(rad, float) if self.n_items else None)
+            self.lo, self.hi = backend.vec3_array(n), backend.vec3_array(n)
+            self.stats = ti.ndarray(ti.i32, shape=1)
+            self.vmax = backend.scalar_array(1)
         self.alloc(8)
 
     def alloc(self, slots: int) -> None:
         self.slots = int(slots)
         self.entries = ti.ndarray(ti.i32, shape=(self.size, self.slots))
+        self.ecell = ti.Vector.ndarray(3, ti.i32, shape=(self.size, self.slots))
 
-    def build(self, x, node_body, pair_row, box_lo, box_hi, n_bodies, pad, stats, stat) -> None:
-        """Hash the items at node positions x (vec3 ndarray); the caller checks stats[stat] <= slots."""
+    def build_near_bodies(self, x, node_body, pair_row, box_lo, box_hi, n_bodies, pad, stats, stat) -> None:
+        """Hash the items near another body at node positions x (vec3 ndarray); the caller checks
+        stats[stat] <= slots."""
         self.counts.fill(0)
         if self.n_items:
-            grid_fill(self.items, self.n_items, x, self.h, self.size, self.counts, self.entries, node_body,
-                      pair_row, box_lo, box_hi, n_bodies, pad, stats, stat)
+            fill_near_bodies(self.items, self.n_items, x, self.h, self.size, self.counts, self.entries, self.ecell,
+                             node_body, pair_row, box_lo, box_hi, n_bodies, pad, stats, stat)
+
+    def build_grown(self, x, v, pad: float, dt: float) -> None:
+        """Hash every item by its grown box at positions x, speeds v; grows the slots until all fit."""
+        while True:
+            self.counts.fill(0)
+            self.stats.fill(0)
+            self.vmax.fill(0)
+            fill_grown(self.items, self.n_items, self.rad, x, v, pad, dt, self.h, self.size, self.counts,
+                       self.entries, self.ecell, self.lo, self.hi, self.stats, self.vmax)
+            fill = int(read1(self.stats))
+            if fill <= self.slots:
+                return
+            self.alloc(max(2 * self.slots, fill))
+
+
+@ti.kernel
+def read1(a: ti.types.ndarray()) -> ti.i32:
+    """The first entry of an i32 ndarray."""
+    return a[0]

@@ -49,117 +49,17 @@ import numpy as np
 import taichi as ti
 
 from .. import backend
-from .broadphase import HashGrid, body_boxes, bucket, cell_of, near_other_body, read4
-from .contacts import OPEN
+from .broadphase import SpatialHash, body_boxes, bucket, cell_of, near_other_body, read4
+from .emit import claim_node, emit, pose_of, rigid_point_node, rigid_point_reach, triangle_point_node, world_side
 from .narrowphase import BOUND, OBS_F, OBS_POSE, closest_on_triangle, contact_frame, in_tet, shape_sdf
 from ..bodies.rigid import contact_proxies, quat_matrix, surface_samples
 from ..smallmat import mTv, mv
+from .rod_detection import RodContacts
 from .shapes import HALFSPACE, MESH
 
 MAX_RINGS = 8          # deep-penetration search: up to margin + MAX_RINGS * h around a vertex
 SLOTS = 2              # bodies A considered per vertex in D-contacts
 DEDUP = 0.25           # FEM vertex within min(margin, DEDUP * mean edge) of a rigid sample: left to the sample
-
-
-@ti.func
-def _claim_node(i, claim: ti.template(), counters: ti.template(), vn_node: ti.template(),
-                vn_weight: ti.template(), n_nodes):
-    """The node a contact on real node i acts on: i itself if unclaimed, else a new virtual node."""
-    node = i
-    if ti.atomic_add(claim[i], 1) > 0:
-        v = ti.atomic_add(counters[1], 1)
-        node = n_nodes + v
-        if v < vn_node.shape[0]:
-            vn_node[v] = ti.Vector([i, -1, -1, -1])
-            vn_weight[v, 0] = ti.Matrix.identity(float, 3)
-            for k in ti.static(range(1, 4)):
-                vn_weight[v, k] = ti.Matrix.zero(float, 3, 3)
-    return node
-
-
-@ti.func
-def _pose_of(obs_pose: ti.template(), o):
-    """Rotation and origin of SDF entity o this step."""
-    R = ti.Matrix([[obs_pose[o, 0], obs_pose[o, 1], obs_pose[o, 2]],
-                   [obs_pose[o, 3], obs_pose[o, 4], obs_pose[o, 5]],
-                   [obs_pose[o, 6], obs_pose[o, 7], obs_pose[o, 8]]])
-    c = ti.Vector([obs_pose[o, 9], obs_pose[o, 10], obs_pose[o, 11]])
-    return R, c
-
-
-@ti.func
-def _rigid_point_reach(v: ti.template(), lin, p, com, margin, dt):
-    """Detection reach of world point p on the rigid body with velocity blocks (lin, lin+1) and
-    centre of mass com: ``margin + dt |v_p|``, grown with the point's speed so a fast body's contact
-    is found the step before it touches (a speculative contact with phi > 0) instead of after it
-    has sunk in by up to ``dt |v_p|``."""
-    return margin + dt * (v[lin] + v[lin + 1].cross(p - com)).norm()
-
-
-@ti.func
-def _rigid_point_node(lin, p, com, counters: ti.template(), vn_node: ti.template(), vn_weight: ti.template(),
-                      n_nodes):
-    """A new virtual node at world point p of the rigid body whose blocks are (lin, lin+1) and whose
-    centre of mass is com: J_v = [I, -[p - com]x] (docs/THEORY.md §2)."""
-    v = ti.atomic_add(counters[1], 1)
-    if v < vn_node.shape[0]:
-        r = p - com
-        vn_node[v] = ti.Vector([lin, lin + 1, -1, -1])
-        vn_weight[v, 0] = ti.Matrix.identity(float, 3)
-        vn_weight[v, 1] = -ti.Matrix([[0.0, -r[2], r[1]], [r[2], 0.0, -r[0]], [-r[1], r[0], 0.0]])
-        vn_weight[v, 2] = ti.Matrix.zero(float, 3, 3)
-        vn_weight[v, 3] = ti.Matrix.zero(float, 3, 3)
-    return n_nodes + v
-
-
-@ti.func
-def _triangle_point_node(tv, w, counters: ti.template(), vn_node: ti.template(), vn_weight: ti.template(),
-                         n_nodes):
-    """A new virtual node at the point of triangle tv (3 node ids) with barycentric weights w."""
-    v = ti.atomic_add(counters[1], 1)
-    if v < vn_node.shape[0]:
-        vn_node[v] = ti.Vector([tv[0], tv[1], tv[2], -1])
-        for k in ti.static(range(3)):
-            vn_weight[v, k] = w[k] * ti.Matrix.identity(float, 3)
-        vn_weight[v, 3] = ti.Matrix.zero(float, 3, 3)
-    return n_nodes + v
-
-
-@ti.func
-def _world_side(o, q, obs_pose: ti.template(), sdf_rigid: ti.template(), counters: ti.template(),
-                vn_node: ti.template(), vn_weight: ti.template(), n_nodes):
-    """Side A of a contact at point q on SDF entity o: the world (node -1, with the obstacle's
-    velocity at q) for an obstacle, a new virtual node on the body for a rigid body."""
-    node = -1
-    vw = ti.Vector([0.0, 0.0, 0.0])
-    lin = sdf_rigid[o]
-    if lin < 0:
-        vl = ti.Vector([obs_pose[o, 12], obs_pose[o, 13], obs_pose[o, 14]])
-        w = ti.Vector([obs_pose[o, 15], obs_pose[o, 16], obs_pose[o, 17]])
-        vw = vl + w.cross(q - ti.Vector([obs_pose[o, 9], obs_pose[o, 10], obs_pose[o, 11]]))
-    else:
-        com = ti.Vector([obs_pose[o, 18], obs_pose[o, 19], obs_pose[o, 20]])
-        node = _rigid_point_node(lin, q, com, counters, vn_node, vn_weight, n_nodes)
-    return node, vw
-
-
-@ti.func
-def _emit(node_a, node_b, R, phi_m, mu_m, vw, pt, row, counters: ti.template(), c_node_a: ti.template(),
-          c_node_b: ti.template(), c_frame: ti.template(), c_phi: ti.template(), c_mu: ti.template(),
-          c_vw: ti.template(), c_point: ti.template(), c_param: ti.template(), c_imp: ti.template(),
-          c_status: ti.template()):
-    m = ti.atomic_add(counters[0], 1)
-    if m < c_node_a.shape[0]:
-        c_node_a[m] = node_a
-        c_node_b[m] = node_b
-        c_frame[m] = R
-        c_phi[m] = phi_m
-        c_mu[m] = mu_m
-        c_vw[m] = vw
-        c_point[m] = pt
-        c_param[m] = row
-        c_imp[m] = ti.Vector([0.0, 0.0, 0.0])
-        c_status[m] = OPEN
 
 
 @ti.kernel
@@ -182,7 +82,7 @@ def detect_obstacles(x: ti.types.ndarray(), surf: ti.types.ndarray(), n_surf: ti
             for o in range(n_obs):
                 row = pair_row[node_body[i], sdf_entity[o]]
                 if row >= 0:
-                    R, c = _pose_of(obs_pose, o)
+                    R, c = pose_of(obs_pose, o)
                     pl = mTv(R, xi - c)
                     if pl.norm() <= obs_f[o, BOUND] + margin:
                         kind = obs_kind[o, 0]
@@ -194,11 +94,11 @@ def detect_obstacles(x: ti.types.ndarray(), surf: ti.types.ndarray(), n_surf: ti
                         if phi < margin and not dup:
                             n = mv(R, nl)
                             q = xi - phi * n
-                            node_a, vw = _world_side(o, q, obs_pose, sdf_rigid, counters, vn_node, vn_weight,
+                            node_a, vw = world_side(o, q, obs_pose, sdf_rigid, counters, vn_node, vn_weight,
                                                      n_nodes)
                             F = contact_frame(n, mv(R, axes[row]))
-                            nb = _claim_node(i, claim, counters, vn_node, vn_weight, n_nodes)
-                            _emit(node_a, nb, F, phi, mus[row], vw, q, row, counters, c_node_a, c_node_b, c_frame,
+                            nb = claim_node(i, claim, counters, vn_node, vn_weight, n_nodes)
+                            emit(node_a, nb, F, phi, mus[row], vw, q, row, counters, c_node_a, c_node_b, c_frame,
                                   c_phi, c_mu, c_vw, c_point, c_param, c_imp, c_status)
 
 
@@ -226,8 +126,8 @@ def _body_contacts(p, bv, i, lin, com, g, cg, x: ti.template(), fixed: ti.templa
                    c_point: ti.template(), c_param: ti.template(), c_imp: ti.template(), c_status: ti.template(),
                    vn_node: ti.template(), vn_weight: ti.template()):
     """D-contacts of point p on body bv against the FEM bodies A != bv (module docstring, 2.): side B
-    is FEM node i (claimed, ``_claim_node``) when i >= 0, else a virtual node at p on the rigid body
-    with blocks (lin, lin+1) and centre of mass com (``_rigid_point_node``). The normal, from the
+    is FEM node i (claimed, ``claim_node``) when i >= 0, else a virtual node at p on the rigid body
+    with blocks (lin, lin+1) and centre of mass com (``rigid_point_node``). The normal, from the
     nearest boundary triangle (vertex–face), is then kept in the cone ``n·(−g) ≥ cg`` of the
     rigid surface's inward normals at p (``surface_samples``): a force on a rigid point must push
     into one of the faces there, so a flat face pressed into a curved FEM surface is pushed along its
@@ -317,13 +217,13 @@ def _body_contacts(p, bv, i, lin, com, g, cg, x: ti.template(), fixed: ti.templa
                     phi = -d
                 row = pair_row[sb[z], bv]
                 F = contact_frame(n, axes[row])
-                na = _triangle_point_node(tv, w, counters, vn_node, vn_weight, n_nodes)
+                na = triangle_point_node(tv, w, counters, vn_node, vn_weight, n_nodes)
                 nb = 0
                 if i >= 0:
-                    nb = _claim_node(i, claim, counters, vn_node, vn_weight, n_nodes)
+                    nb = claim_node(i, claim, counters, vn_node, vn_weight, n_nodes)
                 else:
-                    nb = _rigid_point_node(lin, p, com, counters, vn_node, vn_weight, n_nodes)
-                _emit(na, nb, F, phi, mus[row], ti.Vector([0.0, 0.0, 0.0]), q, row, counters,
+                    nb = rigid_point_node(lin, p, com, counters, vn_node, vn_weight, n_nodes)
+                emit(na, nb, F, phi, mus[row], ti.Vector([0.0, 0.0, 0.0]), q, row, counters,
                       c_node_a, c_node_b, c_frame, c_phi, c_mu, c_vw, c_point, c_param, c_imp, c_status)
 
 
@@ -370,7 +270,7 @@ def detect_rigid_in_fem(x: ti.types.ndarray(), v: ti.types.ndarray(), quat: ti.t
     """Rigid surface samples (``bodies.rigid.surface_samples``) against the FEM bodies' tets
     (``_body_contacts``): a box corner or mesh vertex pressed between the vertices of a coarse FEM
     body, which the FEM-vertex-vs-SDF direction of ``detect_obstacles`` cannot see. A sample's
-    reach grows with its speed as a proxy's does in ``detect_rigid`` (``_rigid_point_reach``), so a
+    reach grows with its speed as a proxy's does in ``detect_rigid`` (``rigid_point_reach``), so a
     fast body pressing into a slab is caught the step before it touches."""
     for j in range(n_samp):
         k = s_rigid[j]
@@ -379,7 +279,7 @@ def detect_rigid_in_fem(x: ti.types.ndarray(), v: ti.types.ndarray(), quat: ti.t
         R = quat_matrix(quat[k])
         p = com + mv(R, s_point[j] - com_local[k])
         bv = rigid_body[k]
-        reach = _rigid_point_reach(v, lin, p, com, margin, dt)
+        reach = rigid_point_reach(v, lin, p, com, margin, dt)
         if near_other_body(p, p, bv, node_body, pair_row, box_lo, box_hi, n_bodies, reach):
             _body_contacts(p, bv, -1, lin, com, mv(R, s_axis[j]), s_cos[j], x, fixed, node_body, pair_row, tris, tri_counts, tri_entries, tets,
                            tet_counts, tet_entries, h, size, mus, axes, reach, n_nodes, claim, counters,
@@ -392,7 +292,7 @@ def rigid_boxes(obs_pose: ti.types.ndarray(), obs_f: ti.types.ndarray(), o0: ti.
                 rigid_body: ti.types.ndarray(), dt: float, box_lo: ti.types.ndarray(), box_hi: ti.types.ndarray()):
     """Rigid bodies' boxes for the broadphase: shape origin ± (bounding radius + dt × the fastest
     surface point's speed bound |v| + |w| (radius + |origin - com|)), so the FEM triangles and tets
-    within a fast sample's grown reach (``_rigid_point_reach``) are hashed (``body_boxes`` sees
+    within a fast sample's grown reach (``rigid_point_reach``) are hashed (``body_boxes`` sees
     only the centre of mass and the angular block)."""
     for k in range(n_rigid):
         o = o0 + k
@@ -445,7 +345,7 @@ def detect_rigid(x: ti.types.ndarray(), v: ti.types.ndarray(), quat: ti.types.nd
     dt |v_p|`` (the margin grows with the proxy's speed so fast bodies are caught a step early).
     A circle proxy (cylinder rim) against a half-space tests its lowest point and the three
     points a quarter turn apart. Side B is a virtual node on the rigid body at the touching
-    point; side A is the world or a virtual node on the other rigid body (``_world_side``).
+    point; side A is the world or a virtual node on the other rigid body (``world_side``).
     """
     for j in range(n_prox):
         k = p_rigid[j]
@@ -453,7 +353,7 @@ def detect_rigid(x: ti.types.ndarray(), v: ti.types.ndarray(), quat: ti.types.nd
         R = quat_matrix(quat[k])
         com = x[lin]
         p0 = com + mv(R, p_point[j] - com_local[k])
-        reach = _rigid_point_reach(v, lin, p0, com, margin, dt)
+        reach = rigid_point_reach(v, lin, p0, com, margin, dt)
         rad = p_radius[j]
         for o in range(n_obs):
             row = pair_row[rigid_body[k], sdf_entity[o]]
@@ -469,7 +369,7 @@ def detect_rigid(x: ti.types.ndarray(), v: ti.types.ndarray(), quat: ti.types.nd
             if use and p_against[j] == 2 and kind == HALFSPACE:
                 use = False
             if use:
-                Ro, co = _pose_of(obs_pose, o)
+                Ro, co = pose_of(obs_pose, o)
                 n_pts = 1
                 u = ti.Vector([0.0, 0.0, 0.0])
                 w = ti.Vector([0.0, 0.0, 0.0])
@@ -505,11 +405,11 @@ def detect_rigid(x: ti.types.ndarray(), v: ti.types.ndarray(), quat: ti.types.nd
                             n = mv(Ro, nl)
                             pb = p - r_eff * n          # touching point on this body
                             q = pb - phi * n            # on the other entity
-                            node_a, vw = _world_side(o, q, obs_pose, sdf_rigid, counters, vn_node, vn_weight,
+                            node_a, vw = world_side(o, q, obs_pose, sdf_rigid, counters, vn_node, vn_weight,
                                                      n_nodes)
-                            nb = _rigid_point_node(lin, pb, com, counters, vn_node, vn_weight, n_nodes)
+                            nb = rigid_point_node(lin, pb, com, counters, vn_node, vn_weight, n_nodes)
                             F = contact_frame(n, mv(Ro, axes[row]))
-                            _emit(node_a, nb, F, phi, mus[row], vw, q, row, counters, c_node_a, c_node_b,
+                            emit(node_a, nb, F, phi, mus[row], vw, q, row, counters, c_node_a, c_node_b,
                                   c_frame, c_phi, c_mu, c_vw, c_point, c_param, c_imp, c_status)
 
 
@@ -519,7 +419,7 @@ def sdf_points(points: ti.types.ndarray(), n: ti.i32, o: ti.i32, obs_kind: ti.ty
                out_phi: ti.types.ndarray(), out_n: ti.types.ndarray()):
     """World-frame signed distance and outward normal of obstacle o at n points (tests, queries)."""
     for j in range(n):
-        R, c = _pose_of(obs_pose, o)
+        R, c = pose_of(obs_pose, o)
         phi, nl = shape_sdf(obs_kind[o, 0], obs_f, o, grid, obs_kind[o, 1], mTv(R, points[j] - c))
         out_phi[j] = phi
         out_n[j] = mv(R, nl)
@@ -595,15 +495,13 @@ class Detector:
             self.tris_np = np.concatenate([t, t[:, 2:]], axis=1).astype(np.int32)
             n_items = len(t) + model.n_tets
             size = int(2 ** int(np.clip(np.ceil(np.log2(max(n_items, 1))), 10, 20)))
-            self.tri_grid = HashGrid(self.tris_np, h, size)
-            self.tet_grid = HashGrid(model.tets_np.astype(np.int32), h, size)
+            self.tri_grid = SpatialHash(self.tris_np, h, size)
+            self.tet_grid = SpatialHash(model.tets_np.astype(np.int32), h, size)
             self.box_lo = ti.ndarray(float, shape=(self.n_bodies, 3))
             self.box_hi = ti.ndarray(float, shape=(self.n_bodies, 3))
         self.pose_np = np.zeros((max(self.n_sdf, 1), OBS_POSE))   # rigid rows: filled by rigid_poses
         self.rod_contacts = None                                  # rods: contact/rod_detection.py
         if model.rod_specs:
-            from .rod_detection import RodContacts
-
             self.rod_contacts = RodContacts(model, self)
         self.last_time = None
 
@@ -697,8 +595,8 @@ class Detector:
                 self.claim.fill(0)
             if self.has_bodies:
                 common = (self.node_body, self.pair_row, self.box_lo, self.box_hi, self.n_bodies)
-                self.tri_grid.build(state.x, *common, self.margin + self.h, self.counters, 2)
-                self.tet_grid.build(state.x, *common, self.margin, self.counters, 3)
+                self.tri_grid.build_near_bodies(state.x, *common, self.margin + self.h, self.counters, 2)
+                self.tet_grid.build_near_bodies(state.x, *common, self.margin, self.counters, 3)
             c = contacts
             args = (self.claim, self.counters, c.node_a, c.node_b, c.frame, c.phi, c.mu, c.v_world, c.point,
                     c.param, c.impulse, c.status, c.vn_node, c.vn_weight)

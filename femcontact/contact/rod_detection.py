@@ -10,7 +10,7 @@ Three kernels, run after the FEM and rigid passes inside ``Detector.detect``:
 
 1. ``detect_rod_sdf`` — rods against every SDF entity (obstacles, then rigid bodies, the table of
    ``detection.py``): each rod node as a sphere of the rod radius (S-contact, or a D-contact with a
-   virtual node on the rigid body via ``_world_side``), plus the interior minimum of the SDF along
+   virtual node on the rigid body via ``world_side``), plus the interior minimum of the SDF along
    each segment (ternary search) where it lies clearly below both ends (a convex obstacle edge or a
    cylinder between two nodes).
 2. ``detect_rod_pairs`` — segment against segment, of two rods or of one rod with itself (pairs
@@ -25,7 +25,7 @@ Three kernels, run after the FEM and rigid passes inside ``Detector.detect``:
 (``v_rel`` the relative velocity of the two closest points at the start of the step), so two
 cables crossing at 1 m/s with dt = 1e-2 see each other the step before they would touch and the
 solver keeps ``φ + dt v_n ≥ 0``. Broadphase: a spatial hash of grown segment and FEM-triangle boxes
-(``rod_broadphase.py``), built once per step; it yields the contacts of the all-pairs loops
+(``broadphase.SpatialHash.build_grown``), built once per step; it yields the contacts of the all-pairs loops
 (``RodContacts.broadphase = "all"``, kept as the reference), except that a rod node deeper inside an
 FEM body than its speculative reach no longer finds the far surface.
 
@@ -35,9 +35,8 @@ import numpy as np
 import taichi as ti
 
 from .. import backend
-from .detection import _claim_node, _emit, _pose_of, _triangle_point_node, _world_side
-from .broadphase import bucket, cell_of
-from .rod_broadphase import ItemGrid
+from .emit import claim_node, emit, pose_of, triangle_point_node, world_side
+from .broadphase import SpatialHash, bucket, cell_of
 from .narrowphase import BOUND, closest_on_triangle, contact_frame, shape_sdf
 from ..bodies.rigid import skew
 from ..smallmat import mTv, mv
@@ -70,7 +69,7 @@ def _segment_point(ia, ib, t, seg, off, counters: ti.template(), vn_node: ti.tem
 
 @ti.func
 def _sdf_world(o, p, obs_kind: ti.template(), obs_f: ti.template(), obs_pose: ti.template(), grid: ti.template()):
-    R, c = _pose_of(obs_pose, o)
+    R, c = pose_of(obs_pose, o)
     phi, nl = shape_sdf(obs_kind[o, 0], obs_f, o, grid, obs_kind[o, 1], mTv(R, p - c))
     return phi, mv(R, nl)
 
@@ -138,17 +137,17 @@ def detect_rod_sdf(x: ti.types.ndarray(), v: ti.types.ndarray(), rn_node: ti.typ
             if use:
                 pa, pb = x[ia], x[ib]
                 reach = margin + dt * ti.max(v[ia].norm(), v[ib].norm())
-                R, c = _pose_of(obs_pose, o)
+                R, c = pose_of(obs_pose, o)
                 mid = 0.5 * (pa + pb)
                 if mTv(R, mid - c).norm() <= obs_f[o, BOUND] + reach + rad + 0.5 * (pb - pa).norm():
                     t = 0.0
                     phi = 0.0
                     n = ti.Vector([0.0, 0.0, 1.0])
-                    emit = False
+                    hit = False
                     if k < n_rn:
                         phi, n = _sdf_world(o, pa, obs_kind, obs_f, obs_pose, grid)
                         phi -= rad
-                        emit = phi < reach
+                        hit = phi < reach
                     else:                          # interior minimum along the segment
                         phi0, n0 = _sdf_world(o, pa, obs_kind, obs_f, obs_pose, grid)
                         phi1, n1 = _sdf_world(o, pb, obs_kind, obs_f, obs_pose, grid)
@@ -164,16 +163,16 @@ def detect_rod_sdf(x: ti.types.ndarray(), v: ti.types.ndarray(), rn_node: ti.typ
                                 lo = m1
                         t = 0.5 * (lo + hi)
                         phi, n = _sdf_world(o, pa + t * (pb - pa), obs_kind, obs_f, obs_pose, grid)
-                        emit = 0.02 < t < 0.98 and phi < ti.min(phi0, phi1) - 0.25 * rad
+                        hit = 0.02 < t < 0.98 and phi < ti.min(phi0, phi1) - 0.25 * rad
                         phi -= rad
-                        emit = emit and phi < reach
-                    if emit:
+                        hit = hit and phi < reach
+                    if hit:
                         p = pa + t * (pb - pa)
                         q = p - (phi + rad) * n           # on the entity's surface
-                        node_a, vw = _world_side(o, q, obs_pose, sdf_rigid, counters, vn_node, vn_weight, n_nodes)
+                        node_a, vw = world_side(o, q, obs_pose, sdf_rigid, counters, vn_node, vn_weight, n_nodes)
                         nb = _segment_point(ia, ib, t, sg, -rad * n, counters, vn_node, vn_weight, n_nodes)
                         F = contact_frame(n, mv(R, axes[row]))
-                        _emit(node_a, nb, F, phi, mus[row], vw, q, row, counters, c_node_a, c_node_b, c_frame,
+                        emit(node_a, nb, F, phi, mus[row], vw, q, row, counters, c_node_a, c_node_b, c_frame,
                               c_phi, c_mu, c_vw, c_point, c_param, c_imp, c_status)
 
 
@@ -223,7 +222,7 @@ def _segment_pair(i, j, x: ti.template(), v: ti.template(), rs_elem: ti.template
                     na = _segment_point(a0, a1, s, rs_elem[i][2], ra * n, counters, vn_node, vn_weight, n_nodes)
                     nb = _segment_point(b0, b1, t, rs_elem[j][2], -rb * n, counters, vn_node, vn_weight, n_nodes)
                     F = contact_frame(n, axes[row])
-                    _emit(na, nb, F, phi, mus[row], ti.Vector([0.0, 0.0, 0.0]), p + ra * n, row, counters,
+                    emit(na, nb, F, phi, mus[row], ti.Vector([0.0, 0.0, 0.0]), p + ra * n, row, counters,
                           c_node_a, c_node_b, c_frame, c_phi, c_mu, c_vw, c_point, c_param, c_imp, c_status)
 
 
@@ -259,7 +258,7 @@ def detect_rod_pairs_grid(x: ti.types.ndarray(), v: ti.types.ndarray(), rs_elem:
                           c_phi: ti.types.ndarray(), c_mu: ti.types.ndarray(), c_vw: ti.types.ndarray(),
                           c_point: ti.types.ndarray(), c_param: ti.types.ndarray(), c_imp: ti.types.ndarray(),
                           c_status: ti.types.ndarray(), vn_node: ti.types.ndarray(), vn_weight: ti.types.ndarray()):
-    """``detect_rod_pairs`` over the segment grid (``rod_broadphase.ItemGrid``): pairs i < j whose grown
+    """``detect_rod_pairs`` over the segment grid (``broadphase.SpatialHash``): pairs i < j whose grown
     boxes overlap, each met once (in the cell holding the low corner of the boxes' overlap)."""
     K = entries.shape[1]
     for i in range(n_rs):
@@ -325,7 +324,7 @@ def detect_rod_fem(x: ti.types.ndarray(), v: ti.types.ndarray(), rn_node: ti.typ
     """Rods against FEM bodies (module docstring, 3): FEM surface vertex vs nearest rod capsule (side A
     the rod point), and rod node vs nearest FEM surface triangle (side A the triangle point). With
     ``use_grid`` the nearest is sought among the grid's items within ``margin + dt(|v_i| + vmax)`` of
-    the point (``rod_broadphase``; the same item whenever the all-items search would emit a contact),
+    the point (``broadphase.SpatialHash.build_grown``; the same item whenever the all-items search would emit a contact),
     else among all items (the reference). Ties go to the lower index either way."""
     for k in range(n_surf + n_rn):
         if k < n_surf:                      # FEM vertex against the nearest capsule
@@ -357,8 +356,8 @@ def detect_rod_fem(x: ti.types.ndarray(), v: ti.types.ndarray(), rn_node: ti.typ
                     row = pair_row[node_body[i], node_body[a0]]
                     na = _segment_point(a0, a1, bt, rs_elem[bs][2], rs_rad[bs] * n, counters, vn_node, vn_weight,
                                         n_nodes)
-                    nb = _claim_node(i, claim, counters, vn_node, vn_weight, n_nodes)
-                    _emit(na, nb, contact_frame(n, axes[row]), best, mus[row], ti.Vector([0.0, 0.0, 0.0]),
+                    nb = claim_node(i, claim, counters, vn_node, vn_weight, n_nodes)
+                    emit(na, nb, contact_frame(n, axes[row]), best, mus[row], ti.Vector([0.0, 0.0, 0.0]),
                           q + rs_rad[bs] * n, row, counters, c_node_a, c_node_b, c_frame, c_phi, c_mu, c_vw,
                           c_point, c_param, c_imp, c_status)
         else:                               # rod node against the nearest FEM surface triangle
@@ -397,10 +396,10 @@ def detect_rod_fem(x: ti.types.ndarray(), v: ti.types.ndarray(), rn_node: ti.typ
                 vq = w[0] * v[tv[0]] + w[1] * v[tv[1]] + w[2] * v[tv[2]]
                 if phi < margin + dt * (v[i] - vq).norm():
                     row = pair_row[node_body[tv[0]], node_body[i]]
-                    na = _triangle_point_node(tv, w, counters, vn_node, vn_weight, n_nodes)
+                    na = triangle_point_node(tv, w, counters, vn_node, vn_weight, n_nodes)
                     nb = _segment_point(i, i, 0.0, rn_seg[k - n_surf], -rad * n, counters, vn_node, vn_weight,
                                         n_nodes)
-                    _emit(na, nb, contact_frame(n, axes[row]), phi, mus[row], ti.Vector([0.0, 0.0, 0.0]),
+                    emit(na, nb, contact_frame(n, axes[row]), phi, mus[row], ti.Vector([0.0, 0.0, 0.0]),
                           q, row, counters, c_node_a, c_node_b, c_frame, c_phi, c_mu, c_vw, c_point, c_param, c_imp,
                           c_status)
 
@@ -441,7 +440,7 @@ class RodContacts:
         if self.any_fem:
             self.tris = backend.int_array(cd.surf_tris, width=3)
             self.n_tris = len(cd.surf_tris)
-        # broadphase (rod_broadphase.py): "grid" (default) or "all" (all pairs, the reference)
+        # broadphase (broadphase.SpatialHash): "grid" (default) or "all" (all pairs, the reference)
         self.broadphase = "grid"
         e = np.concatenate(elem)
         h = max(float(max(s.rest_lengths.max() for s in model.rod_specs)) + 2 * float(np.concatenate(srad).max()),
@@ -449,8 +448,11 @@ class RodContacts:
         if self.any_fem and len(cd.surf_tris):
             x0 = model.rest_positions[cd.surf_tris]
             h = max(h, float(np.linalg.norm(x0 - np.roll(x0, 1, axis=1), axis=2).mean()))
-        self.seg_grid = ItemGrid(np.c_[e[:, :2], e[:, 1], e[:, 1]], np.concatenate(srad), h)
-        self.tri_grid = (ItemGrid(np.c_[cd.surf_tris, cd.surf_tris[:, 2]], np.zeros(len(cd.surf_tris)), h)
+        def grown_hash(items, rad):
+            return SpatialHash(items, h, int(2 ** np.ceil(np.log2(max(1024, 8 * len(items))))), rad)
+
+        self.seg_grid = grown_hash(np.c_[e[:, :2], e[:, 1], e[:, 1]], np.concatenate(srad))
+        self.tri_grid = (grown_hash(np.c_[cd.surf_tris, cd.surf_tris[:, 2]], np.zeros(len(cd.surf_tris)))
                          if self.any_fem and len(cd.surf_tris) else None)
 
     def detect(self, state, dt: float, args: tuple, sdf: tuple) -> None:
@@ -463,7 +465,7 @@ class RodContacts:
                            d.n_nodes, counters, *rest)
         grid = self.broadphase == "grid"
         if grid and (self.any_pairs or self.any_fem):
-            self.seg_grid.build(state.x, state.v, 0.5 * d.margin, dt)
+            self.seg_grid.build_grown(state.x, state.v, 0.5 * d.margin, dt)
         sg = self.seg_grid
         if self.any_pairs and grid:
             detect_rod_pairs_grid(state.x, state.v, self.rs_elem, self.rs_rad, self.rs_info, self.n_rs, sg.h, sg.size,
@@ -475,7 +477,7 @@ class RodContacts:
         if self.any_fem:
             tg = self.tri_grid or sg
             if grid and self.tri_grid is not None:
-                tg.build(state.x, state.v, 0.5 * d.margin, dt)
+                tg.build_grown(state.x, state.v, 0.5 * d.margin, dt)
             detect_rod_fem(state.x, state.v, self.rn_node, self.rn_rad, self.rn_seg, self.n_rn, self.rs_elem, self.rs_rad,
                            self.n_rs, d.surf, d.n_surf, self.tris, self.n_tris, grid, sg.h, sg.size, sg.counts,
                            sg.entries, sg.ecell, sg.vmax, tg.counts, tg.entries, tg.ecell, tg.vmax, d.node_body,

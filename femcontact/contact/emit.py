@@ -1,0 +1,112 @@
+"""What every contact pass writes: the shared steps of emitting one contact into the ContactSet
+(``emit``), the node a contact side acts on (``claim_node``: COND's nodalization, Prop. 2; the
+virtual nodes of ``rigid_point_node`` and ``triangle_point_node``) and the pose and world side of
+an SDF entity (``pose_of``, ``world_side``). Taichi functions only; the passes in
+``detection.py`` and ``rod_detection.py`` inline them.
+
+(No ``from __future__ import annotations`` here: Taichi reads the annotations.)
+"""
+import taichi as ti
+
+from .contacts import OPEN
+
+
+@ti.func
+def claim_node(i, claim: ti.template(), counters: ti.template(), vn_node: ti.template(),
+                vn_weight: ti.template(), n_nodes):
+    """The node a contact on real node i acts on: i itself if unclaimed, else a new virtual node."""
+    node = i
+    if ti.atomic_add(claim[i], 1) > 0:
+        v = ti.atomic_add(counters[1], 1)
+        node = n_nodes + v
+        if v < vn_node.shape[0]:
+            vn_node[v] = ti.Vector([i, -1, -1, -1])
+            vn_weight[v, 0] = ti.Matrix.identity(float, 3)
+            for k in ti.static(range(1, 4)):
+                vn_weight[v, k] = ti.Matrix.zero(float, 3, 3)
+    return node
+
+
+@ti.func
+def pose_of(obs_pose: ti.template(), o):
+    """Rotation and origin of SDF entity o this step."""
+    R = ti.Matrix([[obs_pose[o, 0], obs_pose[o, 1], obs_pose[o, 2]],
+                   [obs_pose[o, 3], obs_pose[o, 4], obs_pose[o, 5]],
+                   [obs_pose[o, 6], obs_pose[o, 7], obs_pose[o, 8]]])
+    c = ti.Vector([obs_pose[o, 9], obs_pose[o, 10], obs_pose[o, 11]])
+    return R, c
+
+
+@ti.func
+def rigid_point_reach(v: ti.template(), lin, p, com, margin, dt):
+    """Detection reach of world point p on the rigid body with velocity blocks (lin, lin+1) and
+    centre of mass com: ``margin + dt |v_p|``, grown with the point's speed so a fast body's contact
+    is found the step before it touches (a speculative contact with phi > 0) instead of after it
+    has sunk in by up to ``dt |v_p|``."""
+    return margin + dt * (v[lin] + v[lin + 1].cross(p - com)).norm()
+
+
+@ti.func
+def rigid_point_node(lin, p, com, counters: ti.template(), vn_node: ti.template(), vn_weight: ti.template(),
+                      n_nodes):
+    """A new virtual node at world point p of the rigid body whose blocks are (lin, lin+1) and whose
+    centre of mass is com: J_v = [I, -[p - com]x] (docs/THEORY.md §2)."""
+    v = ti.atomic_add(counters[1], 1)
+    if v < vn_node.shape[0]:
+        r = p - com
+        vn_node[v] = ti.Vector([lin, lin + 1, -1, -1])
+        vn_weight[v, 0] = ti.Matrix.identity(float, 3)
+        vn_weight[v, 1] = -ti.Matrix([[0.0, -r[2], r[1]], [r[2], 0.0, -r[0]], [-r[1], r[0], 0.0]])
+        vn_weight[v, 2] = ti.Matrix.zero(float, 3, 3)
+        vn_weight[v, 3] = ti.Matrix.zero(float, 3, 3)
+    return n_nodes + v
+
+
+@ti.func
+def triangle_point_node(tv, w, counters: ti.template(), vn_node: ti.template(), vn_weight: ti.template(),
+                         n_nodes):
+    """A new virtual node at the point of triangle tv (3 node ids) with barycentric weights w."""
+    v = ti.atomic_add(counters[1], 1)
+    if v < vn_node.shape[0]:
+        vn_node[v] = ti.Vector([tv[0], tv[1], tv[2], -1])
+        for k in ti.static(range(3)):
+            vn_weight[v, k] = w[k] * ti.Matrix.identity(float, 3)
+        vn_weight[v, 3] = ti.Matrix.zero(float, 3, 3)
+    return n_nodes + v
+
+
+@ti.func
+def world_side(o, q, obs_pose: ti.template(), sdf_rigid: ti.template(), counters: ti.template(),
+                vn_node: ti.template(), vn_weight: ti.template(), n_nodes):
+    """Side A of a contact at point q on SDF entity o: the world (node -1, with the obstacle's
+    velocity at q) for an obstacle, a new virtual node on the body for a rigid body."""
+    node = -1
+    vw = ti.Vector([0.0, 0.0, 0.0])
+    lin = sdf_rigid[o]
+    if lin < 0:
+        vl = ti.Vector([obs_pose[o, 12], obs_pose[o, 13], obs_pose[o, 14]])
+        w = ti.Vector([obs_pose[o, 15], obs_pose[o, 16], obs_pose[o, 17]])
+        vw = vl + w.cross(q - ti.Vector([obs_pose[o, 9], obs_pose[o, 10], obs_pose[o, 11]]))
+    else:
+        com = ti.Vector([obs_pose[o, 18], obs_pose[o, 19], obs_pose[o, 20]])
+        node = rigid_point_node(lin, q, com, counters, vn_node, vn_weight, n_nodes)
+    return node, vw
+
+
+@ti.func
+def emit(node_a, node_b, R, phi_m, mu_m, vw, pt, row, counters: ti.template(), c_node_a: ti.template(),
+          c_node_b: ti.template(), c_frame: ti.template(), c_phi: ti.template(), c_mu: ti.template(),
+          c_vw: ti.template(), c_point: ti.template(), c_param: ti.template(), c_imp: ti.template(),
+          c_status: ti.template()):
+    m = ti.atomic_add(counters[0], 1)
+    if m < c_node_a.shape[0]:
+        c_node_a[m] = node_a
+        c_node_b[m] = node_b
+        c_frame[m] = R
+        c_phi[m] = phi_m
+        c_mu[m] = mu_m
+        c_vw[m] = vw
+        c_point[m] = pt
+        c_param[m] = row
+        c_imp[m] = ti.Vector([0.0, 0.0, 0.0])
+        c_status[m] = OPEN
