@@ -9,7 +9,7 @@ default ``~/.cache/femcontact/taichi``) so a second run does not recompile.
 
 Determinism: threads adding into shared sums (assembly of A, contacts appended through atomic
 counters) finish in an order that varies, so two runs of one scene agree only to round-off, and
-detection may order (and nodalize) contacts differently. ``FEMCONTACT_DETERMINISTIC=1`` (or
+detection may order contacts (and COND nodalize them) differently. ``FEMCONTACT_DETERMINISTIC=1`` (or
 ``init(..., deterministic=True)``) runs the CPU backend on one thread: every run, and every run
 resumed from a checkpoint, then repeats bit for bit on the same machine. GPUs have no such mode.
 """

@@ -23,7 +23,9 @@ from .scene import Scene
 from .spec.rigid import RigidBodySpec
 from .spec.validation import vec3 as _vec3
 from .contact.contacts import ContactSet
-from .contact.detection import build_detector
+from .bodies.rod import RodSystem
+from .bodies.system import body_systems
+from .contact.pipeline import CollisionPipeline
 from .solvers import make_contact_solver
 from .solvers.base import StepProblem
 from .solvers.linear import make_linear_solver
@@ -183,14 +185,11 @@ class Simulator:
         self.timers = {"detection": 0.0, "assembly": 0.0, "solve": 0.0, "output": 0.0}
         # one solve path: every step is solver.solve(StepProblem); without contacts that is A v̂ = b
         self.contacts = ContactSet(n)
-        self.detector = build_detector(self.model) if self.model.needs_contact else None
+        self.collision = CollisionPipeline(self.model) if self.model.needs_contact else None
         self.contact_solver = make_contact_solver(scene.solver, self.model, scene.solver_options)
         self._energy_out = backend.scalar_array(2)
-        self.rods = None
-        if self.model.rod_specs:
-            from .bodies.rod import RodSystem
-
-            self.rods = RodSystem(self.model)
+        self.systems = body_systems(self.model)              # joints, FEM, rods: bodies/system.py
+        self.rods = next((s for s in self.systems if isinstance(s, RodSystem)), None)
 
     @property
     def v_hat(self):
@@ -275,13 +274,8 @@ class Simulator:
         # A = 0, masses and damping, rigid and rod rotational blocks: one launch (assemble_inertial)
         integ.assemble_inertial(self.A.blocks, self.A.diag, m.mass, m.mass_alpha, s.v, self.f_ext, m.gravity_arr,
                                 self.b, m.rot_block, m.rot_inertia, s.q, m.n_rot, c.a_m, c.a_ma, c.b_m, c.b_f)
-        if m.joints is not None:
-            m.joints.assemble(s, self.control, self.A, self.b, c, s.time, self.scene.dt)
-        if m.n_tets:
-            fem.assemble_elastic(s.x, m.tets, m.dm_inv, m.vol, m.mu, m.lam, m.beta, m.tet_blocks, self.A.blocks,
-                                 self.b, c.a_k, c.a_kb, c.b_f)
-        if self.rods is not None:
-            self.rods.assemble(s, self.A, self.b, c)
+        for system in self.systems:
+            system.assemble(s, self.control, self.A, self.b, c, s.time, self.scene.dt)
         if self.drives.count:
             integ.eliminate_prescribed(self.A.indptr, self.A.indices, self.A.blocks, self.A.diag, self.b,
                                        self.fixed, self.v_fixed, m.n_nodes)
@@ -291,8 +285,8 @@ class Simulator:
         t0 = _time.perf_counter()
         self.assemble()
         t1 = _time.perf_counter()
-        if self.detector is not None:
-            n_contacts = self.detector.detect(self.state, self.contacts, self.scene.dt)
+        if self.collision is not None:
+            n_contacts = self.collision.collide(self.state, self.contacts, self.scene.dt)
         else:
             n_contacts = self.contacts.count = 0
         t1b = _time.perf_counter()
@@ -305,8 +299,8 @@ class Simulator:
         s = self.state
         vmax2 = integ.advance_all(s.x, s.v, self.v_hat, self.fixed, self.v_end, self.scene.dt, self.coef.v_hat,
                                   self.coef.v_old, self.model.rot_block, s.q, self.model.n_rot)
-        if self.rods is not None:
-            self.rods.after_advance(s)
+        for system in self.systems:
+            system.after_advance(s)
         if not (vmax2 <= MAX_SPEED**2):
             raise self._diverged(f"a node speed reached {math.sqrt(vmax2):.3g} m/s")
         s.time += self.scene.dt
@@ -402,7 +396,7 @@ class Simulator:
         pieces = self._body_pieces()
         if self.rods is not None:
             pieces.update(self._rod_pieces())
-        if self.detector is not None:
+        if self.collision is not None:
             pieces.update(self._contact_pieces())
         return pieces
 
@@ -529,9 +523,7 @@ class Simulator:
             w = s.velocities()[m.rot_block_np]
             Om = np.einsum("kji,kj->ki", R, w)
             kin += 0.5 * float(np.einsum("ki,kij,kj->", Om, m.rot_inertia_np, Om))
-        elastic = float(fem.elastic_energy(s.x, m.tets, m.dm_inv, m.vol, m.mu, m.lam)) if m.n_tets else 0.0
-        if self.rods is not None:
-            elastic += self.rods.forces(s)[1]
+        elastic = sum(system.elastic_energy(s) for system in self.systems)
         return {"kinetic": kin, "elastic": elastic, "gravity": grav, "total": kin + elastic + grav}
 
     def system_matrix(self):

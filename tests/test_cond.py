@@ -13,13 +13,13 @@ G = 9.81
 
 
 class _GroundContacts:
-    """A stand-in detector: every node of ``nodes`` touches the plane z = 0 (normal +z, S-contact)."""
+    """A stand-in collision pipeline: every node of ``nodes`` touches the plane z = 0 (normal +z, S-contact)."""
 
     def __init__(self, nodes, mu=(0.5, 0.5)):
         self.nodes = np.asarray(nodes, np.int32)
         self.mu = mu
 
-    def detect(self, state, contacts, dt):
+    def collide(self, state, contacts, dt):
         k = len(self.nodes)
         contacts.ensure_capacity(k, 0)
         contacts.node_a.from_numpy(np.full(contacts.capacity, -1, np.int32))
@@ -48,7 +48,7 @@ def _cube_sim(E=1e7, res=2, integrator="midpoint", force=None, mu=(0.5, 0.5), op
     sim = fc.Simulator(scene)
     bottom = np.where(np.abs(sim.state.positions()[:, 2]) < 1e-12)[0]
     sim.contacts = ContactSet(sim.model.n_nodes)
-    sim.detector = _GroundContacts(bottom, mu)
+    sim.collision = _GroundContacts(bottom, mu)
     sim.contact_solver = CondSolver(sim.model, options or {})
     return sim, bottom
 
@@ -124,7 +124,7 @@ def test_pushed_cube_slides_or_sticks(factor):
 
 def _one_step_problem(sim):
     sim.assemble()
-    sim.detector.detect(sim.state, sim.contacts, sim.scene.dt)
+    sim.collision.collide(sim.state, sim.contacts, sim.scene.dt)
     return StepProblem(sim.model, sim.state, sim.A, sim.b, sim.v_hat, sim.fixed, sim.contacts, sim.coef, sim.scene.dt,
                        sim.scene.integrator)
 
@@ -254,7 +254,7 @@ def test_d_contact_through_virtual_node():
     np.testing.assert_allclose(r.sum(0), lam[:4].sum(0), rtol=1e-5, atol=1e-6 * lam[:, 2].max())
     # virtual node: damper balance and closeness to J_v v̂
     vv = solver.virtual_velocities()
-    kv = cs.vn_gain.to_numpy()[:4]
+    kv = solver.virtual_gains()[:4]
     Jv = np.einsum("qkab,qkb->qa", vn_w, vhat[vn_node])
     np.testing.assert_allclose(kv[:, None] * (Jv - vv), lam[4:], rtol=1e-4, atol=1e-6 * lam[:, 2].max())
     assert np.abs(Jv - vv).max() < 0.1 * G * sim.scene.dt

@@ -5,7 +5,7 @@ import pytest
 import femcontact as fc
 from femcontact.contact import shapes
 from femcontact.contact.contacts import CONTACT_PARAM_COLUMNS, ContactSet
-from femcontact.contact.detection import build_detector
+from femcontact.contact.pipeline import CollisionPipeline
 from femcontact.errors import ParameterError
 from femcontact.model import Model
 from femcontact.state import State
@@ -17,8 +17,8 @@ def detect(scene, capacity=256, virtual=256):
     model = Model(scene)
     state = State(model)
     cs = ContactSet(model.n_nodes, capacity=capacity, virtual_capacity=virtual)
-    det = build_detector(model)
-    n = det.detect(state, cs, scene.dt)
+    det = CollisionPipeline(model)
+    n = det.collide(state, cs, scene.dt)
     return model, state, cs, det, n
 
 
@@ -59,7 +59,7 @@ def test_kernel_sdf_matches_numpy_for_every_shape():
            shapes.Capsule(0.1, 0.3), shapes.Cylinder(0.2, 0.3), sph]
     for k, s in enumerate(shp):
         scene.add_obstacle(s, position=(0.1, -0.2, 0.3), rotation=rot, name=f"o{k}")
-    det = build_detector(Model(scene))
+    det = CollisionPipeline(Model(scene))
     rng = np.random.default_rng(0)
     pts = rng.uniform(-0.6, 0.6, (200, 3)) + (0.1, -0.2, 0.3)
     for k, s in enumerate(shp):
@@ -225,6 +225,9 @@ def test_rigid_box_face_between_fem_vertices_gives_rigid_point_contacts(depth):
 
 # ------------------------------------------------------------------ nodalization
 def test_nodalization_keeps_the_surrogate_delassus_diagonal():
+    """Detection emits solver-neutral contacts (a shared FEM vertex stays one node in both of its
+    contacts); COND nodalizes them (``cond_nodalize``) so that no node is in two contacts and
+    Γ = J W Jᵀ is exactly block diagonal for a diagonal W (COND Prop. 2)."""
     # cube B in a corner: ground below, a wall beside, and overlapping cube A below it
     scene = fc.Scene(contact_margin=0.004)
     cube(scene, size=0.1, res=4, pos=(0, 0, 0.05), name="A")
@@ -233,13 +236,18 @@ def test_nodalization_keeps_the_surrogate_delassus_diagonal():
     scene.add_obstacle(shapes.HalfSpace(normal=(-1, 0, 0), offset=-0.0505), name="wall")
     model, state, cs, det, n = detect(scene)
     d = cs.to_numpy()
-    used = np.concatenate([d["node_a"][d["node_a"] >= 0], d["node_b"]])
-    assert len(used) == len(set(used.tolist()))
-    assert cs.n_virtual > 0
-    redirected = [v for v in range(cs.n_virtual) if cs.virtual_to_numpy()["node"][v][1] < 0]
-    assert redirected, "the corner vertices must be routed through their own virtual nodes"
-    J = cs.jacobian(expand_virtual=False)
-    w = np.concatenate([np.repeat(1.0 / model.mass_np, 3), np.ones(3 * cs.n_virtual)])
+    real = np.concatenate([d["node_a"][(d["node_a"] >= 0) & (d["node_a"] < model.n_nodes)],
+                           d["node_b"][d["node_b"] < model.n_nodes]])
+    _, shared = np.unique(real, return_counts=True)
+    assert shared.max() == 2 and (shared == 2).sum() == 5   # A's bottom edge on the wall: in two contacts
+    assert cs.n_virtual > 0                                # triangle points of the D-contacts
+    from femcontact.solvers.cond import CondSolver
+    J = CondSolver(model, {}).nodalized_jacobian(cs)
+    extra = J.shape[1] // 3 - model.n_nodes - cs.n_virtual
+    assert extra == 5                                      # one COND virtual node per shared vertex
+    used = np.flatnonzero(np.asarray(abs(J).sum(axis=0)).ravel().reshape(-1, 3).sum(1) > 0)
+    assert len(used) == len(set(real.tolist())) + cs.n_virtual + extra   # every node in one contact
+    w = np.concatenate([np.repeat(1.0 / model.mass_np, 3), np.ones(J.shape[1] - 3 * model.n_nodes)])
     G = J @ (w[:, None] * J.T.toarray())
     blocks = np.kron(np.eye(n), np.ones((3, 3))) > 0
     assert np.all(G[~blocks] == 0.0)                     # no coupling between contacts: exactly zero
@@ -248,7 +256,6 @@ def test_nodalization_keeps_the_surrogate_delassus_diagonal():
         np.testing.assert_allclose(g, g[2, 2] * np.eye(3), atol=1e-12 * g[2, 2])
     # ground, wall (A's x = 0.05 face), B's bottom in A (4 x 4), A's top vertices in B (2 x 3)
     assert n == 25 + 25 + 16 + 6
-    assert len(redirected) == 5                          # A's bottom edge on the wall
 
 
 def test_prescribed_vertices_against_obstacles_are_skipped():
@@ -268,7 +275,14 @@ def test_capacity_grows_and_keeps_every_contact():
     _, _, cs, det, n = detect(scene, capacity=8, virtual=1)
     assert n == cs.count and n >= 100 and cs.capacity >= n
     assert np.sum(cs.to_numpy()["node_a"] == -1) == n
-    assert cs.n_virtual >= 1                               # the corner at the ball touches both
+    _, uses = np.unique(cs.to_numpy()["node_b"], return_counts=True)
+    assert uses.max() == 2                                 # the corner at the ball touches both
+    # virtual nodes (triangle points of D-contacts) grow the same way
+    scene = fc.Scene(contact_margin=0.004)
+    cube(scene, size=0.1, res=4, pos=(0, 0, 0.05), name="A")
+    cube(scene, size=0.06, res=3, pos=(0.015, 0.0, 0.128), name="B")
+    _, _, cs, det, n = detect(scene, capacity=4, virtual=1)
+    assert n == 16 + 6 and cs.n_virtual == n and cs.virtual_capacity >= n
 
 
 # ------------------------------------------------------------------ parameters
@@ -323,7 +337,7 @@ def test_motion_failing_later_raises_at_that_step():
     model, state, cs, det, n = detect(scene)
     state.time = 0.1
     with pytest.raises(ParameterError, match="non-finite|finite"):
-        det.detect(state, cs, scene.dt)
+        det.collide(state, cs, scene.dt)
 
 
 def test_frame_pieces_include_contacts_and_obstacles():
@@ -337,8 +351,8 @@ def test_frame_pieces_include_contacts_and_obstacles():
     sim.scene, sim.model = scene, Model(scene)
     sim.state = State(sim.model)
     sim.contacts = ContactSet(sim.model.n_nodes)
-    sim.detector = build_detector(sim.model)
-    sim.detector.detect(sim.state, sim.contacts, scene.dt)
+    sim.collision = CollisionPipeline(sim.model)
+    sim.collision.collide(sim.state, sim.contacts, scene.dt)
     pieces = sim._contact_pieces()
     assert set(pieces) == {"ground", "tool", "contacts"}
     c = pieces["contacts"]

@@ -328,11 +328,10 @@ def test_rod_broadphase_grid_matches_all_pairs():
         pts = a + t * (b - a) + 0.03 * np.sin(9 * t + k) * [1, 1, 0.3]
         scene.add_rod(pts, 0.006, youngs_modulus=1e6, density=1000, velocity=rng.normal(0, 0.5, 3), name=f"r{k}")
     sim = fc.Simulator(scene)
-    det, rods = sim.detector, sim.detector.rod_contacts
     found = {}
     for mode in ("grid", "all"):
-        rods.broadphase = mode
-        det.detect(sim.state, sim.contacts, scene.dt)
+        sim.collision.rod_broadphase = mode
+        sim.collision.collide(sim.state, sim.contacts, scene.dt)
         c = sim.contacts.to_numpy()
         rows = np.c_[c["point"], c["phi"], c["normal"]].round(9)
         found[mode] = rows[np.lexsort(rows.T[::-1])]

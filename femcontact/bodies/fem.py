@@ -124,3 +124,23 @@ def von_mises_stress(x: ti.types.ndarray(), tets: ti.types.ndarray(), dm_inv: ti
         sigma, eps = corotated_stress(F, R, mu[e], lam[e])
         s = sigma - sigma.trace() / 3.0 * ti.Matrix.identity(float, 3)
         out[e] = ti.sqrt(1.5 * (s * s).sum())
+
+
+class FemSystem:
+    """The FEM elements of a Model as a body system (``bodies/system.py``): corotated elastic forces,
+    stiffness and Rayleigh stiffness damping of every tet."""
+
+    def __init__(self, model):
+        self.model = model
+
+    def assemble(self, state, control, A, b, coef, t: float, dt: float) -> None:
+        m = self.model
+        assemble_elastic(state.x, m.tets, m.dm_inv, m.vol, m.mu, m.lam, m.beta, m.tet_blocks, A.blocks, b,
+                         coef.a_k, coef.a_kb, coef.b_f)
+
+    def after_advance(self, state) -> None:
+        """Nothing follows from the positions."""
+
+    def elastic_energy(self, state) -> float:
+        m = self.model
+        return float(elastic_energy(state.x, m.tets, m.dm_inv, m.vol, m.mu, m.lam))

@@ -215,6 +215,14 @@ class JointSystem:
         self._cap = (0, 0)     # sizes of the scatter transfer arrays (allocated by _scatter)
 
     # ------------------------------------------------------------------ per step
+    def after_advance(self, state) -> None:
+        """Nothing follows from the positions (a body system: ``bodies/system.py``)."""
+
+    def elastic_energy(self, state) -> float:
+        """0: joint rows stand for constraints; the energy of their stiff springs (a small constraint
+        error times a large stiffness) is not counted as the bodies' elastic energy."""
+        return 0.0
+
     def assemble(self, state, control, A, b, coef, t: float, dt: float) -> None:
         """Add every joint's ``(a_k + a_kb β) Jᵀ K J`` to A and ``−b_f Jᵀ K e`` (+ drive terms, the
         drives as ``control`` holds them now) to b."""

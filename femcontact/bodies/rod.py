@@ -162,7 +162,8 @@ def rod_midpoints(x: ti.types.ndarray(), elem: ti.types.ndarray()):
 
 
 class RodSystem:
-    """Element tables of every rod of a Model (built once) and the per-step rod assembly."""
+    """Element tables of every rod of a Model (built once) and the per-step rod assembly: a body
+    system (``bodies/system.py``)."""
 
     def __init__(self, model):
         backend.ensure_init()
@@ -245,7 +246,7 @@ class RodSystem:
         self._dummy_blocks = backend.mat3_array(1)
 
     # ---------------------------------------------------------------- per step
-    def assemble(self, state, A, b, coef) -> None:
+    def assemble(self, state, control, A, b, coef, t: float, dt: float) -> None:
         """Add every rod's elastic forces to b and stiffness / damping to A (docs/THEORY.md §1)."""
         rod_stretch(state.x, state.q, self.st_elem, self.st_q, self.st_l, self.st_k, self.st_beta, self.st_blk,
                     A.blocks, b, coef.a_k, coef.a_kb, coef.b_f, 1)
@@ -256,7 +257,11 @@ class RodSystem:
             rod_mass_damping(self.al_blk, self.al_q, self.al_m, state.q, A.diag, A.blocks, coef.a_ma)
 
     def after_advance(self, state) -> None:
+        """Segment midpoints (the segments' position blocks) from the advanced nodes."""
         rod_midpoints(state.x, self.st_elem)
+
+    def elastic_energy(self, state) -> float:
+        return self.forces(state)[1]
 
     def forces(self, state) -> tuple[np.ndarray, float]:
         """((n_blocks, 3) elastic forces on nodes (N) and torques on segments (N m), elastic energy J)."""

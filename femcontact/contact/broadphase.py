@@ -11,12 +11,15 @@ to fill it (one insertion, ``_enter``):
 
 - ``build_near_bodies`` (FEM triangles and tets): the item's own box, and only items that come
   near another body they may touch (``body_boxes``), so a resting stack hashes only the layers at
-  its interfaces; the caller checks the fill inside its overflow loop.
+  its interfaces.
 - ``build_grown`` (rod segments, and FEM triangles for rods): every item, its box grown by
   ``rad + pad + dt·max|v|`` (its radius, a pad, its speed); two items whose closest points are
   within ``ra + rb + 2 pad + dt(|va| + |vb|)`` then have overlapping boxes (per axis the box gap
   is at most that distance), so a query over overlapping boxes sees every pair the all-pairs loop
-  would emit; it grows its own slots until all fit.
+  would emit.
+
+Either build reports its fullest bucket in a counter the caller checks (``pipeline.collide``: grow
+the slots with ``alloc`` and rebuild).
 
 (No ``from __future__ import annotations`` here: Taichi reads the annotations.)
 """
@@ -80,12 +83,6 @@ def body_boxes(x: ti.types.ndarray(), node_body: ti.types.ndarray(), n: ti.i32, 
             ti.atomic_max(hi[b, k], u[k])
 
 
-@ti.kernel
-def read4(a: ti.types.ndarray()) -> ti.types.vector(4, ti.i32):
-    """The first four entries of an i32 ndarray (one small launch instead of a full to_numpy)."""
-    return ti.Vector([a[0], a[1], a[2], a[3]])
-
-
 @ti.func
 def near_other_body(lo_p, hi_p, ba, node_body: ti.template(), pair_row: ti.template(), box_lo: ti.template(),
                     box_hi: ti.template(), n_bodies, pad):
@@ -134,7 +131,7 @@ def fill_near_bodies(items: ti.types.ndarray(), n_items: ti.i32, x: ti.types.nda
 def fill_grown(items: ti.types.ndarray(), n_items: ti.i32, rad: ti.types.ndarray(), x: ti.types.ndarray(),
                v: ti.types.ndarray(), pad: float, dt: float, h: float, size: ti.i32, counts: ti.types.ndarray(),
                entries: ti.types.ndarray(), ecell: ti.types.ndarray(), lo: ti.types.ndarray(),
-               hi: ti.types.ndarray(), stats: ti.types.ndarray(), vmax: ti.types.ndarray()):
+               hi: ti.types.ndarray(), stats: ti.types.ndarray(), stat: ti.i32, vmax: ti.types.ndarray()):
     """``SpatialHash.build_grown``: every item by its box grown by rad[e] + pad + dt·(its fastest node
     speed), kept in lo/hi; the fastest item's speed in vmax[0]."""
     for e in range(n_items):
@@ -146,7 +143,7 @@ def fill_grown(items: ti.types.ndarray(), n_items: ti.i32, rad: ti.types.ndarray
         g = rad[e] + pad + dt * s
         lo[e] = l - g
         hi[e] = u + g
-        _enter(e, l - g, u + g, h, size, counts, entries, ecell, stats, 0)
+        _enter(e, l - g, u + g, h, size, counts, entries, ecell, stats, stat)
 
 
 class SpatialHash:
@@ -166,7 +163,6 @@ class SpatialHash:
             n = max(self.n_items, 1)
             self.rad = backend.scalar_array(n, np.asarray(rad, float) if self.n_items else None)
             self.lo, self.hi = backend.vec3_array(n), backend.vec3_array(n)
-            self.stats = ti.ndarray(ti.i32, shape=1)
             self.vmax = backend.scalar_array(1)
         self.alloc(8)
 
@@ -183,21 +179,10 @@ class SpatialHash:
             fill_near_bodies(self.items, self.n_items, x, self.h, self.size, self.counts, self.entries, self.ecell,
                              node_body, pair_row, box_lo, box_hi, n_bodies, pad, stats, stat)
 
-    def build_grown(self, x, v, pad: float, dt: float) -> None:
-        """Hash every item by its grown box at positions x, speeds v; grows the slots until all fit."""
-        while True:
-            self.counts.fill(0)
-            self.stats.fill(0)
-            self.vmax.fill(0)
-            fill_grown(self.items, self.n_items, self.rad, x, v, pad, dt, self.h, self.size, self.counts,
-                       self.entries, self.ecell, self.lo, self.hi, self.stats, self.vmax)
-            fill = int(read1(self.stats))
-            if fill <= self.slots:
-                return
-            self.alloc(max(2 * self.slots, fill))
-
-
-@ti.kernel
-def read1(a: ti.types.ndarray()) -> ti.i32:
-    """The first entry of an i32 ndarray."""
-    return a[0]
+    def build_grown(self, x, v, pad: float, dt: float, stats, stat) -> None:
+        """Hash every item by its grown box at positions x, speeds v; the caller checks
+        stats[stat] <= slots."""
+        self.counts.fill(0)
+        self.vmax.fill(0)
+        fill_grown(self.items, self.n_items, self.rad, x, v, pad, dt, self.h, self.size, self.counts,
+                   self.entries, self.ecell, self.lo, self.hi, stats, stat, self.vmax)

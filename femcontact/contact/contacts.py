@@ -9,17 +9,15 @@ contact velocity is
     v_c = R_m (v_b - v_a)        (v_a = v_world[m] for an S-contact)
 
 so ``v_c[2] > 0`` is separating. ``phi[m]`` is the signed gap in m (negative when
-penetrating). Nodalization: no node (real or virtual) takes part in more than one
-contact, so ``Γ = J W Jᵀ`` is diagonal for a diagonal ``W`` (COND Prop. 2).
+penetrating). The set is solver-neutral: several contacts may share a real node.
 
-A virtual node ``v`` is tied to the velocity ``J_v v̂ = Σ_k vn_weight[v, k] v̂[vn_node[v, k]]``
-of a point of a body (up to 4 terms, unused ones have node -1; an FEM triangle point
-uses barycentric weights times I, a rigid-body point ``[I, -[r]x]``) by the damper
-``f_v = -k_v (J_v v̂ - v̂_v)`` with gain ``vn_gain[v] = k_v`` (COND eqs. 14-15).
-
-``vn_gain`` is set by the solver that uses virtual nodes (COND, from the local scale of
-``A``); detection fills ``vn_node`` and ``vn_weight``. The Newton path expands virtual
-nodes through ``J_v`` instead (``jacobian(expand_virtual=True)``).
+A virtual node ``v`` is a contact side's point Jacobian, the velocity
+``J_v v̂ = Σ_k vn_weight[v, k] v̂[vn_node[v, k]]`` of a point of a body (up to 4 terms,
+unused ones have node -1; an FEM triangle point uses barycentric weights times I, a rod
+surface point ``[(1−t) I, t I, −[r]×]``, a rigid-body point ``[I, -[r]x]``). The Newton path
+expands it through ``J_v`` (``jacobian(expand_virtual=True)``); COND gives it a velocity of its
+own tied by a damper (COND eqs. 14-15) and nodalizes the real nodes itself
+(``solvers/cond/virtual.py``).
 
 ``param[m]`` is a row of ``model.contact_params`` (numpy, one row per obstacle or body
 pair), columns ``CONTACT_PARAM_COLUMNS``; NaN means "automatic" (the solver picks).
@@ -74,7 +72,6 @@ class ContactSet:
         self.virtual_capacity = cap
         self.vn_node = ti.Vector.ndarray(4, ti.i32, shape=cap)
         self.vn_weight = ti.Matrix.ndarray(3, 3, float, shape=(cap, 4))
-        self.vn_gain = backend.scalar_array(cap)
 
     def ensure_capacity(self, contacts: int, virtual: int) -> bool:
         """Grow (doubling) so that ``contacts`` and ``virtual`` fit; True if anything was reallocated.
@@ -113,8 +110,7 @@ class ContactSet:
     def virtual_to_numpy(self) -> dict:
         v = self.n_virtual
         rd = backend.read
-        return {"node": rd(self.vn_node, v), "weight": rd(self.vn_weight, v).astype(np.float64, copy=False),
-                "gain": rd(self.vn_gain, v).astype(np.float64, copy=False)}
+        return {"node": rd(self.vn_node, v), "weight": rd(self.vn_weight, v).astype(np.float64, copy=False)}
 
     def jacobian(self, expand_virtual: bool = True, data: dict | None = None) -> sp.csr_matrix:
         """Contact Jacobian J (3c x 3N) with rows (t1, t2, n) per contact, as scipy CSR.

@@ -1,6 +1,7 @@
-"""Contact detection: fills the ContactSet every step (docs/THEORY.md §3, COND §III-A).
+"""The FEM, rigid and obstacle contact kernels of the collision pipeline (``pipeline.py``; docs/THEORY.md
+§3, COND §III-A).
 
-Kernels run in this order on the state at the start of the step (rigid proxies against SDF
+The passes run them in this order on the state at the start of the step (rigid proxies against SDF
 entities, ``detect_rigid``, between 1. and 2.):
 
 1. **S-contacts** (FEM surface vertex vs obstacle): for every surface vertex and obstacle with
@@ -21,17 +22,16 @@ entities, ``detect_rigid``, between 1. and 2.):
    is ``margin + dt |v_p|`` (its speed, as for the rigid proxies against SDF entities), so a fast
    rigid body's contact exists the step before it touches; the rigid bodies' broadphase boxes
    grow by the same bound so the FEM triangles and tets within that reach are hashed.
-   An FEM vertex within ``dedup = min(margin, DEDUP · mean edge)`` of a sample of a rigid body
+   An FEM vertex within ``dedup = min(margin, DEDUP · mean edge)`` (``tables.py``) of a sample of a rigid body
    gets no contact against that body in 1.: the sample's contact is the same place (its gap to the
    FEM surface is at most their distance, so it is reported), and two would double the contact's
    stiffness of a compliant contact; the sample's normal, from the FEM
    triangle kept in the rigid surface's normal cone, is the well-defined one at a box edge or corner.
 
-Nodalization (COND Prop. 2): every contact claims its real node with an atomic counter; a node
-already claimed routes the contact through a fresh virtual node of its own (``vn_node = [i]``,
-weight I), so no real or virtual node is in two contacts and ``Γ = J W Jᵀ`` is diagonal.
-S-contacts claim first. Which of several contacts on one node keeps the real node is decided by
-the (parallel) order; the physics does not depend on it.
+Contact sides: a real node (an FEM vertex), the world (-1) or a virtual node, i.e. a point
+Jacobian of up to four weighted blocks (a triangle point, a rigid-body point). Detection does not
+nodalize: several contacts may share a real node; COND routes all but one of them through
+virtual nodes of its own (``solvers/cond/virtual.py``), the Newton path needs nothing of the kind.
 
 Prescribed (pinned/driven) nodes: a contact whose every node is prescribed (a prescribed vertex
 against an obstacle, or against a triangle of prescribed nodes) is skipped: nothing free takes
@@ -39,27 +39,20 @@ part. Otherwise the prescribed node stays in the contact as an ordinary node; it
 the solvers keep it at its prescribed value (W = 0 / eliminated), so the impulse acts on the free
 side only.
 
-Overflow: contacts and virtual nodes are appended with atomic counters; writes beyond capacity
-are dropped *and counted*, and the host grows the ContactSet and reruns the pass, so no contact
-is ever lost.
-
 (No ``from __future__ import annotations`` here: Taichi reads the annotations.)
 """
-import numpy as np
 import taichi as ti
 
-from .. import backend
-from .broadphase import SpatialHash, body_boxes, bucket, cell_of, near_other_body, read4
-from .emit import claim_node, emit, pose_of, rigid_point_node, rigid_point_reach, triangle_point_node, world_side
-from .narrowphase import BOUND, OBS_F, OBS_POSE, closest_on_triangle, contact_frame, in_tet, shape_sdf
-from ..bodies.rigid import contact_proxies, quat_matrix, surface_samples
+from .broadphase import bucket, cell_of, near_other_body
+from .emit import (emit, pose_of, rigid_point_node, rigid_point_reach, triangle_point_node,
+                   world_side)
+from .narrowphase import BOUND, closest_on_triangle, contact_frame, in_tet, shape_sdf
+from ..bodies.rigid import quat_matrix
 from ..smallmat import mTv, mv
-from .rod_detection import RodContacts
-from .shapes import HALFSPACE, MESH
+from .shapes import HALFSPACE
 
 MAX_RINGS = 8          # deep-penetration search: up to margin + MAX_RINGS * h around a vertex
 SLOTS = 2              # bodies A considered per vertex in D-contacts
-DEDUP = 0.25           # FEM vertex within min(margin, DEDUP * mean edge) of a rigid sample: left to the sample
 
 
 @ti.kernel
@@ -69,7 +62,7 @@ def detect_obstacles(x: ti.types.ndarray(), surf: ti.types.ndarray(), n_surf: ti
                      n_obs: ti.i32, obs_kind: ti.types.ndarray(), obs_f: ti.types.ndarray(),
                      obs_pose: ti.types.ndarray(), grid: ti.types.ndarray(), mus: ti.types.ndarray(),
                      axes: ti.types.ndarray(), margin: float, s_range: ti.types.ndarray(),
-                     s_point: ti.types.ndarray(), dedup: float, n_nodes: ti.i32, claim: ti.types.ndarray(),
+                     s_point: ti.types.ndarray(), dedup: float, n_nodes: ti.i32,
                      counters: ti.types.ndarray(), c_node_a: ti.types.ndarray(), c_node_b: ti.types.ndarray(),
                      c_frame: ti.types.ndarray(), c_phi: ti.types.ndarray(), c_mu: ti.types.ndarray(),
                      c_vw: ti.types.ndarray(), c_point: ti.types.ndarray(), c_param: ti.types.ndarray(),
@@ -97,7 +90,7 @@ def detect_obstacles(x: ti.types.ndarray(), surf: ti.types.ndarray(), n_surf: ti
                             node_a, vw = world_side(o, q, obs_pose, sdf_rigid, counters, vn_node, vn_weight,
                                                      n_nodes)
                             F = contact_frame(n, mv(R, axes[row]))
-                            nb = claim_node(i, claim, counters, vn_node, vn_weight, n_nodes)
+                            nb = i
                             emit(node_a, nb, F, phi, mus[row], vw, q, row, counters, c_node_a, c_node_b, c_frame,
                                   c_phi, c_mu, c_vw, c_point, c_param, c_imp, c_status)
 
@@ -121,12 +114,12 @@ def _body_contacts(p, bv, i, lin, com, g, cg, x: ti.template(), fixed: ti.templa
                    pair_row: ti.template(), tris: ti.template(), tri_counts: ti.template(),
                    tri_entries: ti.template(), tets: ti.template(), tet_counts: ti.template(),
                    tet_entries: ti.template(), h, size, mus: ti.template(), axes: ti.template(), margin, n_nodes,
-                   claim: ti.template(), counters: ti.template(), c_node_a: ti.template(), c_node_b: ti.template(),
+                   counters: ti.template(), c_node_a: ti.template(), c_node_b: ti.template(),
                    c_frame: ti.template(), c_phi: ti.template(), c_mu: ti.template(), c_vw: ti.template(),
                    c_point: ti.template(), c_param: ti.template(), c_imp: ti.template(), c_status: ti.template(),
                    vn_node: ti.template(), vn_weight: ti.template()):
     """D-contacts of point p on body bv against the FEM bodies A != bv (module docstring, 2.): side B
-    is FEM node i (claimed, ``claim_node``) when i >= 0, else a virtual node at p on the rigid body
+    is FEM node i when i >= 0, else a virtual node at p on the rigid body
     with blocks (lin, lin+1) and centre of mass com (``rigid_point_node``). The normal, from the
     nearest boundary triangle (vertex–face), is then kept in the cone ``n·(−g) ≥ cg`` of the
     rigid surface's inward normals at p (``surface_samples``): a force on a rigid point must push
@@ -220,7 +213,7 @@ def _body_contacts(p, bv, i, lin, com, g, cg, x: ti.template(), fixed: ti.templa
                 na = triangle_point_node(tv, w, counters, vn_node, vn_weight, n_nodes)
                 nb = 0
                 if i >= 0:
-                    nb = claim_node(i, claim, counters, vn_node, vn_weight, n_nodes)
+                    nb = i
                 else:
                     nb = rigid_point_node(lin, p, com, counters, vn_node, vn_weight, n_nodes)
                 emit(na, nb, F, phi, mus[row], ti.Vector([0.0, 0.0, 0.0]), q, row, counters,
@@ -234,7 +227,7 @@ def detect_bodies(x: ti.types.ndarray(), surf: ti.types.ndarray(), n_surf: ti.i3
                   tets: ti.types.ndarray(), tet_counts: ti.types.ndarray(), tet_entries: ti.types.ndarray(),
                   h: float, size: ti.i32, box_lo: ti.types.ndarray(), box_hi: ti.types.ndarray(), n_bodies: ti.i32,
                   mus: ti.types.ndarray(), axes: ti.types.ndarray(), margin: float,
-                  n_nodes: ti.i32, claim: ti.types.ndarray(), counters: ti.types.ndarray(),
+                  n_nodes: ti.i32, counters: ti.types.ndarray(),
                   c_node_a: ti.types.ndarray(), c_node_b: ti.types.ndarray(), c_frame: ti.types.ndarray(),
                   c_phi: ti.types.ndarray(), c_mu: ti.types.ndarray(), c_vw: ti.types.ndarray(),
                   c_point: ti.types.ndarray(), c_param: ti.types.ndarray(), c_imp: ti.types.ndarray(),
@@ -246,7 +239,7 @@ def detect_bodies(x: ti.types.ndarray(), surf: ti.types.ndarray(), n_surf: ti.i3
         p = x[i]
         if near_other_body(p, p, bv, node_body, pair_row, box_lo, box_hi, n_bodies, margin):
             _body_contacts(p, bv, i, -1, p, p, -2.0, x, fixed, node_body, pair_row, tris, tri_counts, tri_entries, tets,
-                           tet_counts, tet_entries, h, size, mus, axes, margin, n_nodes, claim, counters,
+                           tet_counts, tet_entries, h, size, mus, axes, margin, n_nodes, counters,
                            c_node_a, c_node_b, c_frame, c_phi, c_mu, c_vw, c_point, c_param, c_imp, c_status,
                            vn_node, vn_weight)
 
@@ -261,7 +254,7 @@ def detect_rigid_in_fem(x: ti.types.ndarray(), v: ti.types.ndarray(), quat: ti.t
                         tet_counts: ti.types.ndarray(), tet_entries: ti.types.ndarray(), h: float, size: ti.i32,
                         box_lo: ti.types.ndarray(), box_hi: ti.types.ndarray(), n_bodies: ti.i32,
                         mus: ti.types.ndarray(), axes: ti.types.ndarray(), margin: float, dt: float,
-                        n_nodes: ti.i32, claim: ti.types.ndarray(), counters: ti.types.ndarray(),
+                        n_nodes: ti.i32, counters: ti.types.ndarray(),
                         c_node_a: ti.types.ndarray(),
                         c_node_b: ti.types.ndarray(), c_frame: ti.types.ndarray(), c_phi: ti.types.ndarray(),
                         c_mu: ti.types.ndarray(), c_vw: ti.types.ndarray(), c_point: ti.types.ndarray(),
@@ -282,7 +275,7 @@ def detect_rigid_in_fem(x: ti.types.ndarray(), v: ti.types.ndarray(), quat: ti.t
         reach = rigid_point_reach(v, lin, p, com, margin, dt)
         if near_other_body(p, p, bv, node_body, pair_row, box_lo, box_hi, n_bodies, reach):
             _body_contacts(p, bv, -1, lin, com, mv(R, s_axis[j]), s_cos[j], x, fixed, node_body, pair_row, tris, tri_counts, tri_entries, tets,
-                           tet_counts, tet_entries, h, size, mus, axes, reach, n_nodes, claim, counters,
+                           tet_counts, tet_entries, h, size, mus, axes, reach, n_nodes, counters,
                            c_node_a, c_node_b, c_frame, c_phi, c_mu, c_vw, c_point, c_param, c_imp, c_status,
                            vn_node, vn_weight)
 
@@ -423,221 +416,3 @@ def sdf_points(points: ti.types.ndarray(), n: ti.i32, o: ti.i32, obs_kind: ti.ty
         phi, nl = shape_sdf(obs_kind[o, 0], obs_f, o, grid, obs_kind[o, 1], mTv(R, points[j] - c))
         out_phi[j] = phi
         out_n[j] = mv(R, nl)
-
-
-class Detector:
-    """Per-step contact detection for a Model; ``detect(state, contacts, dt)`` fills the ContactSet
-    and returns the number of contacts."""
-
-    def __init__(self, model):
-        backend.ensure_init()
-        cd = model.contact
-        self.model, self.data = model, cd
-        real = backend.np_real()
-        self.n_nodes = model.n_nodes
-        self.n_bodies = len(model.bodies)
-        self.obstacles = cd.obstacles
-        self.n_obs = len(cd.obstacles)
-        self.margin = float(cd.margin)
-        self.surf = backend.int_array(cd.surf_nodes)
-        self.n_surf = len(cd.surf_nodes)
-        self.node_body = backend.int_array(cd.node_body)
-        self.fixed = backend.int_array(cd.fixed)
-        E = max(self.n_bodies + self.n_obs, 1)
-        self.pair_row = ti.ndarray(ti.i32, shape=(E, E))
-        self.pair_row.from_numpy(np.ascontiguousarray(cd.pair_row, np.int32).reshape(E, E))
-        self.mus = ti.Vector.ndarray(2, float, shape=len(cd.params))
-        self.mus.from_numpy(np.ascontiguousarray(cd.params[:, :2], real))
-        self.axes = backend.vec3_array(len(cd.axes), cd.axes)
-        # SDF entities: obstacles (pose prescribed), then rigid bodies (pose from the state)
-        rigid = model.rigid_specs
-        self.n_rigid = len(rigid)
-        self.n_sdf = self.n_obs + self.n_rigid
-        sdf_shapes = [ob.shape for ob in self.obstacles] + [r.shape for r in rigid]
-        O = max(self.n_sdf, 1)
-        kinds = np.zeros((O, 2), np.int32)
-        obs_f = np.zeros((O, OBS_F))
-        grids, off = [], 0
-        for k, shape in enumerate(sdf_shapes):
-            kinds[k, 0] = shape.kind
-            obs_f[k, :8] = shape.packed()
-            obs_f[k, BOUND] = shape.bounding_radius()
-            if shape.kind == MESH:
-                kinds[k, 1] = off
-                grids.append(shape.grid.ravel())
-                off += shape.grid.size
-        rigid_body = np.zeros(len(rigid), np.int32)
-        for k, r in enumerate(rigid):
-            rigid_body[k] = [b.name for b in model.bodies].index(r.name)
-        self.sdf_entity = backend.int_array(np.r_[self.n_bodies + np.arange(self.n_obs), rigid_body])
-        self.sdf_rigid = backend.int_array(np.r_[np.full(self.n_obs, -1), model.rigid_lin])
-        self._build_proxies(model, rigid_body)
-        obs_f[:, BOUND] = np.where(np.isfinite(obs_f[:, BOUND]), obs_f[:, BOUND], 1e30)
-        self.obs_kind = ti.ndarray(ti.i32, shape=(O, 2))
-        self.obs_kind.from_numpy(kinds)
-        self.obs_f = ti.ndarray(float, shape=(O, OBS_F))
-        self.obs_f.from_numpy(obs_f.astype(real))
-        self.grid = backend.scalar_array(max(off, 1), np.concatenate(grids) if grids else None)
-        self.obs_pose = ti.ndarray(float, shape=(O, OBS_POSE))
-        self.claim = ti.ndarray(ti.i32, shape=max(self.n_nodes, 1))
-        self.counters = ti.ndarray(ti.i32, shape=4)
-        # body-body broadphase only when some body pair may collide
-        # (a pair with an FEM body on one side and an FEM or rigid body on the other: the tets and
-        # triangles hashed here are FEM ones; rigid–rigid pairs are detect_rigid's, rods' RodContacts')
-        B = self.n_bodies
-        fem_b = [i for i, b in enumerate(model.bodies) if b.kind == "fem"]
-        other_b = [i for i, b in enumerate(model.bodies) if b.kind in ("fem", "rigid")]
-        self.has_bodies = B > 1 and bool(fem_b) and bool((cd.pair_row[np.ix_(fem_b, other_b)] >= 0).any())
-        if self.has_bodies:
-            h = max(2.0 * self.margin, cd.mean_edge, 1e-9)
-            self.h = h
-            t = cd.surf_tris
-            self.tris_np = np.concatenate([t, t[:, 2:]], axis=1).astype(np.int32)
-            n_items = len(t) + model.n_tets
-            size = int(2 ** int(np.clip(np.ceil(np.log2(max(n_items, 1))), 10, 20)))
-            self.tri_grid = SpatialHash(self.tris_np, h, size)
-            self.tet_grid = SpatialHash(model.tets_np.astype(np.int32), h, size)
-            self.box_lo = ti.ndarray(float, shape=(self.n_bodies, 3))
-            self.box_hi = ti.ndarray(float, shape=(self.n_bodies, 3))
-        self.pose_np = np.zeros((max(self.n_sdf, 1), OBS_POSE))   # rigid rows: filled by rigid_poses
-        self.rod_contacts = None                                  # rods: contact/rod_detection.py
-        if model.rod_specs:
-            self.rod_contacts = RodContacts(model, self)
-        self.last_time = None
-
-    def _build_proxies(self, model, rigid_body: np.ndarray) -> None:
-        """Rigid bodies' contact proxies (body frame, relative to the shape origin) and tables."""
-        px = [contact_proxies(r.shape) for r in model.rigid_specs]
-        self.n_prox = sum(len(p["radius"]) for p in px)
-        cat = (lambda key: np.concatenate([p[key] for p in px])) if px else (lambda key: np.zeros((0, 3)))
-        self.p_rigid = backend.int_array(np.concatenate([np.full(len(p["radius"]), k) for k, p in enumerate(px)])
-                                         if px else np.zeros(0))
-        self.p_point = backend.vec3_array(self.n_prox, cat("point"))
-        self.p_radius = backend.scalar_array(self.n_prox, cat("radius") if px else None)
-        self.p_kind = backend.int_array(cat("kind") if px else np.zeros(0))
-        self.p_axis = backend.vec3_array(self.n_prox, cat("axis"))
-        self.p_against = backend.int_array(cat("against") if px else np.zeros(0))
-        self.rigid_lin = backend.int_array(model.rigid_lin)
-        self.com_local = backend.vec3_array(self.n_rigid, np.array([r.com_local for r in model.rigid_specs]))
-        self.rigid_body = backend.int_array(rigid_body)
-        # surface samples against FEM tets, for rigid bodies that may touch an FEM body
-        fem = [i for i, b in enumerate(model.bodies) if b.kind == "fem"]
-        touch = [k for k, b in enumerate(rigid_body) if (self.data.pair_row[b, fem] >= 0).any()] if fem else []
-        samp = [surface_samples(model.rigid_specs[k].shape) for k in touch]
-        self.n_samp = sum(len(s[0]) for s in samp)
-        self.s_rigid = backend.int_array(np.concatenate([np.full(len(s[0]), k) for k, s in zip(touch, samp)])
-                                         if samp else np.zeros(0))
-        cat = (lambda i: np.concatenate([s[i] for s in samp])) if samp else (lambda i: None)
-        self.s_point, self.s_axis = backend.vec3_array(self.n_samp, cat(0)), backend.vec3_array(self.n_samp, cat(1))
-        self.s_cos = backend.scalar_array(self.n_samp, cat(2))
-        # SDF entity o's samples are s_range[o, 0]:s_range[o, 1] (obstacles, and rigid bodies whose
-        # samples are not searched (no body-body pairs): none); an FEM vertex within dedup of one of
-        # them leaves that contact to the sample (module docstring, 3.)
-        rng = np.zeros((max(self.n_sdf, 1), 2), np.int32)
-        B = self.n_bodies
-        if B > 1 and (self.data.pair_row[:B, :B] >= 0).any():
-            off = 0
-            for k, s in zip(touch, samp):
-                rng[self.n_obs + k] = off, off + len(s[0])
-                off += len(s[0])
-        self.s_range = ti.ndarray(ti.i32, shape=rng.shape)
-        self.s_range.from_numpy(rng)
-        self.dedup = min(self.margin, DEDUP * float(self.data.mean_edge))
-
-    def update_obstacles(self, t: float, dt: float) -> np.ndarray:
-        """Pose and velocity of every obstacle for the step [t, t+dt] (host, O(obstacles))."""
-        for k, ob in enumerate(self.obstacles):
-            c, R, v, w = ob.step_motion(t, dt)
-            self.pose_np[k, :18] = np.concatenate([R.ravel(), c, v, w])
-        if self.n_obs:
-            view = backend.host_view(self.obs_pose)
-            if view is not None:             # CPU: write the obstacle rows in place (no copy kernel)
-                view[:self.n_obs] = self.pose_np[:self.n_obs]
-            else:
-                self.obs_pose.from_numpy(self.pose_np.astype(backend.np_real()))
-        return self.pose_np
-
-    def obstacle_sdf(self, name_or_index, points, t: float = 0.0) -> tuple:
-        """(phi (k,), normal (k, 3)) of one obstacle at world points (k, 3) at time t, evaluated by
-        the detection kernels' own SDF code."""
-        o = name_or_index if isinstance(name_or_index, int) else \
-            [ob.name for ob in self.obstacles].index(name_or_index)
-        self.update_obstacles(t, self.model.dt)
-        pts = np.asarray(points, float).reshape(-1, 3)
-        phi, nrm = backend.scalar_array(len(pts)), backend.vec3_array(len(pts))
-        sdf_points(backend.vec3_array(len(pts), pts), len(pts), o, self.obs_kind, self.obs_f, self.obs_pose,
-                   self.grid, phi, nrm)
-        return (phi.to_numpy()[:len(pts)].astype(np.float64), nrm.to_numpy()[:len(pts)].astype(np.float64))
-
-    def obstacle_poses(self, t: float) -> list:
-        """[(position, rotation)] of every obstacle at time t."""
-        return [ob.pose(t) for ob in self.obstacles]
-
-    def detect(self, state, contacts, dt: float) -> int:
-        """Fill ``contacts`` for the step starting at ``state``; returns the contact count."""
-        if self.n_obs:
-            self.update_obstacles(state.time, dt)
-        if self.n_rigid:
-            rigid_poses(state.x, state.v, state.q, self.rigid_lin, self.com_local, self.n_obs, self.n_rigid,
-                        self.obs_pose)
-        if self.has_bodies:
-            body_boxes(state.x, self.node_body, self.n_nodes, self.n_bodies, self.box_lo, self.box_hi)
-            if self.n_rigid:
-                rigid_boxes(self.obs_pose, self.obs_f, self.n_obs, self.n_rigid, self.rigid_body, dt, self.box_lo,
-                            self.box_hi)
-        counters_v, claim_v = backend.host_view(self.counters), backend.host_view(self.claim)
-        while True:
-            if counters_v is not None:        # CPU: zero in place, no fill kernels
-                counters_v[:] = 0
-                claim_v[:] = 0
-            else:
-                self.counters.fill(0)
-                self.claim.fill(0)
-            if self.has_bodies:
-                common = (self.node_body, self.pair_row, self.box_lo, self.box_hi, self.n_bodies)
-                self.tri_grid.build_near_bodies(state.x, *common, self.margin + self.h, self.counters, 2)
-                self.tet_grid.build_near_bodies(state.x, *common, self.margin, self.counters, 3)
-            c = contacts
-            args = (self.claim, self.counters, c.node_a, c.node_b, c.frame, c.phi, c.mu, c.v_world, c.point,
-                    c.param, c.impulse, c.status, c.vn_node, c.vn_weight)
-            sdf = (self.sdf_entity, self.sdf_rigid, self.n_sdf, self.obs_kind, self.obs_f, self.obs_pose)
-            if self.n_sdf and self.n_surf:
-                detect_obstacles(state.x, self.surf, self.n_surf, self.node_body, self.fixed, self.pair_row,
-                                 *sdf, self.grid, self.mus, self.axes, self.margin, self.s_range, self.s_point,
-                                 self.dedup, self.n_nodes, *args)
-            if self.n_prox:
-                detect_rigid(state.x, state.v, state.q, self.p_rigid, self.p_point, self.p_radius, self.p_kind,
-                             self.p_axis, self.p_against, self.n_prox, self.rigid_lin, self.com_local,
-                             self.rigid_body, self.fixed, self.pair_row, *sdf, self.grid, self.mus, self.axes,
-                             self.margin, dt, self.n_nodes, self.counters, *args[2:])
-            if self.has_bodies:
-                tg, eg = self.tri_grid, self.tet_grid
-                detect_bodies(state.x, self.surf, self.n_surf, self.node_body, self.fixed, self.pair_row,
-                              tg.items, tg.counts, tg.entries, eg.items, eg.counts, eg.entries, self.h, tg.size,
-                              self.box_lo, self.box_hi, self.n_bodies, self.mus, self.axes, self.margin, self.n_nodes,
-                              *args)
-                if self.n_samp:
-                    detect_rigid_in_fem(state.x, state.v, state.q, self.s_rigid, self.s_point, self.s_axis, self.s_cos,
-                                        self.n_samp, self.rigid_lin,
-                                        self.com_local, self.rigid_body, self.node_body, self.fixed, self.pair_row,
-                                        tg.items, tg.counts, tg.entries, eg.items, eg.counts, eg.entries, self.h,
-                                        tg.size, self.box_lo, self.box_hi, self.n_bodies, self.mus, self.axes,
-                                        self.margin, dt, self.n_nodes, *args)
-            if self.rod_contacts is not None:
-                self.rod_contacts.detect(state, dt, args, sdf)
-            n_c, n_v, fill_t, fill_e = (int(v) for v in (counters_v[:4] if counters_v is not None
-                                                          else read4(self.counters)))
-            if self.has_bodies and (fill_t > self.tri_grid.slots or fill_e > self.tet_grid.slots):
-                for g, fill in ((self.tri_grid, fill_t), (self.tet_grid, fill_e)):
-                    if fill > g.slots:
-                        g.alloc(max(fill, 2 * g.slots))
-                continue
-            if n_c <= contacts.capacity and n_v <= contacts.virtual_capacity:
-                contacts.count, contacts.n_virtual = n_c, n_v
-                return n_c
-            contacts.ensure_capacity(n_c, n_v)
-
-
-def build_detector(model) -> Detector:
-    """The contact detector of a Model (obstacles and body-body pairs as the scene set them)."""
-    return Detector(model)

@@ -1,7 +1,9 @@
 """What every contact pass writes: the shared steps of emitting one contact into the ContactSet
-(``emit``), the node a contact side acts on (``claim_node``: COND's nodalization, Prop. 2; the
-virtual nodes of ``rigid_point_node`` and ``triangle_point_node``) and the pose and world side of
-an SDF entity (``pose_of``, ``world_side``). Taichi functions only; the passes in
+(``emit``), the point Jacobians of contact sides that are not a single node (virtual nodes:
+``rigid_point_node``, ``triangle_point_node``) and the pose and world side of an SDF entity
+(``pose_of``, ``world_side``). A side on one real node is that node; detection never routes a
+contact through a virtual node because its node is taken (nodalization is COND's:
+``solvers/cond/virtual.py``). Taichi functions only; the passes in
 ``detection.py`` and ``rod_detection.py`` inline them.
 
 (No ``from __future__ import annotations`` here: Taichi reads the annotations.)
@@ -9,22 +11,6 @@ an SDF entity (``pose_of``, ``world_side``). Taichi functions only; the passes i
 import taichi as ti
 
 from .contacts import OPEN
-
-
-@ti.func
-def claim_node(i, claim: ti.template(), counters: ti.template(), vn_node: ti.template(),
-                vn_weight: ti.template(), n_nodes):
-    """The node a contact on real node i acts on: i itself if unclaimed, else a new virtual node."""
-    node = i
-    if ti.atomic_add(claim[i], 1) > 0:
-        v = ti.atomic_add(counters[1], 1)
-        node = n_nodes + v
-        if v < vn_node.shape[0]:
-            vn_node[v] = ti.Vector([i, -1, -1, -1])
-            vn_weight[v, 0] = ti.Matrix.identity(float, 3)
-            for k in ti.static(range(1, 4)):
-                vn_weight[v, k] = ti.Matrix.zero(float, 3, 3)
-    return node
 
 
 @ti.func

@@ -1,12 +1,13 @@
 """Rod contacts (docs/THEORY.md §3): Cosserat rod segments are capsules of the rod's radius around the
-centre line; every contact lands in the one ContactSet with the same nodalization as the rest
-of ``detection.py``: the rod side of a contact is always a virtual node on the rod's surface
+centre line; every contact lands in the one ContactSet as the rest of ``detection.py``'s do: the rod
+side of a contact is always a virtual node (a point Jacobian) on the rod's surface
 point, ``J_v = [(1−t) I, t I, −[r]×]`` on the segment's two nodes and its rotational block
 (``r`` from the centre line to the surface point; at a node, the node and one adjacent segment).
 The point thus moves with the centre line and the segment's spin, ``v = (1−t) v_a + t v_b + ω × r``,
 so a cable can roll and friction sees its twist.
 
-Three kernels, run after the FEM and rigid passes inside ``Detector.detect``:
+Three kernels, run by the rod passes of the collision pipeline (``pipeline.py``) after the FEM and
+rigid passes:
 
 1. ``detect_rod_sdf`` — rods against every SDF entity (obstacles, then rigid bodies, the table of
    ``detection.py``): each rod node as a sphere of the rod radius (S-contact, or a D-contact with a
@@ -26,17 +27,15 @@ Three kernels, run after the FEM and rigid passes inside ``Detector.detect``:
 cables crossing at 1 m/s with dt = 1e-2 see each other the step before they would touch and the
 solver keeps ``φ + dt v_n ≥ 0``. Broadphase: a spatial hash of grown segment and FEM-triangle boxes
 (``broadphase.SpatialHash.build_grown``), built once per step; it yields the contacts of the all-pairs loops
-(``RodContacts.broadphase = "all"``, kept as the reference), except that a rod node deeper inside an
+(``CollisionPipeline.rod_broadphase = "all"``, kept as the reference), except that a rod node deeper inside an
 FEM body than its speculative reach no longer finds the far surface.
 
 (No ``from __future__ import annotations`` here: Taichi reads the annotations.)
 """
-import numpy as np
 import taichi as ti
 
-from .. import backend
-from .emit import claim_node, emit, pose_of, triangle_point_node, world_side
-from .broadphase import SpatialHash, bucket, cell_of
+from .emit import emit, pose_of, triangle_point_node, world_side
+from .broadphase import bucket, cell_of
 from .narrowphase import BOUND, closest_on_triangle, contact_frame, shape_sdf
 from ..bodies.rigid import skew
 from ..smallmat import mTv, mv
@@ -316,7 +315,7 @@ def detect_rod_fem(x: ti.types.ndarray(), v: ti.types.ndarray(), rn_node: ti.typ
                    t_counts: ti.types.ndarray(), t_entries: ti.types.ndarray(), t_ecell: ti.types.ndarray(),
                    t_vmax: ti.types.ndarray(), node_body: ti.types.ndarray(), fixed: ti.types.ndarray(), pair_row: ti.types.ndarray(),
                    mus: ti.types.ndarray(), axes: ti.types.ndarray(), margin: float, dt: float, n_nodes: ti.i32,
-                   claim: ti.types.ndarray(), counters: ti.types.ndarray(), c_node_a: ti.types.ndarray(),
+                   counters: ti.types.ndarray(), c_node_a: ti.types.ndarray(),
                    c_node_b: ti.types.ndarray(), c_frame: ti.types.ndarray(), c_phi: ti.types.ndarray(),
                    c_mu: ti.types.ndarray(), c_vw: ti.types.ndarray(), c_point: ti.types.ndarray(),
                    c_param: ti.types.ndarray(), c_imp: ti.types.ndarray(), c_status: ti.types.ndarray(),
@@ -356,7 +355,7 @@ def detect_rod_fem(x: ti.types.ndarray(), v: ti.types.ndarray(), rn_node: ti.typ
                     row = pair_row[node_body[i], node_body[a0]]
                     na = _segment_point(a0, a1, bt, rs_elem[bs][2], rs_rad[bs] * n, counters, vn_node, vn_weight,
                                         n_nodes)
-                    nb = claim_node(i, claim, counters, vn_node, vn_weight, n_nodes)
+                    nb = i
                     emit(na, nb, contact_frame(n, axes[row]), best, mus[row], ti.Vector([0.0, 0.0, 0.0]),
                           q + rs_rad[bs] * n, row, counters, c_node_a, c_node_b, c_frame, c_phi, c_mu, c_vw,
                           c_point, c_param, c_imp, c_status)
@@ -402,83 +401,3 @@ def detect_rod_fem(x: ti.types.ndarray(), v: ti.types.ndarray(), rn_node: ti.typ
                     emit(na, nb, contact_frame(n, axes[row]), phi, mus[row], ti.Vector([0.0, 0.0, 0.0]),
                           q, row, counters, c_node_a, c_node_b, c_frame, c_phi, c_mu, c_vw, c_point, c_param, c_imp,
                           c_status)
-
-
-class RodContacts:
-    """Static rod tables for the detector and the per-step rod detection passes."""
-
-    def __init__(self, model, detector):
-        backend.ensure_init()
-        self.det = detector
-        nodes, nrad, nseg, elem, srad, info = [], [], [], [], [], []
-        for k, spec in enumerate(model.rod_specs):
-            br = model.body(spec.name)
-            n, npt = spec.n_segments, spec.n_points
-            node = br.node_start + np.arange(npt)
-            nodes.append(node)
-            nrad.append(np.full(npt, spec.radius))
-            nseg.append(br.node_start + npt + np.minimum(np.arange(npt), n - 1))   # a segment at each node
-            elem.append(np.stack([node[:-1], node[1:], br.node_start + npt + np.arange(n)], axis=1))
-            srad.append(np.full(n, spec.radius))
-            skip = 1 + int(np.ceil(3.0 * spec.radius / spec.rest_lengths.min())) if spec.self_contact else -1
-            info.append(np.stack([np.full(n, k), np.arange(n), (np.arange(n) == n - 1).astype(int),
-                                  np.full(n, skip)], axis=1))
-        self.n_rn = int(sum(len(a) for a in nodes))
-        self.n_rs = int(sum(len(a) for a in elem))
-        self.rn_node = backend.int_array(np.concatenate(nodes))
-        self.rn_rad = backend.scalar_array(self.n_rn, np.concatenate(nrad))
-        self.rn_seg = backend.int_array(np.concatenate(nseg))
-        self.rs_elem = backend.int_array(np.concatenate(elem), width=3)
-        self.rs_rad = backend.scalar_array(self.n_rs, np.concatenate(srad))
-        self.rs_info = backend.int_array(np.concatenate(info), width=4)
-        cd = model.contact
-        rod_bodies = [i for i, b in enumerate(model.bodies) if b.kind == "rod"]
-        fem_bodies = [i for i, b in enumerate(model.bodies) if b.kind == "fem"]
-        self.any_pairs = len(model.rod_specs) > 1 and bool((cd.pair_row[np.ix_(rod_bodies, rod_bodies)] >= 0).any())
-        self.any_pairs = self.any_pairs or any(s.self_contact and s.n_segments > 3 for s in model.rod_specs)
-        self.any_fem = bool(fem_bodies) and bool((cd.pair_row[np.ix_(rod_bodies, fem_bodies)] >= 0).any())
-        if self.any_fem:
-            self.tris = backend.int_array(cd.surf_tris, width=3)
-            self.n_tris = len(cd.surf_tris)
-        # broadphase (broadphase.SpatialHash): "grid" (default) or "all" (all pairs, the reference)
-        self.broadphase = "grid"
-        e = np.concatenate(elem)
-        h = max(float(max(s.rest_lengths.max() for s in model.rod_specs)) + 2 * float(np.concatenate(srad).max()),
-                1e-9)
-        if self.any_fem and len(cd.surf_tris):
-            x0 = model.rest_positions[cd.surf_tris]
-            h = max(h, float(np.linalg.norm(x0 - np.roll(x0, 1, axis=1), axis=2).mean()))
-        def grown_hash(items, rad):
-            return SpatialHash(items, h, int(2 ** np.ceil(np.log2(max(1024, 8 * len(items))))), rad)
-
-        self.seg_grid = grown_hash(np.c_[e[:, :2], e[:, 1], e[:, 1]], np.concatenate(srad))
-        self.tri_grid = (grown_hash(np.c_[cd.surf_tris, cd.surf_tris[:, 2]], np.zeros(len(cd.surf_tris)))
-                         if self.any_fem and len(cd.surf_tris) else None)
-
-    def detect(self, state, dt: float, args: tuple, sdf: tuple) -> None:
-        """Append this step's rod contacts (inside the detector's overflow loop)."""
-        d = self.det
-        claim, counters, rest = args[0], args[1], args[2:]
-        if d.n_sdf:
-            detect_rod_sdf(state.x, state.v, self.rn_node, self.rn_rad, self.rn_seg, self.n_rn, self.rs_elem, self.rs_rad,
-                           self.n_rs, d.node_body, d.fixed, d.pair_row, *sdf, d.grid, d.mus, d.axes, d.margin, dt,
-                           d.n_nodes, counters, *rest)
-        grid = self.broadphase == "grid"
-        if grid and (self.any_pairs or self.any_fem):
-            self.seg_grid.build_grown(state.x, state.v, 0.5 * d.margin, dt)
-        sg = self.seg_grid
-        if self.any_pairs and grid:
-            detect_rod_pairs_grid(state.x, state.v, self.rs_elem, self.rs_rad, self.rs_info, self.n_rs, sg.h, sg.size,
-                                  sg.counts, sg.entries, sg.ecell, sg.lo, sg.hi, d.node_body, d.fixed, d.pair_row,
-                                  d.mus, d.axes, d.margin, dt, d.n_nodes, counters, *rest)
-        elif self.any_pairs:
-            detect_rod_pairs(state.x, state.v, self.rs_elem, self.rs_rad, self.rs_info, self.n_rs, d.node_body,
-                             d.fixed, d.pair_row, d.mus, d.axes, d.margin, dt, d.n_nodes, counters, *rest)
-        if self.any_fem:
-            tg = self.tri_grid or sg
-            if grid and self.tri_grid is not None:
-                tg.build_grown(state.x, state.v, 0.5 * d.margin, dt)
-            detect_rod_fem(state.x, state.v, self.rn_node, self.rn_rad, self.rn_seg, self.n_rn, self.rs_elem, self.rs_rad,
-                           self.n_rs, d.surf, d.n_surf, self.tris, self.n_tris, grid, sg.h, sg.size, sg.counts,
-                           sg.entries, sg.ecell, sg.vmax, tg.counts, tg.entries, tg.ecell, tg.vmax, d.node_body,
-                           d.fixed, d.pair_row, d.mus, d.axes, d.margin, dt, d.n_nodes, claim, counters, *rest)

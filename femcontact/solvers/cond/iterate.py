@@ -178,7 +178,7 @@ def cond_iterate(P: ti.types.ndarray(), blocks: ti.types.ndarray(), V: ti.types.
     # v* = v̂ − α W g
     for i in range(n):
         step = ROW.step.get(RK, i)
-        if step == STEP_ROD:          # rod block step (never in a contact: cond_reroute)
+        if step == STEP_ROD:          # rod block step (never in a contact: cond_nodalize)
             V[VROWS.v_star, i] = V[VROWS.v, i] - alpha * V[VROWS.d_rod, i]
         elif step == STEP_BLOCK:      # spin / rigid block step (never in a contact)
             if ti.static(has_blocks):

@@ -10,6 +10,7 @@ import time
 from typing import Optional
 
 import numpy as np
+import scipy.sparse as sp
 import taichi as ti
 
 from ... import backend
@@ -24,7 +25,7 @@ from .layout import (CONTACT, CONTACT_NODES, ROD_BLOCKS, ROD_FACTOR, ROD_ROWS, R
                      VIRTUAL_NODES, VROWS)
 from .options import CondOptions
 from .targets import cond_targets
-from .virtual import cond_gains, cond_pack_virtual, cond_reroute, fill_reroute
+from .virtual import cond_gains, cond_nodalize, cond_pack_virtual
 
 
 class CondSolver:
@@ -40,6 +41,8 @@ class CondSolver:
         self.n_rods, self.n_rod_blocks = groups.n_rods, groups.n_rod_blocks
         self._has_blocks = groups.has_blocks
         self._blockstep = backend.int_array(groups.step_kind)
+        self._claim = backend.int_array(np.zeros(n0, np.int32))      # nodalization (cond_nodalize)
+        self._count = backend.int_array(np.zeros(1, np.int32))
         self._pair_slot = backend.int_array(groups.pair_slot)
         self._rod_start = backend.int_array(groups.rod_start)
         self._rod_pos = backend.int_array(groups.rod_pos)
@@ -123,6 +126,28 @@ class CondSolver:
     def virtual_velocities(self) -> np.ndarray:
         """(V, 3) virtual-node velocities v̂_v of the last solve (m/s)."""
         return self.V.to_numpy()[VROWS.v_star, self.n0:self.n0 + self._last_nv].astype(np.float64)
+
+    def virtual_gains(self) -> np.ndarray:
+        """(V,) gains k_v of the ContactSet's virtual nodes in the last solve (COND eq. 15, N s/m)."""
+        return VIRTUAL.unpack(self._VNf.to_numpy())["gain"][:self._last_nv, 0].astype(np.float64)
+
+    def nodalized_jacobian(self, contacts) -> sp.csr_matrix:
+        """COND's contact Jacobian of ``contacts`` after nodalization (``cond_nodalize``): rows (t1, t2, n)
+        per contact, columns the real nodes, then the ContactSet's virtual nodes, then COND's own
+        (3c x 3(n0 + V + extra)); each side is ±R_m on one column block, so with a diagonal W,
+        Γ = J W Jᵀ is block diagonal (Prop. 2)."""
+        nc, nv = int(contacts.count), int(contacts.n_virtual)
+        nvx = self._virtual_nodes(contacts, nc, nv)
+        RT = backend.read(self._RT, 2 * nc).reshape(nc, 2)
+        R = backend.read(contacts.frame, nc).astype(np.float64)
+        rows, cols, vals = [], [], []
+        for side, sign in ((0, -1.0), (1, 1.0)):
+            m = np.flatnonzero(RT[:, side] >= 0)
+            r = (3 * m[:, None, None] + np.arange(3)[None, :, None]) * np.ones((1, 1, 3), int)
+            c = 3 * RT[m, side][:, None, None] + np.arange(3)[None, None, :] * np.ones((1, 3, 1), int)
+            rows.append(r.ravel()), cols.append(c.ravel()), vals.append((sign * R[m]).ravel())
+        return sp.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
+                             shape=(3 * nc, 3 * (self.n0 + nvx)))
 
     def lambdas(self) -> np.ndarray:
         """(c, 3) the last solve's λ in the contact frame (midpoint: N; Euler: N s)."""
@@ -230,15 +255,20 @@ class CondSolver:
                             self.n_rods > 0)
 
     def _virtual_nodes(self, c, nc: int, nv: int) -> int:
-        """Contact rows onto rod rows become solver-private virtual nodes; grow the work arrays.
-        Returns the number of virtual nodes including those."""
+        """Nodalize (``cond_nodalize``): contact sides on rod rows or on real rows already taken become
+        solver-private virtual nodes; grow the work arrays. Returns the number of virtual nodes
+        including those."""
         if nc > self._ccap:
             self._alloc_contacts(max(nc, 2 * self._ccap))
-        if self.n_rods and nc:
-            nx = cond_reroute(c.node_a, c.node_b, self._blockstep, self._RT, self.n0, nv, nc)
+        claim, count = backend.host_view(self._claim), backend.host_view(self._count)
+        if claim is not None:                 # CPU: zero in place, no fill kernels
+            claim[:] = 0
+            count[:] = 0
         else:
-            nx = 0
-            fill_reroute(c.node_a, c.node_b, self._RT, nc)
+            self._claim.fill(0)
+            self._count.fill(0)
+        nx = int(cond_nodalize(c.node_a, c.node_b, self._blockstep, self._claim, self._RT, self._count, self.n0,
+                               nv, nc)) if nc else 0
         nvx = nv + nx
         if self.n0 + nvx > self._cap:
             self._alloc(max(self.n0 + nvx, self.n0 + 2 * (self._cap - self.n0)))
@@ -272,8 +302,8 @@ class CondSolver:
             blocks.cond_rod_compliance(A.blocks, fixed, self._rod_start, self._rod_rows, self._rod_slots, self._DL,
                                        self._F, self._CR, self.n_rods, self.n_rod_blocks)
         cond_pack_virtual(c.vn_node, c.vn_weight, self._RT, self._VNf, self._VNi, nv, nvx, nc)
-        cond_gains(A.blocks, A.diag, self._blockstep, self._pair_slot, self._CR, self._VNf, self._VNi, c.vn_gain,
-                   nv, nvx, float(o.virtual_gain), float(o.rigid_gain), self._has_blocks, self.n_rods > 0)
+        cond_gains(A.blocks, A.diag, self._blockstep, self._pair_slot, self._CR, self._VNf, self._VNi,
+                   nvx, float(o.virtual_gain), float(o.rigid_gain), self._has_blocks, self.n_rods > 0)
         step_matrix.cond_coupling(self._tr, self._rs, self._l1, self._tr2, self._rs2, self._l12, self._VNf,
                                   self._VNi, n0, nvx)
         if self._has_blocks:

@@ -57,7 +57,7 @@ def cond_targets(v_old: ti.types.ndarray(), vn_node: ti.types.ndarray(), vn_weig
                  param: ti.types.ndarray(), rest_table: ti.types.ndarray(), RT: ti.types.ndarray(),
                  Cf: ti.types.ndarray(), Ci: ti.types.ndarray(), n0: ti.i32, nc: ti.i32, n_rest: ti.i32,
                  midpoint: ti.i32, dt: float, e_default: float, recovery: float, vrec_max: float):
-    """CONTACT rows of this step: frame, μ, φ̃ = −t_m, world velocity, λ = 0, the (rerouted) nodes and
+    """CONTACT rows of this step: frame, μ, φ̃ = −t_m, world velocity, λ = 0, the (nodalized) nodes and
     the tangential bias. e per contact from the contact-parameter table's restitution column (NaN: default)."""
     for m in range(nc):
         R = frame[m]

@@ -1,8 +1,9 @@
 """Virtual nodes (COND §IV-A, eq. 14/15): the solver's node table and the virtual-node gains k_v.
 
-``cond_reroute`` moves a contact on a real rod row onto a solver-private virtual node ``J_v = [I]``
-(so no contact touches a block-step row and Γ = J W Jᵀ stays diagonal, Prop. 2); ``cond_pack_virtual``
-copies the ContactSet's virtual nodes and those extra ones into the ``VIRTUAL`` tables;
+``cond_nodalize`` routes every contact side on a real row that is a rod (block-step) row, or that an
+earlier contact has claimed, through a solver-private virtual node ``J_v = [I]``, so no node is in
+two contacts and Γ = J W Jᵀ is diagonal (Prop. 2); ``cond_pack_virtual`` copies the ContactSet's
+virtual nodes (detection's point Jacobians) and those extra ones into the ``VIRTUAL`` tables;
 ``cond_gains`` sets ``k_v = virtual_gain · m_eff`` with ``1/m_eff = Σ_k ‖W_k‖_F² / (3 d_k)``
 (block-Jacobi compliance, ``d_k = tr(A_kk)/3``), the exact 3x3 compliance on a spin row, the rod's own
 compliance ``(A_rod⁻¹)_kk`` on a rod row, and ``rigid_gain · tr(J_v A_pp⁻¹ J_vᵀ)/3``⁻¹ from the 6x6
@@ -15,40 +16,43 @@ from .groups import KIND_RIGID_LIN, KIND_ROD, KIND_SPIN
 from .layout import VIRTUAL, VIRTUAL_NODES
 
 
-@ti.kernel
-def cond_reroute(node_a: ti.types.ndarray(), node_b: ti.types.ndarray(), kind: ti.types.ndarray(),
-                 RT: ti.types.ndarray(), n0: ti.i32, nv: ti.i32, nc: ti.i32) -> ti.i32:
-    """RT[2m + s] = the node side s (a, b) of contact m acts on; RT[2 nc + k] = the real rod row of
-    extra virtual node k (numbered n0 + nv + k). Returns the number of extra virtual nodes."""
-    cnt = 0
-    ti.loop_config(serialize=True)
-    for m in range(nc):
-        for s in range(2):
-            node = node_a[m]
-            if s == 1:
-                node = node_b[m]
-            out = node
-            if node >= 0 and node < n0:
-                if kind[node] == KIND_ROD:
-                    out = n0 + nv + cnt
-                    RT[2 * nc + cnt] = node
-                    cnt += 1
-            RT[2 * m + s] = out
-    return cnt
+@ti.func
+def _route(node, kind: ti.template(), claim: ti.template(), RT: ti.template(), count: ti.template(), n0, nv, nc):
+    """The node a contact side on ``node`` acts on: the world, a detection virtual node or the first
+    claim of a real row as they are; a rod row, or a real row already claimed, through a new
+    solver-private virtual node ``J_v = [I]`` (n0 + nv + k, its row in RT[2 nc + k])."""
+    out = node
+    if node >= 0 and node < n0:
+        if kind[node] == KIND_ROD or ti.atomic_add(claim[node], 1) > 0:
+            k = ti.atomic_add(count[0], 1)
+            out = n0 + nv + k
+            RT[2 * nc + k] = node
+    return out
 
 
 @ti.kernel
-def fill_reroute(node_a: ti.types.ndarray(), node_b: ti.types.ndarray(), RT: ti.types.ndarray(), nc: ti.i32):
-    """RT[2m + s] = the contact's own nodes (a model without rods)."""
+def cond_nodalize(node_a: ti.types.ndarray(), node_b: ti.types.ndarray(), kind: ti.types.ndarray(),
+                  claim: ti.types.ndarray(), RT: ti.types.ndarray(), count: ti.types.ndarray(), n0: ti.i32,
+                  nv: ti.i32, nc: ti.i32) -> ti.i32:
+    """COND's nodalization (Prop. 2): RT[2m + s] = the node side s (a, b) of contact m acts on, so that
+    no node, real or virtual, is in two contacts and no contact touches a rod (block-step) row; the
+    contacts with the world claim their node first. ``claim`` (n0) and ``count`` (1) start at zero.
+    Returns the number of extra virtual nodes."""
     for m in range(nc):
-        RT[2 * m] = node_a[m]
-        RT[2 * m + 1] = node_b[m]
+        if node_a[m] < 0:
+            RT[2 * m] = node_a[m]
+            RT[2 * m + 1] = _route(node_b[m], kind, claim, RT, count, n0, nv, nc)
+    for m in range(nc):
+        if node_a[m] >= 0:
+            RT[2 * m] = _route(node_a[m], kind, claim, RT, count, n0, nv, nc)
+            RT[2 * m + 1] = _route(node_b[m], kind, claim, RT, count, n0, nv, nc)
+    return count[0]
 
 
 @ti.kernel
 def cond_pack_virtual(vn_node: ti.types.ndarray(), vn_weight: ti.types.ndarray(), RT: ti.types.ndarray(),
                       VNf: ti.types.ndarray(), VNi: ti.types.ndarray(), nv: ti.i32, nvx: ti.i32, nc: ti.i32):
-    """VIRTUAL tables of this step: the ContactSet's virtual nodes q < nv, then the rerouted ones."""
+    """VIRTUAL tables of this step: the ContactSet's virtual nodes q < nv, then COND's own (``cond_nodalize``)."""
     for q in range(nvx):
         for k in range(4):
             j = -1
@@ -83,9 +87,9 @@ def _rigid_compliance(blocks: ti.template(), diag: ti.template(), pair_slot: ti.
 @ti.kernel
 def cond_gains(blocks: ti.types.ndarray(), diag: ti.types.ndarray(), kind: ti.types.ndarray(),
                pair_slot: ti.types.ndarray(), CR: ti.types.ndarray(), VNf: ti.types.ndarray(),
-               VNi: ti.types.ndarray(), vn_gain: ti.types.ndarray(), nv: ti.i32, nvx: ti.i32, gain: float,
+               VNi: ti.types.ndarray(), nvx: ti.i32, gain: float,
                rigid_gain: float, has_blocks: ti.template(), rods: ti.template()):
-    """k_v of every virtual node into the VIRTUAL table (and the ContactSet's vn_gain for q < nv).
+    """k_v of every virtual node into the VIRTUAL table.
     ``has_blocks`` / ``rods``: the model has spin or rigid block rows / rod rows (their rules are
     compiled only then)."""
     for q in range(nvx):
@@ -117,6 +121,4 @@ def cond_gains(blocks: ti.types.ndarray(), diag: ti.types.ndarray(), kind: ti.ty
                     inv_r = _rigid_compliance(blocks, diag, pair_slot, VNf, q, j0)
                     if inv_r > 0.0:
                         kv = rigid_gain / inv_r
-        if q < nv:
-            vn_gain[q] = kv
         VIRTUAL.gain.put(VNf, q, kv)

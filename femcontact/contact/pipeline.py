@@ -1,0 +1,295 @@
+"""The collision pipeline: ``CollisionPipeline.collide(state, contacts, dt)`` fills the ContactSet for
+the step starting at ``state`` (docs/THEORY.md §3, COND §III-A).
+
+It runs a fixed list of passes, each a small unit over the one static ``DetectionTables`` bundle
+(``tables.py``) and the step's buffers (SDF poses, body boxes, the spatial hashes of
+``broadphase.py``, the counters); only the passes the scene can use are in
+the list, so only their kernels compile:
+
+1. ``ObstaclePass`` — FEM surface vertices against SDF entities (obstacles, rigid bodies);
+2. ``RigidProxyPass`` — rigid bodies' proxies against SDF entities;
+3. ``BodyPass`` — FEM surface vertices inside / near other FEM bodies (hashed tets, triangles);
+4. ``RigidInFemPass`` — rigid surface samples inside / near FEM bodies;
+5. ``RodSdfPass``, ``RodPairPass``, ``RodFemPass`` — rods against SDF entities, rods, FEM bodies.
+
+The kernels are in ``detection.py`` (1–4) and ``rod_detection.py`` (5); what every pass writes
+per contact is in ``emit.py``.
+
+Overflow, in one place: contacts and virtual nodes are appended with atomic counters, hash buckets
+have a fixed number of slots; writes beyond capacity are dropped *and counted* (``counters``:
+contacts, virtual nodes, fullest bucket of each hash), and ``collide`` grows what overflowed and
+reruns every pass, so no contact is ever lost.
+
+(No ``from __future__ import annotations`` here: Taichi reads the annotations.)
+"""
+
+import numpy as np
+import taichi as ti
+
+from .. import backend
+from .broadphase import SpatialHash, body_boxes
+from .detection import (detect_bodies, detect_obstacles, detect_rigid, detect_rigid_in_fem, rigid_boxes,
+                        rigid_poses, sdf_points)
+from .narrowphase import OBS_POSE
+from .rod_detection import detect_rod_fem, detect_rod_pairs, detect_rod_pairs_grid, detect_rod_sdf
+from .tables import DetectionTables
+
+# counters: contacts, virtual nodes, then the fullest bucket of each hash
+N_CONTACTS, N_VIRTUAL, FILL_TRI, FILL_TET, FILL_SEG, FILL_ROD_TRI = range(6)
+
+
+@ti.kernel
+def read_counters(a: ti.types.ndarray()) -> ti.types.vector(6, ti.i32):
+    """The counters in one small launch (GPU; the CPU reads them in place)."""
+    return ti.Vector([a[0], a[1], a[2], a[3], a[4], a[5]])
+
+
+class StepBuffers:
+    """What the passes share within one step: SDF poses (obstacles from their motion, rigid bodies
+    from the state), body boxes, spatial hashes and the counters."""
+
+    def __init__(self, t: DetectionTables) -> None:
+        self.obs_pose = ti.ndarray(float, shape=(max(t.n_sdf, 1), OBS_POSE))
+        self.pose_np = np.zeros((max(t.n_sdf, 1), OBS_POSE))
+        self.counters = ti.ndarray(ti.i32, shape=6)
+        self.hashes: list = []                  # (hash, counter slot) checked for overflow by collide
+        if t.has_bodies:
+            n_items = len(t.tri_items) + len(t.tet_items)
+            size = int(2 ** int(np.clip(np.ceil(np.log2(max(n_items, 1))), 10, 20)))
+            self.tri_hash = SpatialHash(t.tri_items, t.h, size)
+            self.tet_hash = SpatialHash(t.tet_items, t.h, size)
+            self.box_lo = ti.ndarray(float, shape=(t.n_bodies, 3))
+            self.box_hi = ti.ndarray(float, shape=(t.n_bodies, 3))
+            self.hashes += [(self.tri_hash, FILL_TRI), (self.tet_hash, FILL_TET)]
+        if t.n_rs:
+            def grown(items, rad):
+                return SpatialHash(items, t.rod_h, int(2 ** np.ceil(np.log2(max(1024, 8 * len(items))))), rad)
+
+            e = t.rs_elem_np
+            self.seg_hash = grown(np.c_[e[:, :2], e[:, 1], e[:, 1]], t.rs_rad_np)
+            self.hashes.append((self.seg_hash, FILL_SEG))
+            if t.rod_fem:
+                tris = t.rod_tris_np
+                self.rod_tri_hash = grown(np.c_[tris, tris[:, 2]], np.zeros(len(tris)))
+                self.hashes.append((self.rod_tri_hash, FILL_ROD_TRI))
+
+
+class ObstaclePass:
+    """FEM surface vertices against SDF entities (S-contacts; detection.py, 1.)."""
+
+    def __init__(self, t: DetectionTables, b: StepBuffers) -> None:
+        self.t, self.b = t, b
+
+    def run(self, state, dt: float, out: tuple, sdf: tuple) -> None:
+        t = self.t
+        detect_obstacles(state.x, t.surf, t.n_surf, t.node_body, t.fixed, t.pair_row, *sdf, t.grid, t.mus, t.axes,
+                         t.margin, t.s_range, t.s_point, t.dedup, t.n_nodes, *out)
+
+
+class RigidProxyPass:
+    """Rigid bodies' proxies against SDF entities (``detect_rigid``)."""
+
+    def __init__(self, t: DetectionTables, b: StepBuffers) -> None:
+        self.t, self.b = t, b
+
+    def run(self, state, dt: float, out: tuple, sdf: tuple) -> None:
+        t = self.t
+        detect_rigid(state.x, state.v, state.q, t.p_rigid, t.p_point, t.p_radius, t.p_kind, t.p_axis, t.p_against,
+                     t.n_prox, t.rigid_lin, t.com_local, t.rigid_body, t.fixed, t.pair_row, *sdf, t.grid, t.mus,
+                     t.axes, t.margin, dt, t.n_nodes, *out)
+
+
+class BodyPass:
+    """FEM surface vertices of one body inside / near another FEM body (D-contacts; detection.py, 2.),
+    over the hashed tets and triangles."""
+
+    def __init__(self, t: DetectionTables, b: StepBuffers) -> None:
+        self.t, self.b = t, b
+
+    def run(self, state, dt: float, out: tuple, sdf: tuple) -> None:
+        t, b = self.t, self.b
+        tg, eg = b.tri_hash, b.tet_hash
+        detect_bodies(state.x, t.surf, t.n_surf, t.node_body, t.fixed, t.pair_row, tg.items, tg.counts, tg.entries,
+                      eg.items, eg.counts, eg.entries, t.h, tg.size, b.box_lo, b.box_hi, t.n_bodies, t.mus, t.axes,
+                      t.margin, t.n_nodes, *out)
+
+
+class RigidInFemPass:
+    """Rigid surface samples inside / near FEM bodies (detection.py, 3.)."""
+
+    def __init__(self, t: DetectionTables, b: StepBuffers) -> None:
+        self.t, self.b = t, b
+
+    def run(self, state, dt: float, out: tuple, sdf: tuple) -> None:
+        t, b = self.t, self.b
+        tg, eg = b.tri_hash, b.tet_hash
+        detect_rigid_in_fem(state.x, state.v, state.q, t.s_rigid, t.s_point, t.s_axis, t.s_cos, t.n_samp,
+                            t.rigid_lin, t.com_local, t.rigid_body, t.node_body, t.fixed, t.pair_row, tg.items,
+                            tg.counts, tg.entries, eg.items, eg.counts, eg.entries, t.h, tg.size, b.box_lo, b.box_hi,
+                            t.n_bodies, t.mus, t.axes, t.margin, dt, t.n_nodes, *out)
+
+
+class RodSdfPass:
+    """Rod nodes and segments against SDF entities (rod_detection.py, 1.)."""
+
+    def __init__(self, t: DetectionTables, b: StepBuffers) -> None:
+        self.t, self.b = t, b
+
+    def run(self, state, dt: float, out: tuple, sdf: tuple) -> None:
+        t = self.t
+        detect_rod_sdf(state.x, state.v, t.rn_node, t.rn_rad, t.rn_seg, t.n_rn, t.rs_elem, t.rs_rad, t.n_rs,
+                       t.node_body, t.fixed, t.pair_row, *sdf, t.grid, t.mus, t.axes, t.margin, dt, t.n_nodes,
+                       *out)
+
+
+class RodPairPass:
+    """Rod segments against rod segments, other rods' and their own (rod_detection.py, 2.): over the
+    segment hash (``grid``, default) or all pairs (``all``, the reference)."""
+
+    def __init__(self, t: DetectionTables, b: StepBuffers) -> None:
+        self.t, self.b = t, b
+        self.broadphase = "grid"
+
+    def run(self, state, dt: float, out: tuple, sdf: tuple) -> None:
+        t, sg = self.t, self.b.seg_hash
+        if self.broadphase == "grid":
+            detect_rod_pairs_grid(state.x, state.v, t.rs_elem, t.rs_rad, t.rs_info, t.n_rs, sg.h, sg.size, sg.counts,
+                                  sg.entries, sg.ecell, sg.lo, sg.hi, t.node_body, t.fixed, t.pair_row, t.mus, t.axes,
+                                  t.margin, dt, t.n_nodes, *out)
+        else:
+            detect_rod_pairs(state.x, state.v, t.rs_elem, t.rs_rad, t.rs_info, t.n_rs, t.node_body, t.fixed,
+                             t.pair_row, t.mus, t.axes, t.margin, dt, t.n_nodes, *out)
+
+
+class RodFemPass:
+    """FEM surface vertices against rod capsules and rod nodes against FEM surface triangles
+    (rod_detection.py, 3.), over the segment and triangle hashes (``grid``) or all items (``all``)."""
+
+    def __init__(self, t: DetectionTables, b: StepBuffers) -> None:
+        self.t, self.b = t, b
+        self.broadphase = "grid"
+
+    def run(self, state, dt: float, out: tuple, sdf: tuple) -> None:
+        t, sg, tg = self.t, self.b.seg_hash, self.b.rod_tri_hash
+        detect_rod_fem(state.x, state.v, t.rn_node, t.rn_rad, t.rn_seg, t.n_rn, t.rs_elem, t.rs_rad, t.n_rs, t.surf,
+                       t.n_surf, t.rod_tris, t.n_rod_tris, self.broadphase == "grid", sg.h, sg.size, sg.counts,
+                       sg.entries, sg.ecell, sg.vmax, tg.counts, tg.entries, tg.ecell, tg.vmax, t.node_body, t.fixed,
+                       t.pair_row, t.mus, t.axes, t.margin, dt, t.n_nodes, *out)
+
+
+class CollisionPipeline:
+    """Per-step contact detection for a Model: ``collide(state, contacts, dt)`` fills the ContactSet and
+    returns the number of contacts (module docstring)."""
+
+    def __init__(self, model) -> None:
+        self.model = model
+        self.tables = t = DetectionTables(model)
+        self.buffers = b = StepBuffers(t)
+        self.obstacles = t.obstacles
+        self.passes: list = []
+        if t.n_sdf and t.n_surf:
+            self.passes.append(ObstaclePass(t, b))
+        if t.n_prox:
+            self.passes.append(RigidProxyPass(t, b))
+        if t.has_bodies:
+            self.passes.append(BodyPass(t, b))
+            if t.n_samp:
+                self.passes.append(RigidInFemPass(t, b))
+        if t.n_rn and t.n_sdf:
+            self.passes.append(RodSdfPass(t, b))
+        if t.rod_pairs:
+            self.passes.append(RodPairPass(t, b))
+        if t.rod_fem:
+            self.passes.append(RodFemPass(t, b))
+
+    @property
+    def rod_broadphase(self) -> str:
+        """"grid" (the segment and triangle hashes, default) or "all" (all pairs: the reference)."""
+        rod = [p for p in self.passes if isinstance(p, (RodPairPass, RodFemPass))]
+        return rod[0].broadphase if rod else "grid"
+
+    @rod_broadphase.setter
+    def rod_broadphase(self, mode: str) -> None:
+        if mode not in ("grid", "all"):
+            raise ValueError(f"rod_broadphase must be 'grid' or 'all', not {mode!r}")
+        for p in self.passes:
+            if isinstance(p, (RodPairPass, RodFemPass)):
+                p.broadphase = mode
+
+    def update_obstacles(self, t: float, dt: float) -> np.ndarray:
+        """Pose and velocity of every obstacle for the step [t, t+dt] (host, O(obstacles))."""
+        b, n_obs = self.buffers, self.tables.n_obs
+        for k, ob in enumerate(self.obstacles):
+            c, R, v, w = ob.step_motion(t, dt)
+            b.pose_np[k, :18] = np.concatenate([R.ravel(), c, v, w])
+        if n_obs:
+            view = backend.host_view(b.obs_pose)
+            if view is not None:             # CPU: write the obstacle rows in place (no copy kernel)
+                view[:n_obs] = b.pose_np[:n_obs]
+            else:
+                b.obs_pose.from_numpy(b.pose_np.astype(backend.np_real()))
+        return b.pose_np
+
+    def obstacle_sdf(self, name_or_index, points, t: float = 0.0) -> tuple:
+        """(phi (k,), normal (k, 3)) of one obstacle at world points (k, 3) at time t, evaluated by
+        the detection kernels' own SDF code."""
+        o = name_or_index if isinstance(name_or_index, int) else \
+            [ob.name for ob in self.obstacles].index(name_or_index)
+        self.update_obstacles(t, self.model.dt)
+        pts = np.asarray(points, float).reshape(-1, 3)
+        phi, nrm = backend.scalar_array(len(pts)), backend.vec3_array(len(pts))
+        tb = self.tables
+        sdf_points(backend.vec3_array(len(pts), pts), len(pts), o, tb.obs_kind, tb.obs_f, self.buffers.obs_pose,
+                   tb.grid, phi, nrm)
+        return (phi.to_numpy()[:len(pts)].astype(np.float64), nrm.to_numpy()[:len(pts)].astype(np.float64))
+
+    def _prepare(self, state, dt: float) -> None:
+        """The step's SDF poses and body boxes (before any pass)."""
+        t, b = self.tables, self.buffers
+        if t.n_obs:
+            self.update_obstacles(state.time, dt)
+        if t.n_rigid:
+            rigid_poses(state.x, state.v, state.q, t.rigid_lin, t.com_local, t.n_obs, t.n_rigid, b.obs_pose)
+        if t.has_bodies:
+            body_boxes(state.x, t.node_body, t.n_nodes, t.n_bodies, b.box_lo, b.box_hi)
+            if t.n_rigid:
+                rigid_boxes(b.obs_pose, t.obs_f, t.n_obs, t.n_rigid, t.rigid_body, dt, b.box_lo, b.box_hi)
+
+    def _build_hashes(self, state, dt: float) -> None:
+        t, b = self.tables, self.buffers
+        if t.has_bodies:
+            common = (t.node_body, t.pair_row, b.box_lo, b.box_hi, t.n_bodies)
+            b.tri_hash.build_near_bodies(state.x, *common, t.margin + t.h, b.counters, FILL_TRI)
+            b.tet_hash.build_near_bodies(state.x, *common, t.margin, b.counters, FILL_TET)
+        if t.rod_pairs or t.rod_fem:
+            b.seg_hash.build_grown(state.x, state.v, 0.5 * t.margin, dt, b.counters, FILL_SEG)
+            if t.rod_fem:
+                b.rod_tri_hash.build_grown(state.x, state.v, 0.5 * t.margin, dt, b.counters, FILL_ROD_TRI)
+
+    def collide(self, state, contacts, dt: float) -> int:
+        """Fill ``contacts`` for the step starting at ``state``; returns the contact count."""
+        t, b = self.tables, self.buffers
+        self._prepare(state, dt)
+        counters_v = backend.host_view(b.counters)
+        sdf = (t.sdf_entity, t.sdf_rigid, t.n_sdf, t.obs_kind, t.obs_f, b.obs_pose)
+        while True:
+            if counters_v is not None:        # CPU: zero in place, no fill kernels
+                counters_v[:] = 0
+            else:
+                b.counters.fill(0)
+            self._build_hashes(state, dt)
+            c = contacts
+            out = (b.counters, c.node_a, c.node_b, c.frame, c.phi, c.mu, c.v_world, c.point, c.param,
+                   c.impulse, c.status, c.vn_node, c.vn_weight)
+            for p in self.passes:
+                p.run(state, dt, out, sdf)
+            n = [int(v) for v in (counters_v[:6] if counters_v is not None else read_counters(b.counters))]
+            full = [(h, n[slot]) for h, slot in b.hashes if n[slot] > h.slots]
+            for h, fill in full:
+                h.alloc(max(fill, 2 * h.slots))
+            if full:
+                continue
+            if n[N_CONTACTS] <= contacts.capacity and n[N_VIRTUAL] <= contacts.virtual_capacity:
+                contacts.count, contacts.n_virtual = n[N_CONTACTS], n[N_VIRTUAL]
+                return n[N_CONTACTS]
+            contacts.ensure_capacity(n[N_CONTACTS], n[N_VIRTUAL])

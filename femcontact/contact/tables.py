@@ -1,0 +1,177 @@
+"""``DetectionTables``: every static table the contact passes read, built once per Model from its
+``ContactData`` (``setup.py``) and uploaded as Taichi ndarrays. Nothing here changes during a run;
+the per-step buffers (poses, body boxes, spatial hashes, counters) belong to the pipeline.
+
+Entities: bodies ``0..B-1``, obstacles ``B..B+O-1`` (``pair_row``). SDF entities: obstacles
+``0..O-1`` (pose prescribed) then rigid bodies ``O..O+R-1`` (pose from the state).
+"""
+from __future__ import annotations
+
+import numpy as np
+import taichi as ti
+
+from .. import backend
+from ..bodies.rigid import contact_proxies, surface_samples
+from .narrowphase import BOUND, OBS_F
+from .shapes import MESH
+
+DEDUP = 0.25           # FEM vertex within min(margin, DEDUP * mean edge) of a rigid sample: left to the sample
+
+
+class DetectionTables:
+    """Static contact tables of a Model (module docstring); attributes are grouped by the passes that
+    read them: common, SDF entities, rigid proxies, rigid surface samples, FEM hash items, rods."""
+
+    def __init__(self, model) -> None:
+        backend.ensure_init()
+        cd = model.contact
+        real = backend.np_real()
+        self.obstacles = cd.obstacles
+        self.mean_edge = float(cd.mean_edge)
+        # common
+        self.n_nodes = model.n_nodes
+        self.n_bodies = len(model.bodies)
+        self.n_obs = len(cd.obstacles)
+        self.margin = float(cd.margin)
+        self.surf = backend.int_array(cd.surf_nodes)
+        self.n_surf = len(cd.surf_nodes)
+        self.node_body = backend.int_array(cd.node_body)
+        self.fixed = backend.int_array(cd.fixed)
+        E = max(self.n_bodies + self.n_obs, 1)
+        self.pair_row_np = np.ascontiguousarray(cd.pair_row, np.int32).reshape(E, E)
+        self.pair_row = ti.ndarray(ti.i32, shape=(E, E))
+        self.pair_row.from_numpy(self.pair_row_np)
+        self.mus = ti.Vector.ndarray(2, float, shape=len(cd.params))
+        self.mus.from_numpy(np.ascontiguousarray(cd.params[:, :2], real))
+        self.axes = backend.vec3_array(len(cd.axes), cd.axes)
+        kinds = [b.kind for b in model.bodies]
+        self.fem_bodies = [i for i, k in enumerate(kinds) if k == "fem"]
+        self.rod_bodies = [i for i, k in enumerate(kinds) if k == "rod"]
+        self._sdf_entities(model)
+        self._rigid_proxies(model)
+        self._rigid_samples(model)
+        self._fem_items(model, cd)
+        self._rods(model, cd)
+
+    def any_pair(self, a: list, b: list) -> bool:
+        """True when some entity of ``a`` may touch some entity of ``b``."""
+        return bool(a) and bool(b) and bool((self.pair_row_np[np.ix_(a, b)] >= 0).any())
+
+    def _sdf_entities(self, model) -> None:
+        """Obstacles then rigid bodies: kind, packed shape floats, bounding radius, mesh SDF grids."""
+        rigid = model.rigid_specs
+        self.n_rigid = len(rigid)
+        self.n_sdf = self.n_obs + self.n_rigid
+        O = max(self.n_sdf, 1)
+        kinds = np.zeros((O, 2), np.int32)
+        obs_f = np.zeros((O, OBS_F))
+        grids, off = [], 0
+        for k, shape in enumerate([ob.shape for ob in self.obstacles] + [r.shape for r in rigid]):
+            kinds[k, 0] = shape.kind
+            obs_f[k, :8] = shape.packed()
+            obs_f[k, BOUND] = shape.bounding_radius()
+            if shape.kind == MESH:
+                kinds[k, 1] = off
+                grids.append(shape.grid.ravel())
+                off += shape.grid.size
+        obs_f[:, BOUND] = np.where(np.isfinite(obs_f[:, BOUND]), obs_f[:, BOUND], 1e30)
+        names = [b.name for b in model.bodies]
+        self.rigid_body_np = np.array([names.index(r.name) for r in rigid], np.int32)
+        self.rigid_body = backend.int_array(self.rigid_body_np)
+        self.sdf_entity = backend.int_array(np.r_[self.n_bodies + np.arange(self.n_obs), self.rigid_body_np])
+        self.sdf_rigid = backend.int_array(np.r_[np.full(self.n_obs, -1), model.rigid_lin])
+        self.obs_kind = ti.ndarray(ti.i32, shape=(O, 2))
+        self.obs_kind.from_numpy(kinds)
+        self.obs_f = ti.ndarray(float, shape=(O, OBS_F))
+        self.obs_f.from_numpy(obs_f.astype(backend.np_real()))
+        self.grid = backend.scalar_array(max(off, 1), np.concatenate(grids) if grids else None)
+        self.rigid_lin = backend.int_array(model.rigid_lin)
+        self.com_local = backend.vec3_array(self.n_rigid, np.array([r.com_local for r in rigid]))
+
+    def _rigid_proxies(self, model) -> None:
+        """Rigid bodies' contact proxies against SDF entities (body frame, relative to the shape origin)."""
+        px = [contact_proxies(r.shape) for r in model.rigid_specs]
+        self.n_prox = sum(len(p["radius"]) for p in px)
+        cat = (lambda key: np.concatenate([p[key] for p in px])) if px else (lambda key: np.zeros((0, 3)))
+        self.p_rigid = backend.int_array(np.concatenate([np.full(len(p["radius"]), k) for k, p in enumerate(px)])
+                                         if px else np.zeros(0))
+        self.p_point = backend.vec3_array(self.n_prox, cat("point"))
+        self.p_radius = backend.scalar_array(self.n_prox, cat("radius") if px else None)
+        self.p_kind = backend.int_array(cat("kind") if px else np.zeros(0))
+        self.p_axis = backend.vec3_array(self.n_prox, cat("axis"))
+        self.p_against = backend.int_array(cat("against") if px else np.zeros(0))
+
+    def _rigid_samples(self, model) -> None:
+        """Surface samples of rigid bodies that may touch an FEM body (searched in FEM tets), and per SDF
+        entity the range of its samples (an FEM vertex within ``dedup`` of one leaves that contact to
+        the sample: detection.py, 3.)."""
+        touch = [k for k, b in enumerate(self.rigid_body_np) if self.any_pair([int(b)], self.fem_bodies)]
+        samp = [surface_samples(model.rigid_specs[k].shape) for k in touch]
+        self.n_samp = sum(len(s[0]) for s in samp)
+        self.s_rigid = backend.int_array(np.concatenate([np.full(len(s[0]), k) for k, s in zip(touch, samp)])
+                                         if samp else np.zeros(0))
+        cat = (lambda i: np.concatenate([s[i] for s in samp])) if samp else (lambda i: None)
+        self.s_point, self.s_axis = backend.vec3_array(self.n_samp, cat(0)), backend.vec3_array(self.n_samp, cat(1))
+        self.s_cos = backend.scalar_array(self.n_samp, cat(2))
+        rng = np.zeros((max(self.n_sdf, 1), 2), np.int32)
+        B = self.n_bodies
+        if B > 1 and (self.pair_row_np[:B, :B] >= 0).any():
+            off = 0
+            for k, s in zip(touch, samp):
+                rng[self.n_obs + k] = off, off + len(s[0])
+                off += len(s[0])
+        self.s_range = ti.ndarray(ti.i32, shape=rng.shape)
+        self.s_range.from_numpy(rng)
+        self.dedup = min(self.margin, DEDUP * self.mean_edge)
+
+    def _fem_items(self, model, cd) -> None:
+        """FEM surface triangles and tets for the body-body hash, when an FEM body may touch an FEM or
+        rigid body (rigid–rigid pairs are the proxies', rods' the rod passes')."""
+        fem_or_rigid = [i for i, b in enumerate(model.bodies) if b.kind in ("fem", "rigid")]
+        self.has_bodies = self.n_bodies > 1 and self.any_pair(self.fem_bodies, fem_or_rigid)
+        self.h = max(2.0 * self.margin, self.mean_edge, 1e-9)
+        t = cd.surf_tris
+        self.tri_items = np.concatenate([t, t[:, 2:]], axis=1).astype(np.int32)
+        self.tet_items = model.tets_np.astype(np.int32)
+
+    def _rods(self, model, cd) -> None:
+        """Rod nodes (radius, a segment at each node), segments (two nodes, the frame's spin block,
+        radius, info: rod, index, last flag, self-contact skip) and the FEM triangles rods may touch."""
+        self.n_rn = self.n_rs = 0
+        self.rod_pairs = self.rod_fem = False
+        if not model.rod_specs:
+            return
+        nodes, nrad, nseg, elem, srad, info = [], [], [], [], [], []
+        for k, spec in enumerate(model.rod_specs):
+            br = model.body(spec.name)
+            n, npt = spec.n_segments, spec.n_points
+            node = br.node_start + np.arange(npt)
+            nodes.append(node)
+            nrad.append(np.full(npt, spec.radius))
+            nseg.append(br.node_start + npt + np.minimum(np.arange(npt), n - 1))   # a segment at each node
+            elem.append(np.stack([node[:-1], node[1:], br.node_start + npt + np.arange(n)], axis=1))
+            srad.append(np.full(n, spec.radius))
+            skip = 1 + int(np.ceil(3.0 * spec.radius / spec.rest_lengths.min())) if spec.self_contact else -1
+            info.append(np.stack([np.full(n, k), np.arange(n), (np.arange(n) == n - 1).astype(int),
+                                  np.full(n, skip)], axis=1))
+        self.n_rn = int(sum(len(a) for a in nodes))
+        self.n_rs = int(sum(len(a) for a in elem))
+        self.rn_node = backend.int_array(np.concatenate(nodes))
+        self.rn_rad = backend.scalar_array(self.n_rn, np.concatenate(nrad))
+        self.rn_seg = backend.int_array(np.concatenate(nseg))
+        self.rs_elem_np = np.concatenate(elem)
+        self.rs_rad_np = np.concatenate(srad)
+        self.rs_elem = backend.int_array(self.rs_elem_np, width=3)
+        self.rs_rad = backend.scalar_array(self.n_rs, self.rs_rad_np)
+        self.rs_info = backend.int_array(np.concatenate(info), width=4)
+        self.rod_pairs = ((len(model.rod_specs) > 1 and self.any_pair(self.rod_bodies, self.rod_bodies))
+                          or any(s.self_contact and s.n_segments > 3 for s in model.rod_specs))
+        self.rod_fem = self.any_pair(self.rod_bodies, self.fem_bodies) and len(cd.surf_tris) > 0
+        self.rod_tris_np = cd.surf_tris
+        self.rod_tris = backend.int_array(cd.surf_tris, width=3) if self.rod_fem else None
+        self.n_rod_tris = len(cd.surf_tris)
+        h = max(float(max(s.rest_lengths.max() for s in model.rod_specs)) + 2 * float(self.rs_rad_np.max()), 1e-9)
+        if self.rod_fem:
+            x0 = model.rest_positions[cd.surf_tris]
+            h = max(h, float(np.linalg.norm(x0 - np.roll(x0, 1, axis=1), axis=2).mean()))
+        self.rod_h = h
