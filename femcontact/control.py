@@ -1,19 +1,28 @@
 """Control: what the user changes between steps on purpose.
 
 Specs describe the scene as built and are never changed afterwards; a ``Control`` starts from
-them (copies) and is what the step reads for commands that may change during a run: the PD drives
-of hinge and prismatic joints (target position or a function of time, target rate, gains, effort
-limit). A script changes it between steps through ``sim.control`` (for a gripper:
-``ParallelGripper.set_width(width, sim.control)``).
+them (copies) and is what the step reads for commands that may change during a run:
+
+- the PD drives of hinge and prismatic joints (target position or a function of time, target rate,
+  gains, effort limit): ``set_joint_drive`` (for a gripper: ``ParallelGripper.set_width(width,
+  sim.control)``);
+- the external loads, by name: the ``add_force`` / ``add_torque`` calls of the specs (named
+  ``"<body>:<k>"``, k counting that body's loads) and any a script sets with ``set_force`` /
+  ``set_torque`` (constant or a function of time), or removes with ``remove_load``.
+
+A script changes it between steps through ``sim.control``; the next step reads it.
 """
 from __future__ import annotations
 
 import math
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Optional
 
 from .errors import ParameterError
 from .spec.drive import Drive, Target
+from .spec.force import BodyForce, NodalForce, body_force, nodal_force
+from .spec.rigid import RigidBodySpec
+from .spec.rod import RodSpec
 from .spec.validation import non_negative, positive_or_none
 
 _KEEP = object()
@@ -31,16 +40,85 @@ def _target(value, what: str):
     return x
 
 
-class Control:
-    """The joint drives of a run, by joint name (see the module docstring)."""
+@dataclass(frozen=True)
+class Load:
+    """An external load on body ``body``: a ``NodalForce`` (FEM body or rod; node indices within the
+    body) or a ``BodyForce`` (rigid body)."""
 
-    def __init__(self, joint_drives: dict[str, Drive]):
+    body: str
+    force: NodalForce | BodyForce
+
+
+class Control:
+    """The joint drives and external loads of a run (see the module docstring)."""
+
+    def __init__(self, joint_drives: dict[str, Drive], loads: Optional[dict[str, Load]] = None,
+                 bodies: Optional[dict] = None):
         self._drives = {name: replace(d) for name, d in joint_drives.items()}
+        self._loads = dict(loads or {})
+        self._bodies = dict(bodies or {})           # name -> spec, read only (node selections)
+        self.loads_version = 0                      # bumped by every change of the loads
 
     @classmethod
-    def from_joints(cls, joints) -> "Control":
-        """The drives the joint specs were built with."""
-        return cls({j.name: j.drive for j in joints if j.drive is not None})
+    def from_scene(cls, scene) -> "Control":
+        """The drives and loads the scene's specs were built with."""
+        loads = {f"{b.name}:{k}": Load(b.name, f) for b in scene.all_bodies for k, f in enumerate(b.forces)}
+        return cls({j.name: j.drive for j in scene.joints if j.drive is not None}, loads,
+                   {b.name: b for b in scene.all_bodies})
+
+    @property
+    def loads(self) -> dict[str, Load]:
+        """The external loads now, by name (a copy)."""
+        return dict(self._loads)
+
+    def _body(self, body: str):
+        spec = self._bodies.get(body)
+        if spec is None:
+            raise ParameterError(f"no body named {body!r} (bodies: {sorted(self._bodies)})")
+        return spec
+
+    def set_force(self, name: str, body: str, force, *, nodes=None, mode: str = "total", point=None) -> None:
+        """Apply (or replace) the load ``name`` from the next step on: a world-frame force (3,) N or a
+        function t -> (3,) on body ``body``. FEM body or rod: on the ``nodes`` selected (as
+        ``add_force``: None = all), split by lumped mass (``mode="total"``) or on every node
+        (``"per_node"``). Rigid body: at the shape-frame ``point`` (None: the centre of mass)."""
+        spec = self._body(body)
+        what = f"load {name!r} on {body!r}"
+        if isinstance(spec, RigidBodySpec):
+            if nodes is not None:
+                raise ParameterError(f"{what}: a rigid body takes a point=, not nodes=")
+            load = body_force(force, point, False, what)
+        else:
+            if point is not None:
+                raise ParameterError(f"{what}: an FEM body or rod takes nodes=, not point=")
+            load = nodal_force(spec.select(nodes), force, mode, what)
+        self._set(name, Load(body, load))
+
+    def set_torque(self, name: str, body: str, torque, *, segments=-1) -> None:
+        """Apply (or replace) the load ``name``: a world-frame torque (3,) N m or t -> (3,) on a rigid
+        body, or on each of the given ``segments`` of a rod."""
+        spec = self._body(body)
+        what = f"load {name!r} on {body!r}"
+        if isinstance(spec, RigidBodySpec):
+            load = body_force(torque, None, True, what)
+        elif isinstance(spec, RodSpec):
+            load = nodal_force(spec.segment_block(segments), torque, "per_node", what)
+        else:
+            raise ParameterError(f"{what}: torques act on rigid bodies and rods, not on FEM body {body!r}")
+        self._set(name, Load(body, load))
+
+    def remove_load(self, name: str) -> None:
+        """Remove the load ``name`` from the next step on."""
+        if name not in self._loads:
+            raise ParameterError(f"no load named {name!r} (loads: {sorted(self._loads)})")
+        del self._loads[name]
+        self.loads_version += 1
+
+    def _set(self, name: str, load: Load) -> None:
+        if not isinstance(name, str) or not name:
+            raise ParameterError(f"a load's name must be a non-empty string, got {name!r}")
+        self._loads[name] = load
+        self.loads_version += 1
 
     @property
     def driven_joints(self) -> list[str]:

@@ -171,7 +171,7 @@ class Simulator:
         self.A = BlockSparseMatrix(self.model.pattern)
         self.b = backend.vec3_array(n)
         self.linear = make_linear_solver(scene.linear_solver, n, tol=scene.linear_tol)
-        self.control = Control.from_joints(scene.joints)     # what a script changes between steps
+        self.control = Control.from_scene(scene)     # drives and loads a script changes between steps
         self.drives = _Drives(scene, self.model)
         self.fixed = backend.scalar_array(n, self.model.dofs.prescribed.astype(np.int32), dtype=ti.i32)
         self.v_fixed = backend.vec3_array(n)
@@ -179,7 +179,7 @@ class Simulator:
         self._drive_index = backend.int_array(self.drives.index)
         self._drive_vals = backend.vec3_array(self.drives.count)
         self._drive_end = backend.vec3_array(self.drives.count)
-        self._static_force, self._timed_forces = self._collect_forces()
+        self._collect_forces()
         self.f_ext = backend.vec3_array(n, self._static_force)
         self.stats: list[StepStats] = []
         self.timers = {"detection": 0.0, "assembly": 0.0, "solve": 0.0, "output": 0.0}
@@ -216,24 +216,35 @@ class Simulator:
                                  "or solver") from None
 
     # ------------------------------------------------------------------ setup
-    def _collect_forces(self):
-        static = np.zeros((self.model.n_nodes, 3))
-        timed = []
-        for spec in [*self.scene.fem_bodies, *self.scene.rods]:
-            start = self.model.body(spec.name).node_start
-            for f in spec.forces:
-                idx = f.nodes + start
-                m = self.model.mass_np[idx]
-                weights = (m / m.sum())[:, None] if f.mode == "total" else np.ones((len(idx), 1))
-                if callable(f.force):
-                    timed.append((idx, weights, f.force))
-                else:
-                    np.add.at(static, idx, weights * f.force)
-        self._rigid_forces = [(k, int(self.model.rigid_lin[k]), bf)
-                              for k, spec in enumerate(self.model.rigid_specs) for bf in spec.forces]
-        return static, timed
+    def _collect_forces(self) -> None:
+        """The loads of ``self.control`` as a static nodal array plus the time-dependent and rigid
+        ones (rebuilt when a script changes the loads)."""
+        m = self.model
+        static = np.zeros((m.n_nodes, 3))
+        timed, rigid_forces = [], []
+        rigid_index = {r.name: k for k, r in enumerate(m.rigid_specs)}
+        for load in self.control.loads.values():
+            f = load.force
+            if load.body in rigid_index:
+                k = rigid_index[load.body]
+                rigid_forces.append((k, int(m.rigid_lin[k]), f))
+                continue
+            idx = f.nodes + m.body(load.body).node_start
+            mass = m.mass_np[idx]
+            weights = (mass / mass.sum())[:, None] if f.mode == "total" else np.ones((len(idx), 1))
+            if callable(f.force):
+                timed.append((idx, weights, f.force))
+            else:
+                np.add.at(static, idx, weights * f.force)
+        self._static_force, self._timed_forces, self._rigid_forces = static, timed, rigid_forces
+        self._loads_version = self.control.loads_version
 
     def _update_forces(self, t: float) -> None:
+        """f_ext of the step: the loads of ``self.control`` at time t."""
+        if self._loads_version != self.control.loads_version:
+            self._collect_forces()
+            if not (self._timed_forces or self._rigid_forces):
+                backend.write(self.f_ext, self._static_force)
         if not (self._timed_forces or self._rigid_forces):
             return
         f = self._static_force.copy()

@@ -67,3 +67,54 @@ def test_bad_commands_are_refused():
         sim.control.set_joint_drive("hinge", kp=-1.0)
     with pytest.raises(fc.ParameterError, match="finite"):
         sim.control.set_joint_drive("hinge", target=float("nan"))
+
+
+def test_loads_set_through_control_reach_the_step_and_the_specs_stay_as_built():
+    """Zero gravity, no contacts: a rigid box gains F/m per second while a load acts and keeps its
+    velocity once the load is removed; an FEM body's momentum grows by F t for a load split over its
+    nodes; a load from the spec can be replaced by name and the spec keeps its own."""
+    scene = fc.Scene(dt=1e-2, gravity=(0, 0, 0), integrator="euler")
+    box = scene.add_rigid_body(shapes.Box((0.1, 0.1, 0.1)), density=1000.0, position=(0, 0, 1), name="box")
+    box.add_force((1.0, 0.0, 0.0))
+    scene.add_fem_body(fc.meshes.box((0.1, 0.1, 0.1), resolution=2),
+                       fc.Material(youngs_modulus=1e5, poisson_ratio=0.3, density=1000.0), position=(1, 0, 1),
+                       name="soft")
+    sim = fc.Simulator(scene)
+    m = sim.model.rigid_specs[0].mass
+    assert sorted(sim.control.loads) == ["box:0"]
+    sim.run(steps=10)
+    assert sim.rigid_velocity("box")[0][0] == pytest.approx(1.0 * 0.1 / m, rel=1e-9)
+    sim.control.set_force("box:0", "box", (0.0, 3.0, 0.0))            # replaced by name
+    sim.control.set_force("pull", "soft", (0.0, 0.0, 2.0))            # split over all nodes by mass
+    sim.run(steps=10)
+    v = sim.rigid_velocity("box")[0]
+    assert v[0] == pytest.approx(0.1 / m, rel=1e-9) and v[1] == pytest.approx(3.0 * 0.1 / m, rel=1e-9)
+    momentum = (sim.model.mass_np[:, None] * sim.state.velocities())[sim.model.body("soft").node_start:][:27].sum(0)
+    assert momentum[2] == pytest.approx(2.0 * 0.1, rel=1e-9)
+    sim.control.remove_load("box:0")
+    sim.control.set_force("pull", "soft", lambda t: (0.0, 0.0, 0.0))  # a function of time, zero
+    sim.run(steps=10)
+    assert sim.rigid_velocity("box")[0][1] == pytest.approx(0.3 / m, rel=1e-9)
+    assert np.array_equal(box.forces[0].value, [1.0, 0.0, 0.0])       # the spec is as built
+
+
+def test_bad_loads_are_refused():
+    scene = fc.Scene(gravity=(0, 0, 0))
+    scene.add_rigid_body(shapes.Box((0.1, 0.1, 0.1)), density=1000.0, name="box")
+    scene.add_fem_body(fc.meshes.box((0.1, 0.1, 0.1), resolution=1),
+                       fc.Material(youngs_modulus=1e5, poisson_ratio=0.3, density=1000.0), position=(1, 0, 0),
+                       name="soft")
+    sim = fc.Simulator(scene)
+    with pytest.raises(fc.ParameterError, match="no body named 'lid'"):
+        sim.control.set_force("f", "lid", (1, 0, 0))
+    with pytest.raises(fc.ParameterError, match="point="):
+        sim.control.set_force("f", "box", (1, 0, 0), nodes=[0])
+    with pytest.raises(fc.ParameterError, match="nodes="):
+        sim.control.set_force("f", "soft", (1, 0, 0), point=(0, 0, 0))
+    with pytest.raises(fc.ParameterError, match="torques act on"):
+        sim.control.set_torque("t", "soft", (0, 0, 1))
+    with pytest.raises(fc.ParameterError, match="no load named"):
+        sim.control.remove_load("f")
+    with pytest.raises(fc.ParameterError):
+        sim.control.set_force("f", "box", (1, 0))
+    assert sim.control.loads == {}
