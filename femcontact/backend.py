@@ -12,6 +12,11 @@ counters) finish in an order that varies, so two runs of one scene agree only to
 detection may order (and nodalize) contacts differently. ``FEMCONTACT_DETERMINISTIC=1`` (or
 ``init(..., deterministic=True)``) runs the CPU backend on one thread: every run, and every run
 resumed from a checkpoint, then repeats bit for bit on the same machine. GPUs have no such mode.
+
+Banner: Taichi prints "[Taichi] version ..." when it is imported. femcontact names its backend
+in its own messages, so this module (imported before anything imports Taichi) turns that banner
+off unless ``ENABLE_TAICHI_HEADER_PRINT`` is set: ``femcontact --help``, ``mesh`` and ``render``
+print only their own output.
 """
 from __future__ import annotations
 
@@ -22,6 +27,8 @@ from pathlib import Path
 import numpy as np
 
 from .errors import ParameterError
+
+os.environ.setdefault("ENABLE_TAICHI_HEADER_PRINT", "0")   # before any ``import taichi`` (module docstring)
 
 ARCHS = ("auto", "cpu", "cuda", "vulkan", "metal")
 PRECISIONS = ("f64", "f32")
