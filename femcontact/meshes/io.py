@@ -13,7 +13,7 @@ from .convert import IGNORED_TYPES, LINEAR_OF, SURFACE_TYPES, cells_to_tets
 from .quality import signed_volumes
 from .surface import boundary_faces
 from .types import TetMesh
-from .validate import DEFAULT_MIN_QUALITY, check_finite, validate
+from .validate import DEFAULT_MIN_QUALITY, check_coordinates, validate
 
 #: Suffixes read as closed surfaces and tetrahedralized.
 SURFACE_SUFFIXES = {".stl", ".obj", ".ply", ".off"}
@@ -178,7 +178,7 @@ def load(path, scale: float = 1.0, *, tetrahedralize: bool | None = None, max_vo
             raise MeshError(f"{path} has only surface cells ({', '.join(found)}); pass tetrahedralize=True")
         from .tetrahedralize import tetrahedralize_surface
 
-        check_finite(points, str(path))
+        check_coordinates(points, str(path))
         mesh = tetrahedralize_surface(points, np.concatenate(tris), max_volume=max_volume,
                                       edge_length=edge_length, name=mesh_name)
     else:

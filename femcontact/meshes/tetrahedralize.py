@@ -77,10 +77,6 @@ def tetrahedralize_surface(vertices, faces, max_volume: float | None = None, edg
     An open or non-manifold surface is refused with a MeshError that says so; duplicate
     vertices, zero-area and duplicate triangles are repaired (a MeshWarning says so).
     """
-    try:
-        import tetgen
-    except ImportError as e:
-        raise MeshError(f"tetrahedralizing a surface mesh needs the TetGen wrapper: {INSTALL_HINT}") from e
     for label, val in (("max_volume", max_volume), ("edge_length", edge_length)):
         if val is not None and not (np.isfinite(val) and val > 0):
             raise ParameterError(f"{label} must be a positive number, got {val}")
@@ -88,6 +84,10 @@ def tetrahedralize_surface(vertices, faces, max_volume: float | None = None, edg
         raise ParameterError(f"min_ratio must be > 1 (radius-edge ratio), got {min_ratio}")
     v, f, notes = clean_surface(vertices, faces, name)
     check_closed_surface(v, f, what=f"surface of {name}", check_orientation=False)
+    try:   # after the surface checks: an open or non-manifold surface is refused even without TetGen
+        import tetgen
+    except ImportError as e:
+        raise MeshError(f"tetrahedralizing a surface mesh needs the TetGen wrapper: {INSTALL_HINT}") from e
     if notes:
         warnings.warn(f"{name}: repaired surface before tetrahedralizing: {'; '.join(notes)}", MeshWarning,
                       stacklevel=2)

@@ -131,6 +131,27 @@ def check_drive(what: str, position, velocity) -> None:
         raise ParameterError(f"{what}: position/velocity must be a function of time")
 
 
+def check_drive_output(what: str, position, velocity, x0: np.ndarray, t: float = 0.0) -> None:
+    """Call a drive once at ``t`` and refuse it unless it returns finite values of the right shape:
+    ``position(t, x0) -> (k, 3)`` or ``velocity(t) -> (3,) | (k, 3)`` for the k = len(x0) nodes."""
+    k = len(x0)
+    kind, want = ("position", f"({k}, 3)") if position is not None else ("velocity", f"(3,) or ({k}, 3)")
+    try:
+        value = position(float(t), np.array(x0, float)) if position is not None else velocity(float(t))
+        arr = np.asarray(value, dtype=float)
+    except ParameterError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - user code
+        raise ParameterError(f"{what}: the {kind} function failed at t={t:g} ({type(exc).__name__}: {exc}); "
+                             f"it must return an array of shape {want}") from None
+    shapes = [(k, 3)] if position is not None else [(3,), (k, 3)]
+    if arr.shape not in shapes:
+        raise ParameterError(f"{what}: the {kind} function returned shape {arr.shape} at t={t:g}; it must return "
+                             f"shape {want} for the {k} selected nodes")
+    if not np.isfinite(arr).all():
+        raise ParameterError(f"{what}: the {kind} function returned NaN or infinite values at t={t:g}")
+
+
 def unit_vector(value, what: str) -> np.ndarray:
     """A non-zero 3-vector (the first row of a (k, 3) array is taken), normalized."""
     arr = np.asarray(value, float)
