@@ -82,6 +82,19 @@ def read_meshio(path, file_format: str | None = None):
     )
 
 
+def _block_data(block, path, corners: int) -> np.ndarray:
+    """A cell block's connectivity as (k, >= corners) int64, or a MeshError naming the file."""
+    try:
+        data = np.asarray(block.data, dtype=np.int64)
+    except (TypeError, ValueError, OverflowError):
+        data = None
+    if data is None or data.ndim != 2 or (len(data) and data.shape[1] < corners):
+        shape = None if data is None else data.shape
+        raise MeshError(f"{path}: its {block.type} cells have connectivity of shape {shape}, not (k, {corners}) "
+                        "node indices; the file is corrupt or truncated")
+    return data
+
+
 def _gather_tets(mm, path):
     """Tets, cell sets, and whether only surface cells were found."""
     blocks, found, refused = [], [], []
@@ -149,7 +162,10 @@ def load(path, scale: float = 1.0, *, tetrahedralize: bool | None = None, max_vo
         raise ParameterError(f"scale must be a positive number, got {scale}")
     path = Path(path)
     mm = read_meshio(path, file_format)
-    points = np.asarray(mm.points, dtype=np.float64)
+    try:
+        points = np.asarray(mm.points, dtype=np.float64)
+    except (TypeError, ValueError, OverflowError) as e:
+        raise MeshError(f"{path}: point coordinates are not numbers ({e}); the file is corrupt") from None
     if points.ndim != 2 or points.shape[1] not in (2, 3):
         raise MeshError(f"{path}: points have shape {points.shape}; expected (n, 3)")
     if points.shape[1] == 2:
@@ -162,9 +178,9 @@ def load(path, scale: float = 1.0, *, tetrahedralize: bool | None = None, max_vo
         tris = []
         for block in mm.cells:
             if block.type in ("triangle", "triangle6", "triangle7"):
-                tris.append(np.asarray(block.data, dtype=np.int64)[:, :3])
+                tris.append(_block_data(block, path, 3)[:, :3])
             elif block.type in ("quad", "quad8", "quad9"):
-                q = np.asarray(block.data, dtype=np.int64)[:, :4]
+                q = _block_data(block, path, 4)[:, :4]
                 tris += [q[:, [0, 1, 2]], q[:, [0, 2, 3]]]
         if blocks:  # remesh a volume mesh from its boundary
             tmp = _blocks_to_mesh(mm, blocks, points, mesh_name)[0]
@@ -195,7 +211,7 @@ def _blocks_to_mesh(mm, blocks, points, name):
     offset = 0
     all_blocks = list(mm.cells)
     for block in blocks:
-        data = np.asarray(block.data, dtype=np.int64)
+        data = _block_data(block, name, {"tetra": 4, "hexahedron": 8, "wedge": 6, "pyramid": 5}[LINEAR_OF[block.type]])
         if data.size and (data.min() < 0 or data.max() >= len(points)):
             raise MeshError(f"{name}: {block.type} cells reference points outside 0..{len(points) - 1}")
         t, own = cells_to_tets(block.type, data)
