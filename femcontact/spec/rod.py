@@ -24,7 +24,7 @@ from .drive import NodeDrive
 from .force import nodal_force
 from .material import Material
 from .selection import NodeSelector, require_nodes, select_nodes
-from .validation import check_drive, check_drive_output, positive, vec3
+from .validation import as_float_array, check_drive, check_drive_output, positive, vec3
 
 SHEAR_COEFFICIENT = 0.9  # Timoshenko k of a solid circular section, ≈ 6(1+ν)/(7+6ν)
 
@@ -264,7 +264,7 @@ def make_rod(name: str, points, radius, material: Optional[Material], youngs_mod
     if rest_shape not in ("initial", "straight"):
         raise ParameterError(f"{what}: rest_shape must be 'initial' (natural curvature from the points) or "
                              f"'straight', got {rest_shape!r}")
-    vel = np.asarray(velocity, float)
+    vel = as_float_array(velocity)
     if vel.shape == (3,):
         vel = np.tile(vec3(vel, f"velocity of {what}"), (len(pts), 1))
     if vel.shape != pts.shape or not np.isfinite(vel).all():

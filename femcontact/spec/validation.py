@@ -21,9 +21,17 @@ def require(cond: bool, message: str) -> None:
         raise ParameterError(message)
 
 
+def as_float_array(value) -> np.ndarray:
+    """``value`` as a float array, or an array holding one NaN when it is not numbers at all."""
+    try:
+        return np.asarray(value, dtype=float)
+    except (TypeError, ValueError, OverflowError):
+        return np.full(1, np.nan)
+
+
 def vec3(value, what: str) -> np.ndarray:
     """(3,) float array of three finite numbers."""
-    arr = np.asarray(value, dtype=float)
+    arr = as_float_array(value)
     if arr.shape != (3,) or not np.all(np.isfinite(arr)):
         raise ParameterError(f"{what} must be three finite numbers, got {value!r}")
     return arr
@@ -77,7 +85,7 @@ def as_rotation_matrix(rotation) -> np.ndarray:
         return np.eye(3)
     if isinstance(rotation, Rotation):
         return rotation.as_matrix()
-    arr = np.asarray(rotation, dtype=float)
+    arr = as_float_array(rotation)
     if arr.shape == (4,):
         if not np.isfinite(arr).all() or np.linalg.norm(arr) == 0:
             raise ParameterError(f"rotation quaternion must be finite and non-zero, got {rotation!r}")
@@ -154,7 +162,7 @@ def check_drive_output(what: str, position, velocity, x0: np.ndarray, t: float =
 
 def unit_vector(value, what: str) -> np.ndarray:
     """A non-zero 3-vector (the first row of a (k, 3) array is taken), normalized."""
-    arr = np.asarray(value, float)
+    arr = as_float_array(value)
     if arr.ndim == 2:
         arr = arr[0]
     if arr.shape != (3,) or not np.isfinite(arr).all() or np.linalg.norm(arr) < 1e-12:
