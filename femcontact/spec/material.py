@@ -1,11 +1,9 @@
 """Material parameters, validated when created."""
 from __future__ import annotations
 
-import math
-import numbers
 from dataclasses import dataclass
 
-from .validation import require
+from .validation import is_finite_number, require
 
 
 @dataclass(frozen=True)
@@ -26,7 +24,7 @@ class Material:
     def __post_init__(self) -> None:
         for name in ("youngs_modulus", "poisson_ratio", "density", "rayleigh_alpha", "rayleigh_beta"):
             value = getattr(self, name)
-            require(isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value),
+            require(is_finite_number(value),
                      f"Material.{name} must be a finite number, got {value!r}")
             object.__setattr__(self, name, float(value))   # numpy scalars too; stored as float
         require(self.youngs_modulus > 0, f"Material.youngs_modulus must be > 0 Pa, got {self.youngs_modulus}")

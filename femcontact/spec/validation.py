@@ -37,13 +37,19 @@ def vec3(value, what: str) -> np.ndarray:
     return arr
 
 
-def _is_number(value) -> bool:
-    return isinstance(value, (int, float, np.integer, np.floating)) and math.isfinite(value)
+def is_finite_number(value) -> bool:
+    """True for a finite real number (Python or numpy; not a bool, and not an int too large for a float)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
 
 
 def positive(value, what: str) -> float:
     """A finite number > 0, as float."""
-    if not _is_number(value) or value <= 0:
+    if not is_finite_number(value) or value <= 0:
         raise ParameterError(f"{what} must be a positive number, got {value!r}")
     return float(value)
 
@@ -52,14 +58,14 @@ def positive_or_none(value, what: str) -> Optional[float]:
     """None (automatic) or a finite number > 0."""
     if value is None:
         return None
-    if not _is_number(value) or value <= 0:
+    if not is_finite_number(value) or value <= 0:
         raise ParameterError(f"{what} must be a positive number or None, got {value!r}")
     return float(value)
 
 
 def non_negative(value, what: str) -> float:
     """A finite number >= 0, as float."""
-    if not _is_number(value) or value < 0:
+    if not is_finite_number(value) or value < 0:
         raise ParameterError(f"{what} must be a non-negative number, got {value!r}")
     return float(value)
 
