@@ -93,6 +93,19 @@ def _renamed_body(scene: fc.Scene) -> None:
     scene.add_fem_body(fc.meshes.box(), MAT, name="cube")
 
 
+def _hanging_ply(tmp: Path):
+    """A PLY file cut inside its header, after a comment: meshio's reader loops forever on it."""
+    from femcontact.meshes import io as mesh_io
+
+    p = tmp / "cut.ply"
+    p.write_bytes(b"ply\nformat binary_little_endian 1.0\ncomment Created by ")
+    limit, mesh_io.READ_TIMEOUT_S = mesh_io.READ_TIMEOUT_S, 1.0
+    try:
+        load(p)
+    finally:
+        mesh_io.READ_TIMEOUT_S = limit
+
+
 def _sim(scene):
     fc.Simulator(scene)        # raises before any step (and before any kernel runs)
 
@@ -184,6 +197,8 @@ CASES = [
     ("mesh-unknown-suffix", lambda t: load(_write(t / "m.vtu", TET, [("tetra", [[0, 1, 2, 3]])]).rename(t / "m.xyz")),
      MeshError, r"unknown mesh file type '\.xyz' .*supported: "),
     ("mesh-truncated-file", lambda t: load(_truncated_msh(t)), MeshError, r"could not read .*cut\.msh .*corrupt"),
+    ("mesh-reader-hangs", _hanging_ply, MeshError,
+     r"could not read .*cut\.ply .*did not finish within 1 s"),
     ("mesh-not-a-tetmesh", lambda t: fc.Scene().add_fem_body("cube.vtu", MAT, name="b"),
      MeshError, r"body 'b': expected a femcontact\.meshes\.TetMesh, got str"),
     # materials

@@ -66,6 +66,14 @@ def seeds(tmp_path_factory) -> list[tuple[str, bytes]]:
     return out
 
 
+@pytest.fixture(autouse=True)
+def _short_read_timeout(monkeypatch):
+    """A reader that loops on a corrupt file is cut off after 3 s here (60 s by default)."""
+    from femcontact.meshes import io as mesh_io
+
+    monkeypatch.setattr(mesh_io, "READ_TIMEOUT_S", 3.0)
+
+
 def _outcome(fn, *args, **kwargs):
     """fn's result, or None when it raised one of our errors; any other exception propagates."""
     with warnings.catch_warnings():
@@ -243,3 +251,43 @@ def test_node_selections_and_drives(selector, value, kind):
         idx = _outcome(body.pin, selector)
     if idx is not None:
         assert len(idx) > 0 and idx.min() >= 0 and idx.max() < body.n_nodes
+
+
+@FUZZ
+@given(points=st.one_of(ANY, hnp.arrays(np.float64, st.tuples(st.integers(0, 6), st.integers(2, 4)), elements=COORD)),
+       radius=st.one_of(NUMBER, ANY), e=st.one_of(st.none(), NUMBER), nu=st.one_of(st.none(), NUMBER),
+       density=st.one_of(st.none(), NUMBER), shear=st.one_of(st.none(), NUMBER), velocity=ANY,
+       rest=st.sampled_from(["initial", "straight", "curved", None]), d1=st.one_of(st.none(), ANY))
+def test_rod_parameters(points, radius, e, nu, density, shear, velocity, rest, d1):
+    rod = _outcome(fc.Scene().add_rod, points, radius, youngs_modulus=e, poisson_ratio=nu, density=density,
+                   shear_modulus=shear, velocity=velocity, rest_shape=rest, d1=d1, name="r")
+    if rod is not None:
+        assert np.isfinite(rod.points).all() and len(rod.points) >= 2 and rod.radius > 0
+
+
+SHAPES = st.one_of(                # (constructor, its arguments): made in the test, where errors are caught
+    st.tuples(st.just(fc.shapes.Box), st.tuples(ANY)), st.tuples(st.just(fc.shapes.Sphere), st.tuples(ANY)),
+    st.tuples(st.just(fc.shapes.Capsule), st.tuples(NUMBER, NUMBER)),
+    st.tuples(st.just(fc.shapes.Cylinder), st.tuples(NUMBER, NUMBER)),
+    st.tuples(st.just(fc.shapes.HalfSpace), st.tuples(ANY, st.one_of(NUMBER, ANY))))
+
+
+@FUZZ
+@given(shape=st.one_of(SHAPES, ANY), density=st.one_of(st.none(), NUMBER), mass=st.one_of(st.none(), NUMBER),
+       inertia=st.one_of(st.none(), ANY), position=ANY, rotation=ANY, omega=ANY,
+       joint=st.sampled_from(["weld", "ball", "hinge", "prismatic", "screw"]), anchor=st.one_of(st.none(), ANY),
+       axis=st.one_of(st.none(), ANY), limits=st.one_of(st.none(), ANY, st.tuples(NUMBER, NUMBER)),
+       stiffness=st.one_of(st.none(), NUMBER))
+def test_rigid_body_and_joint_parameters(shape, density, mass, inertia, position, rotation, omega, joint, anchor,
+                                         axis, limits, stiffness):
+    scene = fc.Scene()
+    if isinstance(shape, tuple):
+        shape = _outcome(shape[0], *shape[1])
+    body = _outcome(scene.add_rigid_body, shape, density=density, mass=mass, inertia=inertia, position=position,
+                    rotation=rotation, angular_velocity=omega, name="r")
+    if body is None:
+        return
+    assert body.mass > 0 and np.isfinite(body.inertia).all() and np.isfinite(body.position).all()
+    spec = _outcome(scene.add_joint, joint, None, "r", anchor=anchor, axis=axis, limits=limits, stiffness=stiffness)
+    if spec is not None:
+        assert np.isfinite(spec.anchor).all() and abs(np.linalg.norm(spec.axis) - 1) < 1e-9

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import contextlib
 import io
+import signal
+import threading
 import warnings
 from pathlib import Path
 
@@ -37,6 +39,34 @@ def _suffix(path: Path) -> str:
     return path.suffix.lower()
 
 
+#: Seconds meshio may spend on one file before it counts as hung (some of its readers loop forever
+#: on a file truncated in its header); plus one second per MB of file.
+READ_TIMEOUT_S = 60.0
+
+
+class _ReadTimeout(BaseException):
+    """Raised by the watchdog inside a hung reader (a BaseException, so readers cannot swallow it)."""
+
+
+@contextlib.contextmanager
+def _watchdog(seconds: float):
+    """Interrupt the block after ``seconds`` (SIGALRM; only in the main thread, where signals arrive)."""
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
+        yield
+        return
+
+    def on_alarm(signum, frame):
+        raise _ReadTimeout()
+
+    previous = signal.signal(signal.SIGALRM, on_alarm)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
 def read_meshio(path, file_format: str | None = None):
     """meshio.read with every failure turned into a MeshError that names the file."""
     meshio = _meshio()
@@ -61,9 +91,13 @@ def read_meshio(path, file_format: str | None = None):
         out, err = io.StringIO(), io.StringIO()
         try:
             # meshio prints and calls sys.exit() on some failures: contain both
-            with warnings.catch_warnings(), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            limit = READ_TIMEOUT_S + path.stat().st_size / 1e6
+            with warnings.catch_warnings(), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), \
+                    _watchdog(limit):
                 warnings.simplefilter("ignore")
                 return meshio.read(path, file_format=fmt)
+        except _ReadTimeout:
+            errors.append(f"{fmt}: the reader did not finish within {limit:.0f} s (it loops on this file)")
         except ImportError as e:
             hint = " (pip install h5py)" if "h5py" in str(e) or suffix in (".xdmf", ".xmf", ".med", ".h5m") else ""
             raise MeshError(f"reading {path} needs an optional package: {e}{hint}") from e
