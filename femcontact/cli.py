@@ -20,7 +20,11 @@ def load_scene_module(path: str | Path):
     spec = importlib.util.spec_from_file_location(f"femcontact_scene_{path.stem}", path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
+    try:
+        spec.loader.exec_module(module)
+    except SyntaxError as exc:
+        raise FemcontactError(f"scene script {str(path)!r} has a syntax error at line {exc.lineno}: {exc.msg}; "
+                              "fix it (python -m py_compile SCENE.py shows it too)") from None
     if not callable(getattr(module, "build", None)):
         raise FemcontactError(f"scene script {str(path)!r} defines no build() function; add "
                               "'def build() -> femcontact.Scene:' that makes and returns the scene")

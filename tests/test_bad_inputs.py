@@ -269,6 +269,8 @@ CASES = [
      r"scene script '.*nope\.py' not found; give the path of a \.py file"),
     ("cli-scene-without-build", lambda t: _cli(t, scene=_scene_file(t, "x = 1\n")), FemcontactError,
      r"scene\.py' defines no build\(\) function; add 'def build\(\) -> femcontact\.Scene:'"),
+    ("cli-scene-syntax-error", lambda t: _cli(t, scene=_scene_file(t, "def build(:\n")), FemcontactError,
+     r"scene\.py' has a syntax error at line 1: .*fix it"),
     ("cli-build-returns-no-scene", lambda t: _cli(t, scene=_scene_file(t, "def build():\n    pass\n")),
      FemcontactError, r"build\(\) in .*scene\.py returned NoneType, not a femcontact\.Scene; end build\(\) with"),
     ("cli-steps-zero", lambda t: _cli(t, "--steps", "0"), FemcontactError, r"--steps must be at least 1, got 0"),
