@@ -222,7 +222,8 @@ def load(path, scale: float = 1.0, *, tetrahedralize: bool | None = None, max_vo
         if not tris:
             raise MeshError(
                 f"{path} has no volume cells and no surface triangles to tetrahedralize; found: "
-                f"{', '.join(found) or 'no cells'}"
+                f"{', '.join(found) or 'no cells'}; give a file with tetrahedra (or hexahedra, wedges, pyramids) "
+                "or a closed triangle surface"
             )
         if tetrahedralize is False:
             raise MeshError(f"{path} has only surface cells ({', '.join(found)}); pass tetrahedralize=True")

@@ -25,7 +25,8 @@ def check_tet_mesh(mesh: TetMesh, name: str, rel_tol: float = 1e-12) -> None:
     check_coordinates(mesh.vertices, f"mesh of body {name!r}")
     if mesh.tets.min() < 0 or mesh.tets.max() >= mesh.n_vertices:
         e = int(np.flatnonzero((mesh.tets < 0).any(1) | (mesh.tets >= mesh.n_vertices).any(1))[0])
-        raise MeshError(f"tet {e} of body {name!r} refers to a vertex outside 0..{mesh.n_vertices - 1}")
+        raise MeshError(f"tet {e} of body {name!r} refers to a vertex outside 0..{mesh.n_vertices - 1}; "
+                        "tets index rows of the vertex array, from 0")
     used = np.zeros(mesh.n_vertices, bool)
     used[mesh.tets.ravel()] = True
     if not used.all():

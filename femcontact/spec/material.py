@@ -28,9 +28,12 @@ class Material:
                      f"Material.{name} must be a finite number, got {value!r}")
             object.__setattr__(self, name, float(value))   # numpy scalars too; stored as float
         require(self.youngs_modulus > 0, f"Material.youngs_modulus must be > 0 Pa, got {self.youngs_modulus}")
-        require(-1.0 < self.poisson_ratio < 0.5,
+        require(self.poisson_ratio < 0.5,
                  f"Material.poisson_ratio must lie in (-1, 0.5), got {self.poisson_ratio} "
                  "(0.5 is incompressible, which linear FEM cannot represent: use e.g. 0.49 for rubber)")
+        require(self.poisson_ratio > -1.0,
+                 f"Material.poisson_ratio must lie in (-1, 0.5), got {self.poisson_ratio} "
+                 "(-1 and below give a negative bulk or shear modulus)")
         require(self.density > 0, f"Material.density must be > 0 kg/m^3, got {self.density}")
         require(self.rayleigh_alpha >= 0, f"Material.rayleigh_alpha must be >= 0, got {self.rayleigh_alpha}")
         require(self.rayleigh_beta >= 0, f"Material.rayleigh_beta must be >= 0, got {self.rayleigh_beta}")
