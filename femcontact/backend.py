@@ -15,12 +15,15 @@ resumed from a checkpoint, then repeats bit for bit on the same machine. GPUs ha
 
 Banner: Taichi prints "[Taichi] version ..." when it is imported. femcontact names its backend
 in its own messages, so this module (imported before anything imports Taichi) turns that banner
-off unless ``ENABLE_TAICHI_HEADER_PRINT`` is set: ``femcontact --help``, ``mesh`` and ``render``
-print only their own output.
+off unless ``ENABLE_TAICHI_HEADER_PRINT`` is set, and ``init`` swallows the "Starting on arch"
+line of ``ti.init``: ``femcontact --help``, ``mesh`` and ``render`` print only their own output,
+and ``run`` names the backend in its own first line.
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
+import io
 import os
 from pathlib import Path
 
@@ -88,7 +91,8 @@ def init(arch: str | None = None, precision: str | None = None, *, debug: bool =
         if name == "vulkan" and want_prec == "f64" and want_arch == "auto":
             continue  # Vulkan float64 support is device-dependent; auto only uses it for f32
         try:
-            ti.init(arch=getattr(ti, "x64" if name == "cpu" else name), log_level=ti.ERROR, **common)
+            with contextlib.redirect_stdout(io.StringIO()):    # its "[Taichi] Starting on arch=..." line
+                ti.init(arch=getattr(ti, "x64" if name == "cpu" else name), log_level=ti.ERROR, **common)
         except Exception:  # noqa: BLE001 - an unavailable backend raises various errors
             continue
         actual = ti.lang.impl.current_cfg().arch

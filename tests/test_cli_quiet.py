@@ -50,3 +50,12 @@ def test_steps_zero_is_refused_before_the_backend_starts(tmp_path):
     assert proc.returncode == 1
     assert "femcontact: error: --steps must be at least 1, got 0" in proc.stderr
     assert "compiling" not in proc.stdout and not (tmp_path / "o").exists()
+
+
+def test_run_prints_no_taichi_lines(tmp_path):
+    proc = _femcontact("run", str(ROOT / "scenes" / "free_fall.py"), "--steps", "1", "--out", str(tmp_path / "o"),
+                       "--arch", "cpu", "--no-progress")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("femcontact: ") and "on cpu (f64)" in proc.stdout
+    assert "[Taichi]" not in proc.stdout + proc.stderr
+    assert "output: " in proc.stdout and "open in ParaView or pyvista.read" in proc.stdout
