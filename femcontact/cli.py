@@ -110,7 +110,7 @@ class DefaultsHelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
 
     def _get_help_string(self, action: argparse.Action) -> str:
         text = action.help or ""
-        if "default" in text.lower() or action.default in (None, False):
+        if "default" in text.lower() or action.default is None or action.default is False:
             return text
         return super()._get_help_string(action)
 

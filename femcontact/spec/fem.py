@@ -34,8 +34,7 @@ def check_tet_mesh(mesh: TetMesh, name: str, rel_tol: float = 1e-12) -> None:
         raise MeshError(f"vertex {int(free[0])} of body {name!r} belongs to no tet ({free.size} such vertices, "
                         f"indices {free[:10].tolist()}): it would have no mass; remove them with "
                         "femcontact.meshes.validate(mesh)")
-    _, first, inverse, counts = np.unique(mesh.vertices, axis=0, return_index=True, return_inverse=True,
-                                          return_counts=True)
+    _, inverse, counts = np.unique(mesh.vertices, axis=0, return_inverse=True, return_counts=True)
     if (counts > 1).any():
         dup = np.flatnonzero(counts[inverse.reshape(-1)] > 1)
         a = int(dup[0])
