@@ -3,7 +3,7 @@ arrays, and random scene, material, contact and solver parameters. The only outc
 valid result (checked) or one of femcontact's own errors; anything else (IndexError, ValueError from
 numpy or meshio, a hang past the deadline) fails.
 
-CI runs a fixed, modest set of examples (``derandomize``; about 30 s in all). For a longer random
+CI runs a fixed, modest set of examples (60 per test, ``derandomize``; about 15 s in all). For a longer random
 search: ``FEMCONTACT_FUZZ_EXAMPLES=2000 FEMCONTACT_FUZZ_RANDOM=1 pytest tests/test_fuzz.py``.
 No Taichi kernel runs here.
 """
@@ -29,7 +29,7 @@ from femcontact.meshes import load, validate
 from femcontact.meshes.surface import boundary_faces
 from femcontact.solvers.cond.options import CondOptions
 
-EXAMPLES = int(os.environ.get("FEMCONTACT_FUZZ_EXAMPLES", "25"))
+EXAMPLES = int(os.environ.get("FEMCONTACT_FUZZ_EXAMPLES", "60"))
 FUZZ = settings(max_examples=EXAMPLES, deadline=timedelta(seconds=20), database=None,
                 derandomize=os.environ.get("FEMCONTACT_FUZZ_RANDOM", "0") != "1",
                 suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
