@@ -5,6 +5,7 @@ import contextlib
 import io
 import signal
 import threading
+import time
 import warnings
 from pathlib import Path
 
@@ -50,8 +51,15 @@ class _ReadTimeout(BaseException):
 
 @contextlib.contextmanager
 def _watchdog(seconds: float):
-    """Interrupt the block after ``seconds`` (SIGALRM; only in the main thread, where signals arrive)."""
+    """Interrupt the block after ``seconds`` (SIGALRM; only in the main thread, where signals arrive).
+
+    A timer the program set itself is kept: when it is due first, the watchdog stays off and that
+    timer fires as planned; otherwise it is re-armed afterwards with the time it had left."""
     if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
+        yield
+        return
+    theirs = signal.getitimer(signal.ITIMER_REAL)
+    if 0 < theirs[0] <= seconds:
         yield
         return
 
@@ -59,12 +67,15 @@ def _watchdog(seconds: float):
         raise _ReadTimeout()
 
     previous = signal.signal(signal.SIGALRM, on_alarm)
+    start = time.monotonic()
     signal.setitimer(signal.ITIMER_REAL, seconds)
     try:
         yield
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+        if theirs[0] > 0:
+            signal.setitimer(signal.ITIMER_REAL, max(theirs[0] - (time.monotonic() - start), 1e-3), theirs[1])
 
 
 def read_meshio(path, file_format: str | None = None):
