@@ -310,3 +310,24 @@ def test_bad_input_is_refused(tmp_path, monkeypatch, make, error, words):
         warnings.simplefilter("ignore")          # repairs on load say so by warning; not what is tested here
         with pytest.raises(error, match=words):
             make(tmp_path)
+
+
+def test_touching_and_excused_bodies_are_not_called_overlapping():
+    """The overlap check refuses overlaps only: resting contact, a shallow overlap (below half an
+    edge), and overlapping pairs whose contact is disabled or that are attached all pass."""
+    from femcontact.spec.overlap import check_initial_overlap
+
+    scene = fc.Scene()
+    cube = fc.meshes.box((0.1, 0.1, 0.1), 3)
+    scene.add_fem_body(cube, MAT, position=(0, 0, 0.05), name="bottom")            # on the ground
+    scene.add_fem_body(cube, MAT, position=(0.01, 0, 0.149), name="top")           # 1 mm into "bottom"
+    scene.add_obstacle(fc.shapes.HalfSpace(), name="ground")
+    scene.add_rigid_body(fc.shapes.Sphere(0.02), density=500.0, position=(0.2, 0, 0.02), name="ball")
+    check_initial_overlap(scene)
+    scene.add_fem_body(cube, MAT, position=(0.02, 0, 0.05), name="ghost")          # deep inside "bottom"
+    with pytest.raises(ParameterError, match="'ghost' and body 'bottom' overlap|'bottom' and body 'ghost' overlap"):
+        check_initial_overlap(scene)
+    scene.set_contact("ghost", "bottom", enabled=False)
+    scene.set_contact("ghost", "ground", enabled=False)
+    scene.set_contact("ghost", "top", enabled=False)
+    check_initial_overlap(scene)
