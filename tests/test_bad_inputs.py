@@ -106,6 +106,10 @@ def _hanging_ply(tmp: Path):
         mesh_io.READ_TIMEOUT_S = limit
 
 
+def _rod(points, radius: float = 0.01):
+    return fc.Scene().add_rod(points, radius, youngs_modulus=1e6, density=1000.0, name="cable")
+
+
 def _sim(scene):
     fc.Simulator(scene)        # raises before any step (and before any kernel runs)
 
@@ -267,6 +271,13 @@ CASES = [
     ("scene-no-bodies", lambda t: _sim(fc.Scene()), ParameterError, r"the scene has no bodies; add one with"),
     ("scene-duplicate-name", lambda t: _renamed_body(_cube_scene()[0]),
      ParameterError, r"a body or obstacle named 'cube' already exists"),
+    ("rod-duplicate-points", lambda t: _rod([[0, 0, 0], [0, 0, 0], [1, 0, 0]]), ParameterError,
+     r"rod 'cable': segment 0 has zero length \(points 0 and 1 coincide\); remove duplicate points"),
+    ("rod-radius-zero", lambda t: _rod([[0, 0, 0], [1, 0, 0]], 0.0), ParameterError,
+     r"rod 'cable': radius \(m\) must be a positive number, got 0\.0"),
+    ("rod-spin-drive-wrong-shape", lambda t: _rod(fc.meshes.rod_straight((0, 0, 0), (1, 0, 0), 4)).drive(
+        segments=[-1], angular_velocity=lambda t: (0.0, 0.0)), ParameterError,
+     r"angular_velocity drive on rod 'cable': the velocity function returned shape \(2,\)"),
     # command line (femcontact run ...)
     ("cli-missing-scene", lambda t: _cli(t, scene=t / "nope.py"), FemcontactError,
      r"scene script '.*nope\.py' not found; give the path of a \.py file"),
