@@ -12,16 +12,26 @@ counters) finish in an order that varies, so two runs of one scene agree only to
 detection may order contacts (and COND nodalize them) differently. ``FEMCONTACT_DETERMINISTIC=1`` (or
 ``init(..., deterministic=True)``) runs the CPU backend on one thread: every run, and every run
 resumed from a checkpoint, then repeats bit for bit on the same machine. GPUs have no such mode.
+
+Banner: Taichi prints "[Taichi] version ..." when it is imported. femcontact names its backend
+in its own messages, so this module (imported before anything imports Taichi) turns that banner
+off unless ``ENABLE_TAICHI_HEADER_PRINT`` is set, and ``init`` swallows the "Starting on arch"
+line of ``ti.init``: ``femcontact --help``, ``mesh`` and ``render`` print only their own output,
+and ``run`` names the backend in its own first line.
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
+import io
 import os
 from pathlib import Path
 
 import numpy as np
 
 from .errors import ParameterError
+
+os.environ.setdefault("ENABLE_TAICHI_HEADER_PRINT", "0")   # before any ``import taichi`` (module docstring)
 
 ARCHS = ("auto", "cpu", "cuda", "vulkan", "metal")
 PRECISIONS = ("f64", "f32")
@@ -81,7 +91,8 @@ def init(arch: str | None = None, precision: str | None = None, *, debug: bool =
         if name == "vulkan" and want_prec == "f64" and want_arch == "auto":
             continue  # Vulkan float64 support is device-dependent; auto only uses it for f32
         try:
-            ti.init(arch=getattr(ti, "x64" if name == "cpu" else name), log_level=ti.ERROR, **common)
+            with contextlib.redirect_stdout(io.StringIO()):    # its "[Taichi] Starting on arch=..." line
+                ti.init(arch=getattr(ti, "x64" if name == "cpu" else name), log_level=ti.ERROR, **common)
         except Exception:  # noqa: BLE001 - an unavailable backend raises various errors
             continue
         actual = ti.lang.impl.current_cfg().arch

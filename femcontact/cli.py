@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import os
 import sys
 import time
 from pathlib import Path
@@ -14,14 +15,58 @@ def load_scene_module(path: str | Path):
     """Import a scene script by path; it must define ``build() -> femcontact.Scene``."""
     path = Path(path)
     if not path.is_file():
-        raise FemcontactError(f"scene script {str(path)!r} not found")
+        raise FemcontactError(f"scene script {str(path)!r} not found; give the path of a .py file that defines "
+                              "build() -> femcontact.Scene (examples in scenes/)")
     spec = importlib.util.spec_from_file_location(f"femcontact_scene_{path.stem}", path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
+    try:
+        spec.loader.exec_module(module)
+    except SyntaxError as exc:
+        raise FemcontactError(f"scene script {str(path)!r} has a syntax error at line {exc.lineno}: {exc.msg}; "
+                              "fix it (python -m py_compile SCENE.py shows it too)") from None
     if not callable(getattr(module, "build", None)):
-        raise FemcontactError(f"scene script {str(path)!r} defines no build() function returning a Scene")
+        raise FemcontactError(f"scene script {str(path)!r} defines no build() function; add "
+                              "'def build() -> femcontact.Scene:' that makes and returns the scene")
     return module
+
+
+def check_run_args(args: argparse.Namespace) -> Path:
+    """Refuse bad ``run`` options before anything is compiled or run; return the output folder.
+
+    --steps and --every must be integers >= 1, --duration and --dt positive numbers, the scene
+    script must exist, and the output folder must be writable (created now if missing)."""
+    from .spec.validation import positive
+
+    if args.steps is not None and args.steps < 1:
+        raise FemcontactError(f"--steps must be at least 1, got {args.steps}; give the number of steps to run, "
+                              "or leave it out to run the scene's duration")
+    if args.every is not None and args.every < 1:
+        raise FemcontactError(f"--every must be at least 1 (a frame every K steps), got {args.every}")
+    if args.duration is not None:
+        positive(args.duration, "--duration (simulated time in s)")
+    if args.dt is not None:
+        positive(args.dt, "--dt (step size in s)")
+    if not Path(args.scene).is_file():
+        raise FemcontactError(f"scene script {args.scene!r} not found; give the path of a .py file that "
+                              "defines build() -> femcontact.Scene (examples in scenes/)")
+    out = Path(args.out) if args.out else Path("out") / Path(args.scene).stem
+    check_output_dir(out, "--out")
+    return out
+
+
+def check_output_dir(out: Path, what: str = "output folder") -> None:
+    """Create ``out`` if needed and prove it writable with a probe file, or raise FemcontactError."""
+    if out.exists() and not out.is_dir():
+        raise FemcontactError(f"{what} {str(out)!r} is a file, not a folder; choose another --out")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        probe = out / f".femcontact-write-test-{os.getpid()}"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as exc:
+        raise FemcontactError(f"{what} {str(out)!r} is not writable ({exc.strerror or exc}); choose a folder "
+                              "you can write to with --out") from None
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -31,16 +76,17 @@ def cmd_run(args: argparse.Namespace) -> int:
     from .spec.validation import positive
 
     start = time.perf_counter()
+    out = check_run_args(args)
     cfg = backend.init(args.arch, args.precision, deterministic=args.deterministic or None)
     module = load_scene_module(args.scene)
     scene = module.build()
     if not isinstance(scene, Scene):
-        raise FemcontactError(f"build() in {args.scene} returned {type(scene).__name__}, not a femcontact.Scene")
+        raise FemcontactError(f"build() in {args.scene} returned {type(scene).__name__}, not a femcontact.Scene; "
+                              "end build() with 'return scene'")
     if args.dt is not None:
         scene.dt = positive(args.dt, "--dt")
     if args.solver is not None:
         scene.solver = args.solver          # checked by the Scene
-    out = Path(args.out) if args.out else Path("out") / Path(args.scene).stem
     sim = Simulator(scene)
     print(f"femcontact: {args.scene} on {cfg['arch']} ({cfg['precision']}), {sim.model.n_dofs} DOF, "
           f"dt {scene.dt:g} s, integrator {scene.integrator}, solver {scene.solver}", flush=True)
@@ -58,6 +104,17 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+class DefaultsHelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Adds "(default: X)" only where the help does not already say its default and X means
+    something (not None or False), so no option reads "(default: ...) (default: None)"."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if "default" in text.lower() or action.default is None or action.default is False:
+            return text
+        return super()._get_help_string(action)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="femcontact",
@@ -70,7 +127,7 @@ def build_parser() -> argparse.ArgumentParser:
         "run", help="run a scene script and write a VTK time series",
         description="Run SCENE.py (a script defining build() -> femcontact.Scene) and write OUT/run.pvd, a "
                     "time series of .vtu/.vtp files that ParaView and PyVista open directly.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+        formatter_class=DefaultsHelpFormatter)
     run.add_argument("scene", metavar="SCENE.py", help="scene script defining build()")
     run.add_argument("--out", default=None, help="output folder (default: out/<scene name>)")
     length = run.add_mutually_exclusive_group()

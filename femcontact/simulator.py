@@ -19,6 +19,7 @@ from .errors import ParameterError, SimulationError
 from .model import Model
 from .bodies import rigid
 from .bodies.rigid import cayley_velocity
+from .spec.overlap import check_initial_overlap
 from .scene import Scene
 from .spec.rigid import RigidBodySpec
 from .spec.validation import vec3 as _vec3
@@ -162,6 +163,7 @@ class Simulator:
         if not scene.all_bodies:
             raise ParameterError("the scene has no bodies; add one with scene.add_fem_body(...) or "
                                  "scene.add_rigid_body(...)")
+        check_initial_overlap(scene)      # host-side, before any Taichi data is made
         backend.init(arch, precision)
         self.scene = scene
         self.model = Model(scene)

@@ -84,13 +84,20 @@ class HalfSpace(Shape):
     kind = HALFSPACE
 
     def __init__(self, normal=(0.0, 0.0, 1.0), offset: float = 0.0):
-        n = np.asarray(normal, dtype=float)
+        try:
+            n = np.asarray(normal, dtype=float)
+        except (TypeError, ValueError, OverflowError):
+            n = np.zeros(0)
         if n.shape != (3,) or not np.isfinite(n).all() or np.linalg.norm(n) < 1e-12:
             raise ParameterError(f"HalfSpace normal must be a non-zero 3-vector, got {normal!r}")
-        if not np.isfinite(float(offset)):
+        try:
+            off = np.nan if isinstance(offset, (bool, str)) else float(offset)
+        except (TypeError, ValueError, OverflowError):
+            off = np.nan
+        if not np.isfinite(off):
             raise ParameterError(f"HalfSpace offset must be finite, got {offset!r}")
         self.normal = n / np.linalg.norm(n)
-        self.offset = float(offset)
+        self.offset = float(off)
 
     def packed(self):
         return np.array([*self.normal, self.offset, 0, 0, 0, 0], float)
@@ -119,7 +126,10 @@ class Box(Shape):
     kind = BOX
 
     def __init__(self, half_extents=(0.5, 0.5, 0.5)):
-        h = np.asarray(half_extents, dtype=float)
+        try:
+            h = np.asarray(half_extents, dtype=float)
+        except (TypeError, ValueError, OverflowError):
+            h = np.zeros(0)
         if h.shape != (3,):
             raise ParameterError(f"Box half_extents must be three positive numbers, got {half_extents!r}")
         self.half_extents = np.array([_positive(x, "Box half_extents") for x in h])

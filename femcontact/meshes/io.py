@@ -3,6 +3,9 @@ from __future__ import annotations
 
 import contextlib
 import io
+import signal
+import threading
+import time
 import warnings
 from pathlib import Path
 
@@ -13,7 +16,7 @@ from .convert import IGNORED_TYPES, LINEAR_OF, SURFACE_TYPES, cells_to_tets
 from .quality import signed_volumes
 from .surface import boundary_faces
 from .types import TetMesh
-from .validate import DEFAULT_MIN_QUALITY, check_finite, validate
+from .validate import DEFAULT_MIN_QUALITY, check_coordinates, validate
 
 #: Suffixes read as closed surfaces and tetrahedralized.
 SURFACE_SUFFIXES = {".stl", ".obj", ".ply", ".off"}
@@ -35,6 +38,44 @@ def _suffix(path: Path) -> str:
         if name.endswith(double):
             return double
     return path.suffix.lower()
+
+
+#: Seconds meshio may spend on one file before it counts as hung (some of its readers loop forever
+#: on a file truncated in its header); plus one second per MB of file.
+READ_TIMEOUT_S = 60.0
+
+
+class _ReadTimeout(BaseException):
+    """Raised by the watchdog inside a hung reader (a BaseException, so readers cannot swallow it)."""
+
+
+@contextlib.contextmanager
+def _watchdog(seconds: float):
+    """Interrupt the block after ``seconds`` (SIGALRM; only in the main thread, where signals arrive).
+
+    A timer the program set itself is kept: when it is due first, the watchdog stays off and that
+    timer fires as planned; otherwise it is re-armed afterwards with the time it had left."""
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
+        yield
+        return
+    theirs = signal.getitimer(signal.ITIMER_REAL)
+    if 0 < theirs[0] <= seconds:
+        yield
+        return
+
+    def on_alarm(signum, frame):
+        raise _ReadTimeout()
+
+    previous = signal.signal(signal.SIGALRM, on_alarm)
+    start = time.monotonic()
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+        if theirs[0] > 0:
+            signal.setitimer(signal.ITIMER_REAL, max(theirs[0] - (time.monotonic() - start), 1e-3), theirs[1])
 
 
 def read_meshio(path, file_format: str | None = None):
@@ -61,9 +102,13 @@ def read_meshio(path, file_format: str | None = None):
         out, err = io.StringIO(), io.StringIO()
         try:
             # meshio prints and calls sys.exit() on some failures: contain both
-            with warnings.catch_warnings(), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            limit = READ_TIMEOUT_S + path.stat().st_size / 1e6
+            with warnings.catch_warnings(), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), \
+                    _watchdog(limit):
                 warnings.simplefilter("ignore")
                 return meshio.read(path, file_format=fmt)
+        except _ReadTimeout:
+            errors.append(f"{fmt}: the reader did not finish within {limit:.0f} s (it loops on this file)")
         except ImportError as e:
             hint = " (pip install h5py)" if "h5py" in str(e) or suffix in (".xdmf", ".xmf", ".med", ".h5m") else ""
             raise MeshError(f"reading {path} needs an optional package: {e}{hint}") from e
@@ -80,6 +125,19 @@ def read_meshio(path, file_format: str | None = None):
         f"could not read {path} as a {suffix} mesh: the file is corrupt, truncated or not in that "
         f"format ({'; '.join(errors)})"
     )
+
+
+def _block_data(block, path, corners: int) -> np.ndarray:
+    """A cell block's connectivity as (k, >= corners) int64, or a MeshError naming the file."""
+    try:
+        data = np.asarray(block.data, dtype=np.int64)
+    except (TypeError, ValueError, OverflowError):
+        data = None
+    if data is None or data.ndim != 2 or (len(data) and data.shape[1] < corners):
+        shape = None if data is None else data.shape
+        raise MeshError(f"{path}: its {block.type} cells have connectivity of shape {shape}, not (k, {corners}) "
+                        "node indices; the file is corrupt or truncated")
+    return data
 
 
 def _gather_tets(mm, path):
@@ -149,7 +207,10 @@ def load(path, scale: float = 1.0, *, tetrahedralize: bool | None = None, max_vo
         raise ParameterError(f"scale must be a positive number, got {scale}")
     path = Path(path)
     mm = read_meshio(path, file_format)
-    points = np.asarray(mm.points, dtype=np.float64)
+    try:
+        points = np.asarray(mm.points, dtype=np.float64)
+    except (TypeError, ValueError, OverflowError) as e:
+        raise MeshError(f"{path}: point coordinates are not numbers ({e}); the file is corrupt") from None
     if points.ndim != 2 or points.shape[1] not in (2, 3):
         raise MeshError(f"{path}: points have shape {points.shape}; expected (n, 3)")
     if points.shape[1] == 2:
@@ -162,9 +223,9 @@ def load(path, scale: float = 1.0, *, tetrahedralize: bool | None = None, max_vo
         tris = []
         for block in mm.cells:
             if block.type in ("triangle", "triangle6", "triangle7"):
-                tris.append(np.asarray(block.data, dtype=np.int64)[:, :3])
+                tris.append(_block_data(block, path, 3)[:, :3])
             elif block.type in ("quad", "quad8", "quad9"):
-                q = np.asarray(block.data, dtype=np.int64)[:, :4]
+                q = _block_data(block, path, 4)[:, :4]
                 tris += [q[:, [0, 1, 2]], q[:, [0, 2, 3]]]
         if blocks:  # remesh a volume mesh from its boundary
             tmp = _blocks_to_mesh(mm, blocks, points, mesh_name)[0]
@@ -172,13 +233,14 @@ def load(path, scale: float = 1.0, *, tetrahedralize: bool | None = None, max_vo
         if not tris:
             raise MeshError(
                 f"{path} has no volume cells and no surface triangles to tetrahedralize; found: "
-                f"{', '.join(found) or 'no cells'}"
+                f"{', '.join(found) or 'no cells'}; give a file with tetrahedra (or hexahedra, wedges, pyramids) "
+                "or a closed triangle surface"
             )
         if tetrahedralize is False:
             raise MeshError(f"{path} has only surface cells ({', '.join(found)}); pass tetrahedralize=True")
         from .tetrahedralize import tetrahedralize_surface
 
-        check_finite(points, str(path))
+        check_coordinates(points, str(path))
         mesh = tetrahedralize_surface(points, np.concatenate(tris), max_volume=max_volume,
                                       edge_length=edge_length, name=mesh_name)
     else:
@@ -195,7 +257,7 @@ def _blocks_to_mesh(mm, blocks, points, name):
     offset = 0
     all_blocks = list(mm.cells)
     for block in blocks:
-        data = np.asarray(block.data, dtype=np.int64)
+        data = _block_data(block, name, {"tetra": 4, "hexahedron": 8, "wedge": 6, "pyramid": 5}[LINEAR_OF[block.type]])
         if data.size and (data.min() < 0 or data.max() >= len(points)):
             raise MeshError(f"{name}: {block.type} cells reference points outside 0..{len(points) - 1}")
         t, own = cells_to_tets(block.type, data)

@@ -75,7 +75,8 @@ def check_closed_surface(vertices: np.ndarray, faces: np.ndarray, what: str = "s
     """Raise MeshError unless every edge is shared by exactly two triangles, consistently oriented."""
     faces = np.asarray(faces, dtype=np.int64)
     if len(faces) < 4:
-        raise MeshError(f"{what} has {len(faces)} triangles; a closed surface needs at least 4")
+        raise MeshError(f"{what} has {len(faces)} triangles; a closed surface needs at least 4: give a closed "
+                        "surface (or a volume mesh) that encloses the body")
     n = len(vertices)
     directed = faces[:, [[0, 1], [1, 2], [2, 0]]].reshape(-1, 2)
     undirected = np.sort(directed, axis=1)

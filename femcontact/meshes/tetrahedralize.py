@@ -11,7 +11,7 @@ import numpy as np
 from ..errors import MeshError, ParameterError
 from .surface import check_closed_surface, enclosed_volume, row_keys, triangle_areas
 from .types import TetMesh
-from .validate import MeshWarning, merge_duplicate_vertices
+from .validate import MeshWarning, check_coordinates, merge_duplicate_vertices
 
 INSTALL_HINT = "pip install 'femcontact[meshing]'  (or: pip install tetgen)"
 
@@ -33,6 +33,21 @@ def _quiet_fd():
         os.dup2(saved, 1)
         os.close(saved)
         os.close(devnull)
+
+
+def _surface_arrays(vertices, faces, name: str) -> tuple[np.ndarray, np.ndarray]:
+    """(n, 3) finite float vertices and (k, 3) int faces indexing them, or a MeshError naming ``name``."""
+    try:
+        v = np.asarray(vertices, dtype=np.float64).reshape(-1, 3)
+        f = np.asarray(faces, dtype=np.int64).reshape(-1, 3)
+    except (TypeError, ValueError) as e:
+        raise MeshError(f"surface of {name}: vertices must be (n, 3) and faces (k, 3) indices ({e})") from None
+    check_coordinates(v, f"surface of {name}")
+    if len(f) and (f.min() < 0 or f.max() >= len(v)):
+        bad = int(np.flatnonzero(((f < 0) | (f >= len(v))).any(axis=1))[0])
+        raise MeshError(f"surface of {name}: triangle {bad} refers to a vertex outside 0..{len(v) - 1}; "
+                        "the file is corrupt or truncated")
+    return v, f
 
 
 def clean_surface(vertices, faces, what="surface"):
@@ -77,17 +92,18 @@ def tetrahedralize_surface(vertices, faces, max_volume: float | None = None, edg
     An open or non-manifold surface is refused with a MeshError that says so; duplicate
     vertices, zero-area and duplicate triangles are repaired (a MeshWarning says so).
     """
-    try:
-        import tetgen
-    except ImportError as e:
-        raise MeshError(f"tetrahedralizing a surface mesh needs the TetGen wrapper: {INSTALL_HINT}") from e
     for label, val in (("max_volume", max_volume), ("edge_length", edge_length)):
         if val is not None and not (np.isfinite(val) and val > 0):
             raise ParameterError(f"{label} must be a positive number, got {val}")
     if min_ratio <= 1.0:
         raise ParameterError(f"min_ratio must be > 1 (radius-edge ratio), got {min_ratio}")
+    vertices, faces = _surface_arrays(vertices, faces, name)
     v, f, notes = clean_surface(vertices, faces, name)
     check_closed_surface(v, f, what=f"surface of {name}", check_orientation=False)
+    try:   # after the surface checks: an open or non-manifold surface is refused even without TetGen
+        import tetgen
+    except ImportError as e:
+        raise MeshError(f"tetrahedralizing a surface mesh needs the TetGen wrapper: {INSTALL_HINT}") from e
     if notes:
         warnings.warn(f"{name}: repaired surface before tetrahedralizing: {'; '.join(notes)}", MeshWarning,
                       stacklevel=2)

@@ -15,6 +15,9 @@ from .types import TetMesh
 DEFAULT_MIN_QUALITY = 1e-3
 #: Vertices closer than this fraction of the bounding-box diagonal are merged.
 DEFAULT_MERGE_TOL = 1e-9
+#: Largest accepted |coordinate| in m: beyond it a mesh is in the wrong unit (or corrupt), and
+#: its volumes and stiffnesses would lose all precision or overflow.
+MAX_COORDINATE = 1e6
 
 
 class MeshWarning(UserWarning):
@@ -49,12 +52,29 @@ class ValidationLog:
 
 
 def check_finite(vertices: np.ndarray, what: str = "mesh") -> None:
+    """Refuse NaN or infinite coordinates, naming the first bad vertices."""
     bad = ~np.isfinite(vertices).all(axis=1)
     if bad.any():
         idx = np.flatnonzero(bad)
         raise MeshError(
             f"{what}: {len(idx)} vertices have NaN or infinite coordinates, e.g. vertex {idx[0]} = "
-            f"{vertices[idx[0]].tolist()} (indices {idx[:10].tolist()}{' ...' if len(idx) > 10 else ''})"
+            f"{vertices[idx[0]].tolist()} (indices {idx[:10].tolist()}{' ...' if len(idx) > 10 else ''}); "
+            "fix or remove these vertices in the mesh file"
+        )
+
+
+def check_coordinates(vertices: np.ndarray, what: str = "mesh") -> None:
+    """Refuse NaN/infinite coordinates and coordinates beyond ``MAX_COORDINATE`` m, naming a vertex."""
+    check_finite(vertices, what)
+    if len(vertices) == 0:
+        return
+    big = np.abs(vertices).max(axis=1) > MAX_COORDINATE
+    if big.any():
+        idx = np.flatnonzero(big)
+        raise MeshError(
+            f"{what}: {len(idx)} vertices lie farther than {MAX_COORDINATE:g} m from the origin, e.g. vertex "
+            f"{idx[0]} = {vertices[idx[0]].tolist()}; coordinates are in metres: scale the mesh "
+            "(load(..., scale=1e-3) for millimetres) or move it near the origin"
         )
 
 
@@ -119,14 +139,15 @@ def validate(mesh: TetMesh, min_quality: float = DEFAULT_MIN_QUALITY, merge_tol:
     m = mesh.copy()
     log = ValidationLog()
     if m.n_tets == 0:
-        raise MeshError(f"{name} has no tetrahedra")
+        raise MeshError(f"{name} has no tetrahedra; a simulation mesh needs tetrahedra (a surface file is "
+                        "tetrahedralized by femcontact.meshes.load)")
     if m.tets.min() < 0 or m.tets.max() >= m.n_vertices:
         bad = np.flatnonzero(((m.tets < 0) | (m.tets >= m.n_vertices)).any(axis=1))
         raise MeshError(f"{name}: tets {bad[:10].tolist()} reference vertices outside 0..{m.n_vertices - 1}")
 
     used = np.zeros(m.n_vertices, dtype=bool)
     used[m.tets.ravel()] = True
-    check_finite(np.where(used[:, None], m.vertices, 0.0), name)  # unused junk vertices are dropped below
+    check_coordinates(np.where(used[:, None], m.vertices, 0.0), name)  # unused junk vertices are dropped below
     if repair:
         log.removed_vertices = remove_unreferenced(m)
     elif not used.all():

@@ -12,7 +12,8 @@ and ``bodies.rigid``'s mass properties):
 - ``force`` — ``NodalForce``, ``BodyForce``;
 - ``fem``, ``rigid``, ``rod`` — ``FemBodySpec``, ``RigidBodySpec``, ``RodSpec`` and their ``make_*``;
 - ``contact`` — ``ObstacleSpec``, ``ContactParams``, ``ContactPair``;
-- ``joint`` — ``JointSpec``, ``Attachment`` (and point location in an FEM body).
+- ``joint`` — ``JointSpec``, ``Attachment`` (and point location in an FEM body);
+- ``overlap`` — ``check_initial_overlap``: bodies that overlap at t = 0 (the Simulator calls it).
 """
 from .contact import ContactPair, ContactParams, ObstacleSpec
 from .drive import Drive, NodeDrive

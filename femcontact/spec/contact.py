@@ -22,12 +22,13 @@ from scipy.spatial.transform import Rotation
 from ..contact.contacts import CONTACT_PARAM_COLUMNS
 from ..contact.shapes import Shape
 from ..errors import ParameterError
-from .validation import check_motion, evaluate_motion, non_negative_or_nan, pose, unit_vector, vec3
+from .validation import (as_float_array, check_motion, evaluate_motion, non_negative_or_nan, pose, unit_vector,
+                         vec3)
 
 
 def friction_pair(friction, what: str) -> tuple[float, float]:
     """(mu1, mu2) from a number or a pair; both non-negative and finite."""
-    arr = np.atleast_1d(np.asarray(friction, dtype=float)) if not isinstance(friction, str) else None
+    arr = np.atleast_1d(as_float_array(friction)) if not isinstance(friction, str) else None
     if arr is None or arr.shape not in ((1,), (2,)) or not np.isfinite(arr).all() or (arr < 0).any():
         raise ParameterError(f"{what}: friction must be a non-negative number or a pair (mu1, mu2), "
                              f"got {friction!r}")

@@ -15,7 +15,7 @@ from .fem import FemBodySpec
 from .rigid import RigidBodySpec
 from .rod import RodSpec
 from .selection import NodeSelector
-from .validation import non_negative, positive_or_none, unit_vector
+from .validation import as_float_array, non_negative, positive_or_none, unit_vector
 
 JOINT_KINDS = ("weld", "ball", "hinge", "prismatic")
 
@@ -155,15 +155,16 @@ def make_joint(kind: str, parent, child, anchor, axis, limits, stiffness, dampin
                                  "(glue FEM nodes with scene.attach)")
     if parent == child:
         raise ParameterError(f"{what}: parent and child are the same body {child!r}")
-    anchor = np.asarray(anchor, float)
+    anchor = as_float_array(anchor)
     if anchor.shape != (3,) or not np.isfinite(anchor).all():
         raise ParameterError(f"{what}: anchor must be a world point (3 finite numbers), got {anchor!r}")
     ax = unit_vector((0.0, 0.0, 1.0) if axis is None else axis, f"{what}: axis")
     if limits is not None:
-        lo, hi = (float(v) for v in limits)
+        lim = as_float_array(limits)
+        lo, hi = (lim[0], lim[-1]) if lim.shape == (2,) else (np.nan, np.nan)
         if not (np.isfinite(lo) and np.isfinite(hi)) or lo > hi:
             raise ParameterError(f"{what}: limits must be (lower, upper) with lower <= upper, got {limits!r}")
-        limits = (lo, hi)
+        limits = (float(lo), float(hi))
     positive_or_none(stiffness, f"{what}: stiffness")
     positive_or_none(damping, f"{what}: damping")
     return JointSpec(kind, parent, child, anchor, ax, limits, stiffness, damping, name)

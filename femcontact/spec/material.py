@@ -1,10 +1,9 @@
 """Material parameters, validated when created."""
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
-from .validation import require
+from .validation import is_finite_number, require
 
 
 @dataclass(frozen=True)
@@ -25,11 +24,16 @@ class Material:
     def __post_init__(self) -> None:
         for name in ("youngs_modulus", "poisson_ratio", "density", "rayleigh_alpha", "rayleigh_beta"):
             value = getattr(self, name)
-            require(isinstance(value, (int, float)) and math.isfinite(value),
+            require(is_finite_number(value),
                      f"Material.{name} must be a finite number, got {value!r}")
+            object.__setattr__(self, name, float(value))   # numpy scalars too; stored as float
         require(self.youngs_modulus > 0, f"Material.youngs_modulus must be > 0 Pa, got {self.youngs_modulus}")
-        require(-1.0 < self.poisson_ratio < 0.5,
-                 f"Material.poisson_ratio must lie in (-1, 0.5), got {self.poisson_ratio}")
+        require(self.poisson_ratio < 0.5,
+                 f"Material.poisson_ratio must lie in (-1, 0.5), got {self.poisson_ratio} "
+                 "(0.5 is incompressible, which linear FEM cannot represent: use e.g. 0.49 for rubber)")
+        require(self.poisson_ratio > -1.0,
+                 f"Material.poisson_ratio must lie in (-1, 0.5), got {self.poisson_ratio} "
+                 "(-1 and below give a negative bulk or shear modulus)")
         require(self.density > 0, f"Material.density must be > 0 kg/m^3, got {self.density}")
         require(self.rayleigh_alpha >= 0, f"Material.rayleigh_alpha must be >= 0, got {self.rayleigh_alpha}")
         require(self.rayleigh_beta >= 0, f"Material.rayleigh_beta must be >= 0, got {self.rayleigh_beta}")

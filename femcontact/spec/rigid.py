@@ -10,7 +10,7 @@ from ..bodies.rigid import check_inertia, mass_properties
 from ..contact.shapes import Shape
 from ..errors import ParameterError
 from .force import body_force
-from .validation import as_rotation_matrix, check_motion, evaluate_motion, positive, vec3
+from .validation import as_float_array, as_rotation_matrix, check_motion, evaluate_motion, positive, vec3
 
 
 @dataclass
@@ -67,14 +67,22 @@ def make_rigid_body(name: str, shape, density: Optional[float], mass: Optional[f
     for value, label in ((density, "density"), (mass, "mass")):
         if value is not None:
             positive(value, f"{what}: {label}")
-    m1, com, I1 = mass_properties(shape, 1.0)
-    if density is not None:
-        m, I = m1 * density, I1 * density
-    else:
-        m = float(mass) if mass is not None else m1 * 1000.0
-        I = I1 * (m / m1)
+    try:
+        with np.errstate(over="raise", invalid="raise"):
+            m1, com, I1 = mass_properties(shape, 1.0)
+            if density is not None:
+                m, I = m1 * density, I1 * density
+            else:
+                m = float(mass) if mass is not None else m1 * 1000.0
+                I = I1 * (m / m1)
+    except (OverflowError, FloatingPointError):
+        m, I = np.inf, np.full((3, 3), np.inf)
     if inertia is not None:
-        I = check_inertia(inertia, what)
+        I = check_inertia(as_float_array(inertia), what)
+    if not (np.isfinite(m) and m > 0 and np.isfinite(I).all()):
+        raise ParameterError(f"{what}: its mass or inertia is not a finite positive number (shape "
+                             f"{type(shape).__name__}, density {density!r}, mass {mass!r}): check the units "
+                             "(metres, kg/m^3)")
     R = as_rotation_matrix(rotation)
     spec = RigidBodySpec(name, shape, float(m), I, com, vec3(position, f"position of {what}"), R,
                          vec3(velocity, f"velocity of {what}"),

@@ -23,8 +23,8 @@ from ..errors import ParameterError
 from .drive import NodeDrive
 from .force import nodal_force
 from .material import Material
-from .selection import NodeSelector, select_nodes
-from .validation import check_drive, positive, vec3
+from .selection import NodeSelector, require_nodes, select_nodes
+from .validation import as_float_array, check_drive, check_drive_output, positive, vec3
 
 SHEAR_COEFFICIENT = 0.9  # Timoshenko k of a solid circular section, ≈ 6(1+ν)/(7+6ν)
 
@@ -183,7 +183,7 @@ class RodSpec:
 
     def pin(self, nodes: NodeSelector) -> np.ndarray:
         """Hold the selected nodes in place (their segments stay free to turn: a ball joint)."""
-        idx = self.select(nodes)
+        idx = require_nodes(self.select(nodes), nodes, self.points, f"pin on rod {self.name!r}")
         self.drives.append(NodeDrive(idx, velocity=lambda t: np.zeros(3)))
         return idx
 
@@ -196,19 +196,23 @@ class RodSpec:
             if angular_velocity is None or not callable(angular_velocity) or position or velocity:
                 raise ParameterError(f"rod {self.name!r}: drive(segments=...) needs angular_velocity=f(t) only")
             idx = self.segment_block(segments)
+            check_drive_output(f"angular_velocity drive on rod {self.name!r}", None, angular_velocity,
+                               np.zeros((len(idx), 3)))
             self.drives.append(NodeDrive(idx, velocity=angular_velocity))
             return idx
         if angular_velocity is not None:
             raise ParameterError(f"rod {self.name!r}: angular_velocity drives need segments=")
-        check_drive(f"drive on rod {self.name!r}", position, velocity)
-        idx = self.select(nodes)
+        what = f"drive on rod {self.name!r}"
+        check_drive(what, position, velocity)
+        idx = require_nodes(self.select(nodes), nodes, self.points, what)
+        check_drive_output(what, position, velocity, self.points[idx])
         self.drives.append(NodeDrive(idx, position=position, velocity=velocity))
         return idx
 
     def add_force(self, force, nodes: NodeSelector = None, mode: str = "total") -> np.ndarray:
         """External force (3,) N or t -> (3,) on the selected nodes ("total": split by lumped mass;
         "per_node": each node gets it)."""
-        idx = self.select(nodes)
+        idx = require_nodes(self.select(nodes), nodes, self.points, f"force on rod {self.name!r}")
         self.forces.append(nodal_force(idx, force, mode, f"force on rod {self.name!r}"))
         return idx
 
@@ -260,7 +264,7 @@ def make_rod(name: str, points, radius, material: Optional[Material], youngs_mod
     if rest_shape not in ("initial", "straight"):
         raise ParameterError(f"{what}: rest_shape must be 'initial' (natural curvature from the points) or "
                              f"'straight', got {rest_shape!r}")
-    vel = np.asarray(velocity, float)
+    vel = as_float_array(velocity)
     if vel.shape == (3,):
         vel = np.tile(vec3(vel, f"velocity of {what}"), (len(pts), 1))
     if vel.shape != pts.shape or not np.isfinite(vel).all():

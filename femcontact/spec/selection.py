@@ -43,3 +43,14 @@ def select_nodes(selector: NodeSelector, positions: np.ndarray, body: str = "bod
         if bad.size:
             raise ParameterError(f"node index {int(bad[0])} out of range for {body} with {n} nodes")
     return idx
+
+
+def require_nodes(idx: np.ndarray, selector: NodeSelector, positions: np.ndarray, what: str) -> np.ndarray:
+    """``idx`` if it picks at least one node; else a ParameterError naming ``selector`` and the
+    body's extent, so a predicate that misses every node is caught when the scene is built."""
+    if len(idx):
+        return idx
+    lo, hi = positions.min(axis=0), positions.max(axis=0)
+    span = ", ".join(f"{c} in [{a:.4g}, {b:.4g}]" for c, a, b in zip("xyz", lo, hi))
+    raise ParameterError(f"{what}: the node selection {selector!r} matches no node; the body spans {span} m: "
+                         "widen the predicate or pass node indices")

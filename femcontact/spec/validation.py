@@ -21,21 +21,35 @@ def require(cond: bool, message: str) -> None:
         raise ParameterError(message)
 
 
+def as_float_array(value) -> np.ndarray:
+    """``value`` as a float array, or an array holding one NaN when it is not numbers at all."""
+    try:
+        return np.asarray(value, dtype=float)
+    except (TypeError, ValueError, OverflowError):
+        return np.full(1, np.nan)
+
+
 def vec3(value, what: str) -> np.ndarray:
     """(3,) float array of three finite numbers."""
-    arr = np.asarray(value, dtype=float)
+    arr = as_float_array(value)
     if arr.shape != (3,) or not np.all(np.isfinite(arr)):
         raise ParameterError(f"{what} must be three finite numbers, got {value!r}")
     return arr
 
 
-def _is_number(value) -> bool:
-    return isinstance(value, (int, float, np.integer, np.floating)) and math.isfinite(value)
+def is_finite_number(value) -> bool:
+    """True for a finite real number (Python or numpy; not a bool, and not an int too large for a float)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
 
 
 def positive(value, what: str) -> float:
     """A finite number > 0, as float."""
-    if not _is_number(value) or value <= 0:
+    if not is_finite_number(value) or value <= 0:
         raise ParameterError(f"{what} must be a positive number, got {value!r}")
     return float(value)
 
@@ -44,14 +58,14 @@ def positive_or_none(value, what: str) -> Optional[float]:
     """None (automatic) or a finite number > 0."""
     if value is None:
         return None
-    if not _is_number(value) or value <= 0:
+    if not is_finite_number(value) or value <= 0:
         raise ParameterError(f"{what} must be a positive number or None, got {value!r}")
     return float(value)
 
 
 def non_negative(value, what: str) -> float:
     """A finite number >= 0, as float."""
-    if not _is_number(value) or value < 0:
+    if not is_finite_number(value) or value < 0:
         raise ParameterError(f"{what} must be a non-negative number, got {value!r}")
     return float(value)
 
@@ -77,7 +91,7 @@ def as_rotation_matrix(rotation) -> np.ndarray:
         return np.eye(3)
     if isinstance(rotation, Rotation):
         return rotation.as_matrix()
-    arr = np.asarray(rotation, dtype=float)
+    arr = as_float_array(rotation)
     if arr.shape == (4,):
         if not np.isfinite(arr).all() or np.linalg.norm(arr) == 0:
             raise ParameterError(f"rotation quaternion must be finite and non-zero, got {rotation!r}")
@@ -131,9 +145,30 @@ def check_drive(what: str, position, velocity) -> None:
         raise ParameterError(f"{what}: position/velocity must be a function of time")
 
 
+def check_drive_output(what: str, position, velocity, x0: np.ndarray, t: float = 0.0) -> None:
+    """Call a drive once at ``t`` and refuse it unless it returns finite values of the right shape:
+    ``position(t, x0) -> (k, 3)`` or ``velocity(t) -> (3,) | (k, 3)`` for the k = len(x0) nodes."""
+    k = len(x0)
+    kind, want = ("position", f"({k}, 3)") if position is not None else ("velocity", f"(3,) or ({k}, 3)")
+    try:
+        value = position(float(t), np.array(x0, float)) if position is not None else velocity(float(t))
+        arr = np.asarray(value, dtype=float)
+    except ParameterError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - user code
+        raise ParameterError(f"{what}: the {kind} function failed at t={t:g} ({type(exc).__name__}: {exc}); "
+                             f"it must return an array of shape {want}") from None
+    shapes = [(k, 3)] if position is not None else [(3,), (k, 3)]
+    if arr.shape not in shapes:
+        raise ParameterError(f"{what}: the {kind} function returned shape {arr.shape} at t={t:g}; it must return "
+                             f"shape {want} for the {k} selected nodes")
+    if not np.isfinite(arr).all():
+        raise ParameterError(f"{what}: the {kind} function returned NaN or infinite values at t={t:g}")
+
+
 def unit_vector(value, what: str) -> np.ndarray:
     """A non-zero 3-vector (the first row of a (k, 3) array is taken), normalized."""
-    arr = np.asarray(value, float)
+    arr = as_float_array(value)
     if arr.ndim == 2:
         arr = arr[0]
     if arr.shape != (3,) or not np.isfinite(arr).all() or np.linalg.norm(arr) < 1e-12:
