@@ -225,22 +225,25 @@ class PgsSolver:
         self.factor = make_newton_linear_solver(o["linear_solver"], model.n_dofs)
         self._keys = np.zeros(0, np.int64)      # warm start: contact keys and world-frame λ of the last solve
         self._lam_world = np.zeros((0, 3))
+        self._points = np.zeros((0, 3))
         self.history: list[float] = []          # relative impulse change per sweep, last solve
         self.last_stats = None
 
     # ------------------------------------------------------------------ memory
     def memory(self) -> dict:
         """The last solve's impulses (λ, world frame) and their contacts' keys: the warm start."""
-        return {"keys": self._keys.copy(), "lambdas_world": self._lam_world.copy()}
+        return {"keys": self._keys.copy(), "lambdas_world": self._lam_world.copy(), "points": self._points.copy()}
 
     def restore(self, memory: dict) -> None:
         self._keys = np.asarray(memory["keys"], dtype=np.int64).copy()
         self._lam_world = np.asarray(memory["lambdas_world"], dtype=np.float64).reshape(-1, 3).copy()
+        self._points = np.asarray(memory["points"], dtype=np.float64).reshape(-1, 3).copy()
 
     # ------------------------------------------------------------------ helpers
     def _contact_keys(self, contacts, cd: dict, n: int) -> np.ndarray:
         """One integer per contact from its two sides (world -1, real node, or a virtual node's first
-        link as n + node): the same contact of the next step gets the same key."""
+        link as n + node): the same contact of the next step gets the same key (several contacts of
+        one rigid body or triangle share one; ``_warm_start`` tells them apart by their points)."""
         ids = []
         for side in ("node_a", "node_b"):
             node = cd[side].astype(np.int64)
@@ -251,6 +254,21 @@ class PgsSolver:
                 node[virt] = n + first[node[virt] - n]
             ids.append(node)
         return (ids[0] + 1) * (2 * n + 2) + (ids[1] + 1)
+
+    def _warm_start(self, keys: np.ndarray, points: np.ndarray) -> np.ndarray:
+        """Per contact the index of the last solve's contact with the same key and the nearest point
+        (-1: none). Contacts are matched in blocks so the distance table stays small."""
+        out = np.full(len(keys), -1, np.int64)
+        order = np.argsort(self._keys, kind="stable")
+        sk = self._keys[order]
+        lo = np.searchsorted(sk, keys, "left")
+        hi = np.searchsorted(sk, keys, "right")
+        single = (hi - lo) == 1
+        out[single] = order[lo[single]]
+        for m in np.flatnonzero(hi - lo > 1):
+            cand = order[lo[m]:hi[m]]
+            out[m] = cand[np.argmin(np.einsum("ki,ki->k", self._points[cand] - points[m], self._points[cand] - points[m]))]
+        return out
 
     def _restitution(self, param: np.ndarray) -> np.ndarray:
         e = np.full(len(param), float(self.opt["restitution"]))
@@ -318,11 +336,9 @@ class PgsSolver:
         keys = self._contact_keys(contacts, cd, n)
         lam = np.zeros((c, 3))
         if o["warm_start"] and len(self._keys):
-            order = np.argsort(self._keys, kind="stable")
-            sk = self._keys[order]
-            pos = np.clip(np.searchsorted(sk, keys), 0, len(sk) - 1)
-            hit = sk[pos] == keys
-            lam[hit] = np.einsum("mij,mj->mi", frame[hit], self._lam_world[order[pos[hit]]])
+            prev = self._warm_start(keys, cd["point"])
+            hit = prev >= 0
+            lam[hit] = np.einsum("mij,mj->mi", frame[hit], self._lam_world[prev[hit]])
         lam = lam.ravel()
 
         # sweeps
@@ -366,7 +382,7 @@ class PgsSolver:
         backend.write(problem.v_hat, v_hat.reshape(n, 3))
         backend.write(contacts.impulse, float(coef.impulse_scale) * L)
         backend.write(contacts.status, status)
-        self._keys = keys
+        self._keys, self._points = keys, cd["point"].copy()
         self._lam_world = np.einsum("mij,mi->mj", frame, L)
         t2 = time.perf_counter()
         e_m = momentum_error(problem)

@@ -1,0 +1,135 @@
+"""NCP projected Gauss–Seidel (``solver="pgs"``, COND §V-D/E): the exact per-contact solve, the step
+contract (statistics, prescribed nodes, warm start) and the slow convergence on a symmetric grip.
+
+The scenes with known answers that every solver runs (pushed box, incline, resting stack, thrown
+sphere, anisotropic box, cable rolling, agreement with Lagged) are the existing tests, parametrized
+over solvers with "pgs" added (test_rigid, test_contact_physics, test_sap, test_rods,
+test_solver_agreement, test_checkpoint).
+"""
+import numpy as np
+import pytest
+
+import femcontact as fc
+from femcontact.contact.contacts import OPEN, SLIP, STICK
+from femcontact.errors import ParameterError
+from femcontact.solvers import make_contact_solver
+from femcontact.solvers.pgs import local_solve
+from scenes_util import load_scene
+
+RNG = np.random.default_rng(7)
+
+
+def _random_spd():
+    M = RNG.normal(size=(3, 3))
+    return M @ M.T + 0.05 * np.eye(3)
+
+
+@pytest.mark.parametrize("mus", [(0.5, 0.5), (0.2, 0.8), (1.0, 0.1)])
+def test_local_solve_satisfies_signorini_coulomb_exactly(mus):
+    """For random SPD blocks and velocities: λ in the cone, u_n >= 0, λ_n u_n = 0; stick has u = 0;
+    slide has λ on the ellipse and maximal dissipation λ_t = −λ_n (μ1² u1, μ2² u2)/‖(μ1 u1, μ2 u2)‖."""
+    mu1, mu2 = mus
+    seen = set()
+    for _ in range(300):
+        G = _random_spd()
+        r = RNG.normal(size=3)
+        lam, status = local_solve(G, r, mu1, mu2, np.linalg.inv(G))
+        lam = np.array(lam)
+        u = G @ lam + r
+        scale = np.abs(u).max() + np.abs(r).max()
+        seen.add(status)
+        assert lam[2] >= 0 and u[2] >= -1e-9 * scale
+        assert abs(lam[2] * u[2]) <= 1e-9 * scale * max(lam[2], 1.0)
+        ell = np.hypot(lam[0] / mu1, lam[1] / mu2)
+        assert ell <= lam[2] * (1 + 1e-9) + 1e-15
+        if status == OPEN:
+            assert np.all(lam == 0) and r[2] >= 0
+        elif status == STICK:
+            assert np.abs(u).max() <= 1e-9 * scale
+        else:
+            assert status == SLIP and abs(ell - lam[2]) <= 1e-9 * lam[2]
+            d = np.array([mu1 * u[0], mu2 * u[1]])
+            expect = -lam[2] * np.array([mu1 * d[0], mu2 * d[1]]) / np.linalg.norm(d)
+            np.testing.assert_allclose(lam[:2], expect, atol=1e-7 * lam[2])
+    assert seen == {OPEN, STICK, SLIP}
+
+
+def test_options_are_checked():
+    sim = fc.Simulator(load_scene("rigid_box_push").build(solver="pgs"))
+    for opts, word in [({"tol": 0.0}, "tol"), ({"max_iter": 0}, "max_iter"), ({"linear_solver": "pcg"}, "factorization"),
+                       ({"restitution": 2.0}, "restitution"), ({"sigma": 1e-3}, "unknown")]:
+        with pytest.raises(ParameterError, match=word):
+            make_contact_solver("pgs", sim.model, opts)
+
+
+def test_step_statistics_and_warm_start():
+    """SolveStats carry sweeps, the impulse-change residual, e_m, contacts and the ms split; a warm
+    start from the last step's impulses converges in fewer sweeps than a cold one."""
+    sim = fc.Simulator(load_scene("rigid_box_push").build(solver="pgs", force_ratio=0.5))
+    sim.run(steps=6)
+    st = sim.last_solve
+    ex = st.extra
+    assert st.converged and st.residual < 1e-6 and st.iterations >= 1
+    assert ex["contacts"] == sim.contacts.count > 0
+    assert ex["momentum_error"] < 1e-8
+    assert ex["ms_factorization"] > 0 and ex["ms_iteration"] > 0
+    assert len(ex["residuals"]) == st.iterations
+    warm = st.iterations
+    sim.contact_solver.restore({"keys": np.zeros(0, np.int64), "lambdas_world": np.zeros((0, 3)), "points": np.zeros((0, 3))})
+    sim.step()
+    print("sweeps warm", warm, "cold", sim.last_solve.iterations)
+    assert sim.last_solve.iterations > warm
+
+
+@pytest.mark.parametrize("integrator", ["euler", "midpoint"])
+def test_prescribed_nodes_keep_their_velocity(integrator):
+    """A soft cube pressed onto the ground by its driven top: the driven nodes keep v̂ exactly and the
+    ground carries the push (J's prescribed columns are zero in the Delassus operator)."""
+    scene = fc.Scene(dt=1e-2, integrator=integrator, solver="pgs")
+    body = scene.add_fem_body(fc.meshes.box((0.1, 0.1, 0.1), 2), fc.Material(1e5, 0.3, 1000.0),
+                              position=(0, 0, 0.05), name="cube")
+    top = body.drive("z > 0.099", velocity=lambda t: (0.0, 0.0, -0.05))
+    scene.add_obstacle(fc.shapes.HalfSpace(normal=(0, 0, 1)), friction=0.5, name="ground")
+    sim = fc.Simulator(scene)
+    for _ in range(10):
+        sim.step()
+        assert sim.last_solve.converged
+        np.testing.assert_allclose(sim.v_hat.to_numpy()[top], np.tile([0, 0, -0.05], (len(top), 1)), atol=1e-12)
+    c = sim.contacts.to_numpy()
+    assert c["impulse"][:, 2].sum() > sim.model.mass_np.sum() * 9.81 * sim.scene.dt
+    assert sim.body_positions("cube")[:, 2].min() > -1e-3
+
+
+def _grip_solves(solver, steps=3, **options):
+    """Iterations and residual histories of ``steps`` steps of the symmetric grip (ball_squeeze) in
+    its holding phase, from the same state (the run to there is COND's)."""
+    sim = fc.Simulator(load_scene("ball_squeeze").build())
+    sim.run(duration=0.6)
+    if solver != "cond":
+        sim.contact_solver = make_contact_solver(solver, sim.model, options)
+    out = []
+    for _ in range(steps):
+        sim.step()
+        st = sim.last_solve
+        hist = st.extra["residuals"] if solver == "pgs" else list(sim.contact_solver.history)
+        out.append((st.iterations, hist, st))
+    return out
+
+
+def test_pgs_converges_slowly_on_the_symmetric_grip():
+    """COND §V-D, Fig. 9: squeezed symmetrically from both sides, the Delassus operator is
+    ill-conditioned and PGS's residual falls slowly; COND's iteration does not care."""
+    cond = _grip_solves("cond")
+    pgs = _grip_solves("pgs", max_iter=500)
+    it_c = np.mean([c[0] for c in cond])
+    it_p = np.mean([p[0] for p in pgs])
+    hist = np.array(pgs[-1][1])
+    st = pgs[-1][2]
+    print(f"grip: COND {it_c:.1f} iterations, PGS {it_p:.1f} sweeps; PGS residual after 1/10/100 sweeps "
+          f"{hist[0]:.3g} / {hist[min(9, len(hist) - 1)]:.3g} / {hist[min(99, len(hist) - 1)]:.3g}; "
+          f"ms factorization {st.extra['ms_factorization']:.1f}, iteration {st.extra['ms_iteration']:.1f}, "
+          f"contacts {st.extra['contacts']}, e_m {st.extra['momentum_error']:.2g}")
+    assert it_p > 5 * it_c
+    # slow: after the first sweeps the residual shrinks by less than a factor 10 per 20 sweeps
+    k = min(len(hist) - 1, 60)
+    assert hist[k] > 1e-1 ** (k / 20) * hist[0] * 1e-2 or hist[k] > 1e-6
