@@ -56,8 +56,9 @@ def test_local_solve_satisfies_signorini_coulomb_exactly(mus):
 
 def test_options_are_checked():
     sim = fc.Simulator(load_scene("rigid_box_push").build(solver="pgs"))
-    for opts, word in [({"tol": 0.0}, "tol"), ({"max_iter": 0}, "max_iter"), ({"linear_solver": "pcg"}, "factorization"),
-                       ({"restitution": 2.0}, "restitution"), ({"sigma": 1e-3}, "unknown")]:
+    for opts, word in [({"tol": 0.0}, "tol"), ({"max_iter": 0}, "max_iter"),
+                       ({"linear_solver": "pcg"}, "factorization"), ({"restitution": 2.0}, "restitution"),
+                       ({"sigma": 1e-3}, "unknown")]:
         with pytest.raises(ParameterError, match=word):
             make_contact_solver("pgs", sim.model, opts)
 
@@ -75,7 +76,8 @@ def test_step_statistics_and_warm_start():
     assert ex["ms_factorization"] > 0 and ex["ms_iteration"] > 0
     assert len(ex["residuals"]) == st.iterations
     warm = st.iterations
-    sim.contact_solver.restore({"keys": np.zeros(0, np.int64), "lambdas_world": np.zeros((0, 3)), "points": np.zeros((0, 3))})
+    sim.contact_solver.restore({"keys": np.zeros(0, np.int64), "lambdas_world": np.zeros((0, 3)),
+                                "points": np.zeros((0, 3))})
     sim.step()
     print("sweeps warm", warm, "cold", sim.last_solve.iterations)
     assert sim.last_solve.iterations > warm

@@ -27,11 +27,13 @@ else slide: in coordinates scaled by ``S = diag(μ1, μ2, 1)`` the cone is the u
 Stopping (COND-like): relative change of the impulses over one sweep
 ``‖λ^{k+1} − λ^k‖ / ‖λ^{k+1}‖ < tol`` (default 1e-6), at most ``max_iter`` sweeps (default 500,
 COND §V-D). Warm start: the last step's impulses (kept in world coordinates, matched by the
-contact's node pair, re-expressed in the new frame), carried by ``memory()``/``restore()``.
+contact's nodes and nearest point, re-expressed in the new frame), carried by
+``memory()``/``restore()``.
 
 Cost (a baseline, as in the paper): the factorization and the 3c right-hand sides of X are
-O(fill · c); G is dense; one sweep is O(c²) flops in a Python loop over contacts (a few µs per
-contact and visit, tens of µs when it slides: ``np.roots``). ``ms_factorization`` (A, X, G) and
+O(fill · c); G is dense; one sweep is O(c²) flops in a Python loop over contacts (tens of µs
+per contact and visit on this machine, more when it slides: a scalar Newton on θ, ``np.roots``
+only as a fallback). ``ms_factorization`` (A and v*), ``ms_delassus`` (X and G) and
 ``ms_iteration`` (the sweeps) are reported separately.
 
 Options: ``tol`` (1e-6), ``max_iter`` (500 sweeps), ``warm_start`` (True), ``restitution`` (0),
@@ -267,7 +269,8 @@ class PgsSolver:
         out[single] = order[lo[single]]
         for m in np.flatnonzero(hi - lo > 1):
             cand = order[lo[m]:hi[m]]
-            out[m] = cand[np.argmin(np.einsum("ki,ki->k", self._points[cand] - points[m], self._points[cand] - points[m]))]
+            d = self._points[cand] - points[m]
+            out[m] = cand[np.argmin(np.einsum("ki,ki->k", d, d))]
         return out
 
     def _restitution(self, param: np.ndarray) -> np.ndarray:
@@ -315,10 +318,12 @@ class PgsSolver:
         t0 = time.perf_counter()
         F = self.factor.factorize(A)
         v_star = F.solve(b)
+        ta = time.perf_counter()
         X = F.solve(Jf.T.toarray())                       # (3n, 3c) = A⁻¹ J_fᵀ
         Gd = np.asarray(Jf @ X)
         Gd = 0.5 * (Gd + Gd.T)
-        ms_factor = 1e3 * (time.perf_counter() - t0)
+        ms_factor = 1e3 * (ta - t0)
+        ms_delassus = 1e3 * (time.perf_counter() - ta)
 
         # normal targets and biases (COND's rule, cond/targets.py), q = u(λ = 0)
         vck = (J @ vk).reshape(c, 3) + off
@@ -395,7 +400,8 @@ class PgsSolver:
                 float(np.abs(L[:, 2]).sum()) * scale_u, 1e-300)),
             "open": int(np.sum(status == OPEN)), "stick": int(np.sum(status == STICK)),
             "slip": int(np.sum(status == SLIP)), "linear_solver": self.factor.name,
-            "ms_factorization": ms_factor, "ms_iteration": ms_iter, "ms_certificate": ms_cert,
+            "ms_factorization": ms_factor, "ms_delassus": ms_delassus, "ms_iteration": ms_iter,
+            "ms_certificate": ms_cert,
             "ms": 1e3 * (t2 - t_start), "us_per_sweep": 1e3 * ms_iter / max(sweeps, 1),
         })
         self.last_stats = stats
