@@ -102,36 +102,44 @@ def test_prescribed_nodes_keep_their_velocity(integrator):
     assert sim.body_positions("cube")[:, 2].min() > -1e-3
 
 
-def _grip_solves(solver, steps=3, **options):
-    """Iterations and residual histories of ``steps`` steps of the symmetric grip (ball_squeeze) in
-    its holding phase, from the same state (the run to there is COND's)."""
-    sim = fc.Simulator(load_scene("ball_squeeze").build())
-    sim.run(duration=0.6)
-    if solver != "cond":
-        sim.contact_solver = make_contact_solver(solver, sim.model, options)
+def _gripper_solves(solver, steps, **options):
+    """(iterations, converged, residual history) of the first ``steps`` steps of the rigid two-finger
+    gripper closing on the soft ball (scenes/gripper_ball.py, COND §V-D), implicit Euler for both."""
+    scene = load_scene("gripper_ball").build(solver=solver)
+    scene.integrator = "euler"
+    scene.solver_options = {**scene.solver_options, **options}
+    sim = fc.Simulator(scene)
     out = []
     for _ in range(steps):
         sim.step()
         st = sim.last_solve
         hist = st.extra["residuals"] if solver == "pgs" else list(sim.contact_solver.history)
-        out.append((st.iterations, hist, st))
+        out.append((st.iterations, st.converged, np.array(hist), st.extra.get("contacts", 0)))
     return out
 
 
-def test_pgs_converges_slowly_on_the_symmetric_grip():
-    """COND §V-D, Fig. 9: squeezed symmetrically from both sides, the Delassus operator is
-    ill-conditioned and PGS's residual falls slowly; COND's iteration does not care."""
-    cond = _grip_solves("cond")
-    pgs = _grip_solves("pgs", max_iter=500)
-    it_c = np.mean([c[0] for c in cond])
-    it_p = np.mean([p[0] for p in pgs])
-    hist = np.array(pgs[-1][1])
-    st = pgs[-1][2]
-    print(f"grip: COND {it_c:.1f} iterations, PGS {it_p:.1f} sweeps; PGS residual after 1/10/100 sweeps "
-          f"{hist[0]:.3g} / {hist[min(9, len(hist) - 1)]:.3g} / {hist[min(99, len(hist) - 1)]:.3g}; "
-          f"ms factorization {st.extra['ms_factorization']:.1f}, iteration {st.extra['ms_iteration']:.1f}, "
-          f"contacts {st.extra['contacts']}, e_m {st.extra['momentum_error']:.2g}")
-    assert it_p > 5 * it_c
-    # slow: after the first sweeps the residual shrinks by less than a factor 10 per 20 sweeps
-    k = min(len(hist) - 1, 60)
-    assert hist[k] > 1e-1 ** (k / 20) * hist[0] * 1e-2 or hist[k] > 1e-6
+@pytest.mark.slow
+@pytest.mark.sample
+def test_pgs_stalls_on_the_gripper_where_cond_converges():
+    """COND §V-D, Fig. 9: NCP-PGS on the grasp. As the rigid fingers close on the ball (and rest on
+    the ground with several contacts each, so their Delassus blocks are rank-deficient), PGS's
+    impulses stop converging: every local solve is exact, yet the sweeps settle into a cycle and
+    the relative change stays O(1) up to the sweep cap, while COND converges every step.
+
+    Measured here (steps 2-4 after closing starts, 52-68 contacts): PGS at the 300-sweep cap with
+    its residual flat (ratio ~1 per sweep); COND 100-250 iterations to 1e-6. Later, holding the
+    ball still (t = 0.7 s), PGS does converge (25-150 sweeps) and then needs fewer sweeps than COND
+    needs iterations (158-258): the paper's 'many more sweeps' is not what this scene shows then."""
+    steps = 4
+    cond = _gripper_solves("cond", steps)
+    pgs = _gripper_solves("pgs", steps, max_iter=300)
+    for k in range(steps):
+        (ic, cc, hc, _), (ip, cp, hp, nc) = cond[k], pgs[k]
+        print(f"step {k + 1}: contacts {nc}, COND {ic} iterations ({'converged' if cc else 'not converged'}), "
+              f"PGS {ip} sweeps ({'converged' if cp else 'not converged'}), PGS residual after 10 / 100 / last "
+              f"sweeps {hp[min(9, len(hp) - 1)]:.3g} / {hp[min(99, len(hp) - 1)]:.3g} / {hp[-1]:.3g}")
+    assert all(c[1] for c in cond)
+    stalled = [k for k in range(1, steps) if not pgs[k][1] and pgs[k][2][-1] > 0.1 * pgs[k][2][9]]
+    assert len(stalled) >= 2, stalled
+    for k in stalled:
+        assert pgs[k][0] > 1.2 * cond[k][0]
