@@ -104,9 +104,10 @@ def test_prescribed_nodes_keep_their_velocity(integrator):
 
 def _gripper_solves(solver, steps, **options):
     """(iterations, converged, residual history) of the first ``steps`` steps of the rigid two-finger
-    gripper closing on the soft ball (scenes/gripper_ball.py, COND §V-D), implicit Euler for both."""
+    gripper closing on the soft ball (scenes/gripper_ball.py, COND §V-D), the midpoint rule for both
+    (COND's integrator in that scene)."""
     scene = load_scene("gripper_ball").build(solver=solver)
-    scene.integrator = "euler"
+    scene.integrator = "midpoint"
     scene.solver_options = {**scene.solver_options, **options}
     sim = fc.Simulator(scene)
     out = []
@@ -120,26 +121,29 @@ def _gripper_solves(solver, steps, **options):
 
 @pytest.mark.slow
 @pytest.mark.sample
-def test_pgs_stalls_on_the_gripper_where_cond_converges():
-    """COND §V-D, Fig. 9: NCP-PGS on the grasp. As the rigid fingers close on the ball (and rest on
-    the ground with several contacts each, so their Delassus blocks are rank-deficient), PGS's
-    impulses stop converging: every local solve is exact, yet the sweeps settle into a cycle and
-    the relative change stays O(1) up to the sweep cap, while COND converges every step.
+def test_pgs_converges_slowly_once_the_fingers_grip():
+    """COND §V-D, Fig. 9: NCP-PGS on the grasp. While the ball rests on the ground alone PGS
+    converges in a few sweeps; once the rigid fingers close on it from both sides the Delassus
+    operator is ill-conditioned (and each finger's block rank-deficient) and the residual falls
+    linearly at a rate close to 1 per sweep: hundreds of sweeps.
 
-    Measured here (steps 2-4 after closing starts, 52-68 contacts): PGS at the 300-sweep cap with
-    its residual flat (ratio ~1 per sweep); COND 100-250 iterations to 1e-6. Later, holding the
-    ball still (t = 0.7 s), PGS does converge (25-150 sweeps) and then needs fewer sweeps than COND
-    needs iterations (158-258): the paper's 'many more sweeps' is not what this scene shows then."""
+    Measured (midpoint, tol 1e-6): steps 1-2 (ground only, 29-43 contacts) 8 and 5 sweeps; steps
+    3-4 (fingers on the ball, 77-85 contacts) 278 and 133 sweeps, residual 0.036 -> 0.0018 from
+    sweep 10 to 100 (0.967 per sweep). COND does *not* do better here: it stops at its 500-iteration
+    cap in all four steps (printed below), so the paper's 'many more sweeps than COND's iterations'
+    is not what this scene shows; under implicit Euler PGS cycles at the cap on steps 2-4 instead."""
     steps = 4
     cond = _gripper_solves("cond", steps)
-    pgs = _gripper_solves("pgs", steps, max_iter=300)
+    pgs = _gripper_solves("pgs", steps)
     for k in range(steps):
         (ic, cc, hc, _), (ip, cp, hp, nc) = cond[k], pgs[k]
         print(f"step {k + 1}: contacts {nc}, COND {ic} iterations ({'converged' if cc else 'not converged'}), "
               f"PGS {ip} sweeps ({'converged' if cp else 'not converged'}), PGS residual after 10 / 100 / last "
               f"sweeps {hp[min(9, len(hp) - 1)]:.3g} / {hp[min(99, len(hp) - 1)]:.3g} / {hp[-1]:.3g}")
-    assert all(c[1] for c in cond)
-    stalled = [k for k in range(1, steps) if not pgs[k][1] and pgs[k][2][-1] > 0.1 * pgs[k][2][9]]
-    assert len(stalled) >= 2, stalled
-    for k in stalled:
-        assert pgs[k][0] > 1.2 * cond[k][0]
+    free = max(p[0] for p in pgs[:2])
+    gripped = [p for p in pgs[2:]]
+    assert free < 20
+    for it, _, hist, _ in gripped:
+        assert it > 5 * free
+        rate = (hist[99] / hist[9]) ** (1 / 90)          # linear convergence, close to 1 per sweep
+        assert rate > 0.9, rate
