@@ -78,7 +78,10 @@ def test_dropped_cube_does_not_bounce_and_rests_without_penetration():
     assert sim.body_positions("cube")[:, 2].min() > -0.01 * mesh_edge
 
 
-@pytest.mark.parametrize("solver", ["cond", "pgs"])
+@pytest.mark.parametrize("solver", ["cond", pytest.param("pgs", marks=[pytest.mark.slow, pytest.mark.xfail(
+    strict=True, reason="NCP-PGS stops at its 500-sweep cap on the stack (residual ~1e-6 and flat, 50 of 70 "
+    "contacts sticking, 2-3 s a step): the ground carries the weight within 1% but the cubes keep moving at "
+    "~2e-2 m/s; the slow convergence COND §V-D describes")])])
 def test_stacked_cubes_carry_their_weight_without_jitter(solver):
     module = load_scene("cube_stack")
     sim = fc.Simulator(module.build(solver=solver))
