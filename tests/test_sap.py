@@ -195,9 +195,17 @@ def test_cost_decreases_and_converges_quadratically(kind):
 
 
 # --------------------------------------------------------------------------- known answers
+# NCP-PGS on the stiff cube's nine nodal contacts: the Delassus operator is nearly rigid (rank 6 plus
+# the tiny compliance dt²K of the deformation modes), so Gauss-Seidel contracts at a rate close to 1
+# and stops at its 500-sweep cap (measured relative impulse change 1.2e-4 under Euler, 1.4e-6 under
+# the midpoint rule, tol 1e-6): the slow convergence COND §V-D describes.
+_PGS_STIFF_CUBE = pytest.mark.xfail(strict=True, reason="PGS does not converge in 500 sweeps on a stiff FEM cube")
+
+
 @pytest.mark.parametrize("kind,integrator", [("lagged", "euler"), ("sap", "euler"), ("similar", "euler"),
-                                             ("lagged", "midpoint"), ("sap", "midpoint"), ("pgs", "euler"),
-                                             ("pgs", "midpoint")])
+                                             ("lagged", "midpoint"), ("sap", "midpoint"),
+                                             pytest.param("pgs", "euler", marks=_PGS_STIFF_CUBE),
+                                             pytest.param("pgs", "midpoint", marks=_PGS_STIFF_CUBE)])
 def test_cube_rests_with_weight_supported(kind, integrator):
     sim, _ = _cube_sim(kind, integrator)
     contacts = ContactSet(sim.model.n_nodes)
