@@ -119,7 +119,7 @@ def test_squeezed_ball_slips_out_with_low_friction():
     assert centre(sim, "ball")[2] < module.RADIUS + 0.02
 
 
-@pytest.mark.parametrize("solver", ["cond", "pgs"])
+@pytest.mark.parametrize("solver", ["cond", pytest.param("pgs", marks=pytest.mark.slow)])
 def test_anisotropic_box_is_slow_along_the_high_friction_axis(solver):
     module = load_scene("anisotropic_box")
     sim = fc.Simulator(module.build(solver=solver))
