@@ -116,6 +116,10 @@ def _gripper_solves(solver, steps, **options):
         st = sim.last_solve
         hist = st.extra["residuals"] if solver == "pgs" else list(sim.contact_solver.history)
         out.append((st.iterations, st.converged, np.array(hist), st.extra.get("contacts", 0)))
+        if solver == "pgs":
+            ex = st.extra
+            print(f"  pgs ms: factorization {ex['ms_factorization']:.1f}, Delassus {ex['ms_delassus']:.1f}, sweeps "
+                  f"{ex['ms_iteration']:.1f} ({ex['us_per_sweep']:.0f} us/sweep), e_m {ex['momentum_error']:.2g}")
     return out
 
 

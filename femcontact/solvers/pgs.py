@@ -31,9 +31,9 @@ contact's nodes and nearest point, re-expressed in the new frame), carried by
 ``memory()``/``restore()``.
 
 Cost (a baseline, as in the paper): the factorization and the 3c right-hand sides of X are
-O(fill · c); G is dense; one sweep is O(c²) flops in a Python loop over contacts (tens of µs
-per contact and visit on this machine, more when it slides: a scalar Newton on θ, ``np.roots``
-only as a fallback). ``ms_factorization`` (A and v*), ``ms_delassus`` (X and G) and
+O(fill · c); G is dense; one sweep is O(c²) flops in a Python loop over contacts that keeps
+``u = G λ + q`` current (one column-block update per changed impulse; tens of µs per contact and
+visit on this machine, more when it slides: a scalar Newton on θ, ``np.roots`` only as a fallback). ``ms_factorization`` (A and v*), ``ms_delassus`` (X and G) and
 ``ms_iteration`` (the sweeps) are reported separately.
 
 Options: ``tol`` (1e-6), ``max_iter`` (500 sweeps), ``warm_start`` (True), ``restitution`` (0),
@@ -359,13 +359,22 @@ class PgsSolver:
         status = np.full(c, OPEN, np.int32)
         self.history = []
         theta, converged, sweeps = math.inf, False, 0
+        cols = [np.ascontiguousarray(Gd[:, 3 * m:3 * m + 3]) for m in range(c)]
         for sweeps in range(1, int(o["max_iter"]) + 1):
             old = lam.copy()
+            u = Gd @ lam + q                      # contact velocities, kept current through the sweep
+            L = lam.reshape(c, 3).tolist()
             for m in range(c):
                 i = 3 * m
-                r = q[i:i + 3] + Gd[i:i + 3] @ lam - Gmm[m] @ lam[i:i + 3]
-                new, status[m] = local_solve(Gl[m], r.tolist(), mu1[m], mu2[m], Gil[m] if goodl[m] else None)
-                lam[i:i + 3] = new
+                g, lm = Gl[m], L[m]
+                ui = u[i:i + 3].tolist()
+                r = [ui[k] - (g[k][0] * lm[0] + g[k][1] * lm[1] + g[k][2] * lm[2]) for k in range(3)]
+                new, status[m] = local_solve(g, r, mu1[m], mu2[m], Gil[m] if goodl[m] else None)
+                d = (new[0] - lm[0], new[1] - lm[1], new[2] - lm[2])
+                if d[0] != 0.0 or d[1] != 0.0 or d[2] != 0.0:
+                    u += cols[m] @ d
+                    L[m] = list(new)
+            lam = np.asarray(L, dtype=np.float64).ravel()
             dn = float(np.linalg.norm(lam - old))
             ln = float(np.linalg.norm(lam))
             theta = dn / ln if ln > 0 else (0.0 if dn == 0 else math.inf)
