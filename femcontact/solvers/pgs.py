@@ -289,7 +289,7 @@ class PgsSolver:
     # ------------------------------------------------------------------ the solve
     def solve(self, problem: StepProblem) -> SolveStats:
         if int(problem.contacts.count) == 0:
-            self._keys, self._lam_world = np.zeros(0, np.int64), np.zeros((0, 3))
+            self._keys, self._lam_world, self._points = np.zeros(0, np.int64), np.zeros((0, 3)), np.zeros((0, 3))
             return solve_without_contacts(problem)
         t_start = time.perf_counter()
         o = self.opt
