@@ -105,7 +105,7 @@ def _rolling_onset(sim, radius, steps):
     return t[k] + slip[k] / rate, v[0]
 
 
-@pytest.mark.parametrize("solver", ["lagged", "similar", "cond", pytest.param("pgs", marks=pytest.mark.slow)])
+@pytest.mark.parametrize("solver", ["lagged", "similar", "cond", "pgs"])
 def test_thrown_sphere_starts_rolling_at_2v0_over_7_mu_g(solver):
     """A solid sphere thrown sliding with v0 and no spin rolls from t = 2 v0 / (7 mu g) at 5 v0 / 7."""
     v0, mu = 2.0, 0.3
