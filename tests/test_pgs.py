@@ -151,3 +151,30 @@ def test_pgs_converges_slowly_once_the_fingers_grip():
         assert it > 5 * free
         rate = (hist[99] / hist[9]) ** (1 / 90)          # linear convergence, close to 1 per sweep
         assert rate > 0.9, rate
+
+
+def test_numpy_normal_targets_match_conds_kernel():
+    """PGS imposes COND's normal targets through the numpy twin of COND's ``normal_target`` ti.func
+    (cond/targets.py): both give the same t_m for gaps, penetrations, restitution, both integrators."""
+    import taichi as ti
+
+    from femcontact.solvers.cond.targets import normal_target, normal_targets
+
+    fc.backend.ensure_init()
+
+    @ti.kernel
+    def kernel(phi: ti.types.ndarray(), vnk: ti.types.ndarray(), e: ti.types.ndarray(), out: ti.types.ndarray(),
+               dt: float, rec: float, vmax: float, mid: ti.i32):
+        for i in range(phi.shape[0]):
+            out[i] = normal_target(phi[i], vnk[i], e[i], dt, rec, vmax, mid)
+
+    phi = RNG.normal(scale=1e-3, size=200)
+    vnk = RNG.normal(scale=0.3, size=200)
+    e = RNG.uniform(0, 1, size=200)
+    dtype = fc.backend.np_real()
+    for mid in (0, 1):
+        out = np.zeros(200, dtype)
+        kernel(phi.astype(dtype), vnk.astype(dtype), e.astype(dtype), out, 1e-2, 0.2, 0.05, mid)
+        tol = 1e-12 if dtype == np.float64 else 1e-5
+        np.testing.assert_allclose(normal_targets(phi, vnk, e, 1e-2, 0.2, 0.05, bool(mid)), out, rtol=tol,
+                                   atol=tol * 1e-3)
