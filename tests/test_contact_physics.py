@@ -78,10 +78,7 @@ def test_dropped_cube_does_not_bounce_and_rests_without_penetration():
     assert sim.body_positions("cube")[:, 2].min() > -0.01 * mesh_edge
 
 
-@pytest.mark.parametrize("solver", ["cond", pytest.param("pgs", marks=[pytest.mark.slow, pytest.mark.xfail(
-    strict=True, reason="NCP-PGS stops at its 500-sweep cap on the stack (residual ~1e-6 and flat, 50 of 70 "
-    "contacts sticking, 2-3 s a step): the ground carries the weight within 1% but the cubes keep moving at "
-    "~2e-2 m/s; the slow convergence COND §V-D describes")])])
+@pytest.mark.parametrize("solver", ["cond", pytest.param("pgs", marks=pytest.mark.slow)])
 def test_stacked_cubes_carry_their_weight_without_jitter(solver):
     module = load_scene("cube_stack")
     sim = fc.Simulator(module.build(solver=solver))
@@ -94,6 +91,11 @@ def test_stacked_cubes_carry_their_weight_without_jitter(solver):
     ground = c["node_a"] == -1
     weight_impulse = sim.model.mass_np.sum() * G * sim.scene.dt
     assert abs(c["impulse"][ground, 2].sum() - weight_impulse) < 0.01 * weight_impulse
+    if solver == "pgs" and max(speeds) >= 1e-4:
+        # NCP-PGS stops at its 500-sweep cap on the stack every step (residual ~1e-6 and flat, 50 of 70
+        # contacts sticking): the weight is carried (asserted above) but the cubes keep moving (measured
+        # ~2e-2 m/s), the slow convergence COND §V-D describes
+        pytest.xfail(f"PGS leaves the stack moving at {max(speeds):.2g} m/s (500-sweep cap)")
     assert max(speeds) < 1e-4, max(speeds)
 
 
