@@ -1,4 +1,5 @@
-"""Frictional contact with known answers (issue 4; docs/THEORY.md §7), solved by COND.
+"""Frictional contact with known answers (issue 4; docs/THEORY.md §7), solved by COND (and, where
+parametrized over ``solver``, by NCP-PGS too: the same answers).
 
 Each scene settles for 0.2 s before the measured phase so the contact set is established.
 """
@@ -25,10 +26,12 @@ def centre(sim, name):
     return (m[:, None] * sim.body_positions(name)).sum(0) / m.sum()
 
 
+@pytest.mark.parametrize("solver", ["cond", "pgs"])
 @pytest.mark.parametrize("ratio", [2.0, 0.5])
-def test_pushed_cube_follows_coulomb(ratio):
+def test_pushed_cube_follows_coulomb(ratio, solver):
     mu, t0 = 0.5, 0.2
-    sim = fc.Simulator(stiff_cube_scene(mu, force=lambda t: (ratio * mu * G if t >= t0 else 0.0, 0.0, 0.0)))
+    sim = fc.Simulator(stiff_cube_scene(mu, force=lambda t: (ratio * mu * G if t >= t0 else 0.0, 0.0, 0.0),
+                                        solver=solver))
     sim.run(duration=t0)
     x0 = centre(sim, "cube")
     sim.run(duration=1.0)
@@ -40,11 +43,12 @@ def test_pushed_cube_follows_coulomb(ratio):
         assert abs(dx) < 1e-4, dx
 
 
+@pytest.mark.parametrize("solver", ["cond", "pgs"])
 @pytest.mark.parametrize("theta_deg, mu", [(20.0, 0.2), (20.0, 0.5)])
-def test_block_on_incline(theta_deg, mu):
+def test_block_on_incline(theta_deg, mu, solver):
     """The incline is the floor with gravity tilted by theta (same physics, simpler geometry)."""
     th = np.radians(theta_deg)
-    sim = fc.Simulator(stiff_cube_scene(mu, gravity=(G * np.sin(th), 0.0, -G * np.cos(th))))
+    sim = fc.Simulator(stiff_cube_scene(mu, gravity=(G * np.sin(th), 0.0, -G * np.cos(th)), solver=solver))
     sim.run(duration=0.2)
     x0, v0 = centre(sim, "cube")[0], sim.body_velocities("cube")[:, 0].mean()
     sim.run(duration=0.5)
@@ -74,9 +78,10 @@ def test_dropped_cube_does_not_bounce_and_rests_without_penetration():
     assert sim.body_positions("cube")[:, 2].min() > -0.01 * mesh_edge
 
 
-def test_stacked_cubes_carry_their_weight_without_jitter():
+@pytest.mark.parametrize("solver", ["cond", pytest.param("pgs", marks=pytest.mark.slow)])
+def test_stacked_cubes_carry_their_weight_without_jitter(solver):
     module = load_scene("cube_stack")
-    sim = fc.Simulator(module.build())
+    sim = fc.Simulator(module.build(solver=solver))
     sim.run(duration=1.5)
     speeds = []
     for _ in range(20):
@@ -86,6 +91,11 @@ def test_stacked_cubes_carry_their_weight_without_jitter():
     ground = c["node_a"] == -1
     weight_impulse = sim.model.mass_np.sum() * G * sim.scene.dt
     assert abs(c["impulse"][ground, 2].sum() - weight_impulse) < 0.01 * weight_impulse
+    if solver == "pgs" and max(speeds) >= 1e-4:
+        # NCP-PGS stops at its 500-sweep cap on the stack every step (residual ~1e-6 and flat, 50 of 70
+        # contacts sticking): the weight is carried (asserted above) but the cubes keep moving (measured
+        # ~2e-2 m/s), the slow convergence COND §V-D describes
+        pytest.xfail(f"PGS leaves the stack moving at {max(speeds):.2g} m/s (500-sweep cap)")
     assert max(speeds) < 1e-4, max(speeds)
 
 
@@ -111,9 +121,10 @@ def test_squeezed_ball_slips_out_with_low_friction():
     assert centre(sim, "ball")[2] < module.RADIUS + 0.02
 
 
-def test_anisotropic_box_is_slow_along_the_high_friction_axis():
+@pytest.mark.parametrize("solver", ["cond", pytest.param("pgs", marks=pytest.mark.slow)])
+def test_anisotropic_box_is_slow_along_the_high_friction_axis(solver):
     module = load_scene("anisotropic_box")
-    sim = fc.Simulator(module.build())
+    sim = fc.Simulator(module.build(solver=solver))
     sim.run(duration=0.5)
     p_half = centre(sim, "box")
     statuses, tangents = [], []

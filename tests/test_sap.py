@@ -195,8 +195,17 @@ def test_cost_decreases_and_converges_quadratically(kind):
 
 
 # --------------------------------------------------------------------------- known answers
+# NCP-PGS on the stiff cube's nine nodal contacts: the Delassus operator is nearly rigid (rank 6 plus
+# the tiny compliance dt²K of the deformation modes), so Gauss-Seidel contracts at a rate close to 1
+# and stops at its 500-sweep cap (measured relative impulse change 1.2e-4 under Euler, 1.4e-6 under
+# the midpoint rule, tol 1e-6): the slow convergence COND §V-D describes.
+_PGS_STIFF_CUBE = pytest.mark.xfail(strict=True, reason="PGS does not converge in 500 sweeps on a stiff FEM cube")
+
+
 @pytest.mark.parametrize("kind,integrator", [("lagged", "euler"), ("sap", "euler"), ("similar", "euler"),
-                                             ("lagged", "midpoint"), ("sap", "midpoint")])
+                                             ("lagged", "midpoint"), ("sap", "midpoint"),
+                                             pytest.param("pgs", "euler", marks=_PGS_STIFF_CUBE),
+                                             pytest.param("pgs", "midpoint", marks=_PGS_STIFF_CUBE)])
 def test_cube_rests_with_weight_supported(kind, integrator):
     sim, _ = _cube_sim(kind, integrator)
     contacts = ContactSet(sim.model.n_nodes)
@@ -240,7 +249,7 @@ def _pushed(kind, ratio, steps=10, integrator="euler", options=None):
     return sim, np.array(vx), F, m, mu
 
 
-@pytest.mark.parametrize("kind", ["lagged", "sap", "similar"])
+@pytest.mark.parametrize("kind", ["lagged", "sap", "similar", "pgs"])
 def test_pushed_box_slides_with_coulomb_acceleration(kind):
     sim, vx, F, m, mu = _pushed(kind, 2.0, steps=12)
     dt = sim.scene.dt
@@ -343,7 +352,7 @@ def _ground_scene(kind, mu=0.5, belt=None, margin=0.05, motion=None):
     return scene, body
 
 
-@pytest.mark.parametrize("kind", ["lagged", "sap"])
+@pytest.mark.parametrize("kind", ["lagged", "sap", "pgs"])
 def test_end_to_end_pushed_box_on_half_space(kind):
     """Settle 0.2 s, then push with F = 1.5 μ m g for 1 s: x = a dt² N(N+1)/2 (implicit Euler's exact
     discrete answer of ½ (F/m − μ g) t²) within 1%."""

@@ -1,4 +1,5 @@
-"""COND (strict operator) and the Lagged Newton model agree on physical contact forces (issue 6).
+"""COND (strict operator), NCP-PGS and the Lagged Newton model agree on physical contact forces
+(issue 6; PGS issue 16: the same checks, parametrized over the solver compared with Lagged).
 
 Both solvers run the same scene script with only ``solver=`` changed, and the comparison is on
 forces (impulse / dt, N), the quantity both report in the same units whatever their internal
@@ -74,10 +75,10 @@ def _rel(a, b):
     return abs(a - b) / max(abs(a), abs(b))
 
 
-def _check_grip(integrator):
-    cond, carried_c, weight = _grip_force("cond", integrator)
+def _check_grip(integrator, solver="cond"):
+    cond, carried_c, weight = _grip_force(solver, integrator)
     lagged, carried_l, _ = _grip_force("lagged", integrator, stiffness=1e6)
-    print(f"{integrator}: grip force COND {cond:.4f} N, Lagged {lagged:.4f} N ({100 * _rel(cond, lagged):.2f}%); "
+    print(f"{integrator}: grip force {solver} {cond:.4f} N, Lagged {lagged:.4f} N ({100 * _rel(cond, lagged):.2f}%); "
           f"carried {carried_c:.4f} / {carried_l:.4f} N, weight {weight:.4f} N")
     assert cond > 5 * weight                      # a real squeeze, not just the weight
     assert _rel(cond, lagged) < 0.05, (cond, lagged)
@@ -87,10 +88,10 @@ def _check_grip(integrator):
     assert carried_l == pytest.approx(weight, rel=0.05)
 
 
-def _check_stack(integrator, **kw):
-    g_c, b_c, cop_c, w = _stack_forces("cond", integrator, **kw)
+def _check_stack(integrator, solver="cond", **kw):
+    g_c, b_c, cop_c, w = _stack_forces(solver, integrator, **kw)
     g_l, b_l, cop_l, _ = _stack_forces("lagged", integrator, **kw)
-    print(f"{integrator}: ground COND {g_c:.4f} N, Lagged {g_l:.4f} N; between {b_c:.4f} / {b_l:.4f} N; "
+    print(f"{integrator}: ground {solver} {g_c:.4f} N, Lagged {g_l:.4f} N; between {b_c:.4f} / {b_l:.4f} N; "
           f"centre of pressure x {1e3 * cop_c:.3f} / {1e3 * cop_l:.3f} mm; weights {w}")
     assert _rel(g_c, g_l) < 0.05, (g_c, g_l)
     assert _rel(b_c, b_l) < 0.05, (b_c, b_l)
@@ -101,12 +102,14 @@ def _check_stack(integrator, **kw):
     assert abs(cop_c - cop_l) < 1e-3 and abs(cop_c - 0.005) < 1e-3, (cop_c, cop_l)
 
 
-def test_held_ball_grip_force_agrees_cond_vs_lagged():
-    _check_grip("euler")
+@pytest.mark.parametrize("solver", ["cond", pytest.param("pgs", marks=pytest.mark.slow)])
+def test_held_ball_grip_force_agrees_with_lagged(solver):
+    _check_grip("euler", solver)
 
 
-def test_stacked_cubes_normal_forces_agree_cond_vs_lagged():
-    _check_stack("euler")
+@pytest.mark.parametrize("solver", ["cond", pytest.param("pgs", marks=pytest.mark.slow)])
+def test_stacked_cubes_normal_forces_agree_with_lagged(solver):
+    _check_stack("euler", solver)
 
 
 @pytest.mark.slow

@@ -14,9 +14,9 @@ import importlib
 
 from ..errors import ParameterError
 
-SOLVER_NAMES = ("cond", "sap", "lagged", "similar")
-SOLVER_MODULES = ("cond", "sap")       # cond registers "cond"; sap registers "sap", "lagged", "similar"
-PLANNED_SOLVERS = ("pgs", "incp")
+SOLVER_NAMES = ("cond", "sap", "lagged", "similar", "pgs")
+SOLVER_MODULES = ("cond", "sap", "pgs")  # cond: "cond"; sap: "sap", "lagged", "similar"; pgs: "pgs"
+PLANNED_SOLVERS = ("incp",)
 CONTACT_SOLVERS: dict = {}
 
 

@@ -75,6 +75,11 @@ class CholmodSolver:
         self._symbolic = None
 
     def solve(self, H: sp.spmatrix, r: np.ndarray) -> np.ndarray:
+        return self.factorize(H).solve(r)
+
+    def factorize(self, H: sp.spmatrix) -> "CholmodFactor":
+        """The numeric factorization of ``H`` (symbolic analysis reused while the pattern is the
+        same), for solves with one or many right-hand sides (``CholmodFactor.solve``)."""
         from cvxopt import matrix, spmatrix
 
         L, cols = _lower_csc(H)
@@ -88,11 +93,27 @@ class CholmodSolver:
                 self._key = key
             F = self._symbolic
             self._cholmod.numeric(Hc, F)
-            x = matrix(np.ascontiguousarray(r, dtype=np.float64))
-            self._cholmod.solve(F, x)
         except ArithmeticError as exc:
             raise SimulationError(f"Newton matrix is not positive definite (CHOLMOD: {exc})") from None
-        return np.array(x).ravel()
+        return CholmodFactor(self._cholmod, F)
+
+
+class CholmodFactor:
+    """A CHOLMOD factorization: ``solve(R)`` for R of shape (n,) or (n, k)."""
+
+    def __init__(self, cholmod, F):
+        self._cholmod, self._F = cholmod, F
+
+    def solve(self, R: np.ndarray) -> np.ndarray:
+        from cvxopt import matrix
+
+        R = np.asarray(R, dtype=np.float64)
+        if R.ndim == 2 and R.shape[1] == 0:
+            return R.copy()
+        x = matrix(np.asfortranarray(R) if R.ndim == 2 else np.ascontiguousarray(R))
+        self._cholmod.solve(self._F, x)
+        out = np.array(x)
+        return out.ravel() if R.ndim == 1 else out.reshape(R.shape)
 
 
 def _lower_csc(H: sp.spmatrix):
@@ -119,9 +140,12 @@ class SuperLUSolver:
     name = "splu"
 
     def solve(self, H: sp.spmatrix, r: np.ndarray) -> np.ndarray:
-        lu = spla.splu(sp.csc_matrix(H), permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.0,
-                       options={"SymmetricMode": True})
-        return lu.solve(np.asarray(r, dtype=np.float64))
+        return self.factorize(H).solve(np.asarray(r, dtype=np.float64))
+
+    def factorize(self, H: sp.spmatrix):
+        """SuperLU's factorization of ``H``; its ``solve(R)`` takes R of shape (n,) or (n, k)."""
+        return spla.splu(sp.csc_matrix(H), permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.0,
+                         options={"SymmetricMode": True})
 
 
 class BlockJacobiCG:

@@ -8,7 +8,10 @@ From the gap φ, the step-start normal velocity ``v_n,k``, restitution e and the
 - implicit Euler: φ ≥ 0: ``t = −φ/dt``; φ < 0: ``t = max(v_rec, −e min(v_n,k, 0))``.
 
 ``cond_targets`` also packs the contacts into the CONTACT tables. docs/COND.md, "Normal target".
+``normal_targets`` is the same rule vectorized in numpy for the host solvers (NCP-PGS) that impose
+the condition on the same ``J_n v̂``.
 """
+import numpy as np
 import taichi as ti
 
 from ...smallmat import mv
@@ -48,6 +51,17 @@ def normal_target(ph, vnk, e, dt, recovery, vrec_max, midpoint) -> float:
         else:
             t = ti.max(vrec, -e * ti.min(vnk, 0.0))
     return t
+
+
+def normal_targets(phi, vnk, e, dt: float, recovery: float, vrec_max: float, midpoint: bool) -> np.ndarray:
+    """``normal_target`` for arrays of contacts (numpy, float64): t_m from the gaps ``phi``, the
+    step-start normal velocities ``vnk`` and the restitutions ``e`` (module docstring)."""
+    phi, vnk, e = (np.asarray(x, dtype=np.float64) for x in (phi, vnk, e))
+    vrec = np.minimum(recovery * np.abs(phi) / dt, vrec_max)
+    if midpoint:
+        te = 0.5 * (1.0 - e) * np.minimum(vnk, 0.0)
+        return np.where(phi >= 0.0, np.minimum(-phi / dt, te), te + vrec)
+    return np.where(phi >= 0.0, -phi / dt, np.maximum(vrec, -e * np.minimum(vnk, 0.0)))
 
 
 @ti.kernel

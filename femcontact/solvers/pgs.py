@@ -1,0 +1,424 @@
+"""NCP projected Gauss–Seidel (``solver="pgs"``): the baseline of COND §V-D/E, Table I.
+
+The step system ``A v̂ = b + Jᵀλ`` is reduced to contact space with a sparse direct factorization
+of A (the Newton path's CHOLMOD / SuperLU, ``newton_linear``):
+
+    v* = A⁻¹ b,    X = A⁻¹ J_fᵀ,    G = J_f X    (the Delassus operator, dense 3c × 3c)
+    u(λ) = G λ + q,   q = J v* + u_world + [bias_t, −t_m]
+
+(``J_f``: J with the prescribed DOFs' columns zeroed: a drive absorbs the contact's reaction;
+their prescribed v̂ still enters ``J v*``). ``u`` is the contact velocity of the condition COND
+imposes (``cond/targets.py``): ``u_n = J_n v̂ − t_m ≥ 0`` with the velocity-level normal target
+``t_m`` from the gap (``−φ/dt`` for a speculative gap, a capped recovery speed for a
+penetration, restitution), and under the midpoint rule the tangential bias ``−½ J_t v_k`` so that
+stick means ``v_{k+1,t} = 0``. The NCP per contact m (strict Coulomb cone, ellipsoidal when
+μ1 ≠ μ2 on the frame's axes t1, t2):
+
+    λ_n ≥ 0 ⊥ u_n ≥ 0,   (λ_1/μ1)² + (λ_2/μ2)² ≤ λ_n²,   λ_t maximizes −u_t·λ_t on that ellipse.
+
+Projected Gauss–Seidel sweeps the contacts in order; each visit solves the contact's 3×3 problem
+``u_m = G_mm λ_m + r_m`` (r_m: q_m plus the other contacts' current impulses) exactly
+(``local_solve``): take-off (λ = 0 if r_n ≥ 0), else stick (λ = −G_mm⁻¹ r if inside the cone),
+else slide: in coordinates scaled by ``S = diag(μ1, μ2, 1)`` the cone is the unit circular one,
+λ = λ_n S (cos θ, sin θ, 1) with λ_n fixed by u_n = 0, and the maximal-dissipation condition
+``ũ_t ∥ −(cos θ, sin θ)`` is a trigonometric polynomial of degree 2 in θ, i.e. a quartic in
+``z = e^{iθ}``, solved by ``np.roots`` and polished by Newton (a dense θ scan is the fallback).
+
+Stopping (COND-like): relative change of the impulses over one sweep
+``‖λ^{k+1} − λ^k‖ / ‖λ^{k+1}‖ < tol`` (default 1e-6), at most ``max_iter`` sweeps (default 500,
+COND §V-D). Warm start: the last step's impulses (kept in world coordinates, matched by the
+contact's nodes and nearest point, re-expressed in the new frame), carried by
+``memory()``/``restore()``.
+
+Cost (a baseline, as in the paper): the factorization and the 3c right-hand sides of X are
+O(fill · c); G is dense; one sweep is O(c²) flops in a Python loop over contacts that keeps
+``u = G λ + q`` current (one column-block update per changed impulse; tens of µs per contact and
+visit on this machine, more when it slides: a scalar Newton on θ, ``np.roots`` only as a fallback). ``ms_factorization`` (A and v*), ``ms_delassus`` (X and G) and
+``ms_iteration`` (the sweeps) are reported separately.
+
+Options: ``tol`` (1e-6), ``max_iter`` (500 sweeps), ``warm_start`` (True), ``restitution`` (0),
+``recovery`` (0.2), ``max_recovery_speed`` (0.05 m/s) as COND's, ``linear_solver`` ("direct",
+"cholmod", "splu": a factorization is needed).
+"""
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+import scipy.sparse as sp
+
+from .. import backend
+from ..contact.contacts import CONTACT_PARAM_COLUMNS, OPEN, SLIP, STICK
+from ..errors import ParameterError, SimulationError
+from . import CONTACT_SOLVERS
+from .base import SolveStats, StepProblem, solve_without_contacts
+from .cond.targets import normal_targets
+from .newton_linear import make_newton_linear_solver
+from .sap import momentum_error
+
+DEFAULTS = {"tol": 1e-6, "max_iter": 500, "warm_start": True, "restitution": 0.0, "recovery": 0.2,
+            "max_recovery_speed": 0.05, "linear_solver": "direct"}
+_SCAN = np.linspace(-math.pi, math.pi, 721)
+
+
+# --------------------------------------------------------------------------- the local problem
+def local_solve(Gm, r, mu1: float, mu2: float, Ginv=None):
+    """Exact Signorini–Coulomb solution of one contact for ``u = Gm λ + r``; returns (λ (3-tuple), status).
+
+    Gm: 3×3 symmetric positive (semi)definite diagonal block of the Delassus operator (nested list or
+    array); r: the rest of the contact velocity (rows t1, t2, n); mu1, mu2 >= 0 on t1, t2; Ginv: Gm⁻¹
+    if it exists. Scalar arithmetic: it runs once per contact and visit."""
+    g = Gm.tolist() if isinstance(Gm, np.ndarray) else Gm
+    r = r.tolist() if isinstance(r, np.ndarray) else r
+    if not r[2] < 0.0 or not g[2][2] > 0.0:
+        return (0.0, 0.0, 0.0), OPEN                       # take-off (or nothing this contact can move)
+    if mu1 <= 0.0 and mu2 <= 0.0:                          # frictionless
+        return (0.0, 0.0, -r[2] / g[2][2]), SLIP
+    if Ginv is not None:
+        gi = Ginv.tolist() if isinstance(Ginv, np.ndarray) else Ginv
+        stick = tuple(-(gi[k][0] * r[0] + gi[k][1] * r[1] + gi[k][2] * r[2]) for k in range(3))
+        if stick[2] > 0.0 and _inside(stick, mu1, mu2):
+            return stick, STICK
+    lam = _slide(g, r, mu1, mu2)
+    return lam, (SLIP if lam[2] > 0.0 else OPEN)
+
+
+def _inside(lam, mu1, mu2) -> bool:
+    """λ in the (ellipsoidal) cone: (λ1/μ1)² + (λ2/μ2)² <= λ_n² (a zero μ allows no impulse on its axis)."""
+    if mu1 <= 0.0 and lam[0] != 0.0 or mu2 <= 0.0 and lam[1] != 0.0:
+        return False
+    x = lam[0] / mu1 if mu1 > 0.0 else 0.0
+    y = lam[1] / mu2 if mu2 > 0.0 else 0.0
+    return x * x + y * y <= lam[2] * lam[2]
+
+
+def _slide(Gm, r, mu1, mu2) -> np.ndarray:
+    """The sliding solution (module docstring): λ = λ_n S (cos θ, sin θ, 1). Newton on F(θ) from the
+    direction of the slip at λ_t = 0 (scalar arithmetic: this runs once per contact and visit);
+    the quartic's roots when that does not land on an admissible root."""
+    g = Gm.tolist() if isinstance(Gm, np.ndarray) else Gm
+    sc = (mu1, mu2, 1.0)
+    a = [[g[i][j] * sc[i] * sc[j] for j in range(3)] for i in range(3)]
+    rt = [r[0] * mu1, r[1] * mu2, r[2]]
+    rn = rt[2]
+    # P(θ) = −r_n (G̃_t d) + r̃_t (G̃_n · d), d = (c, s, 1): P_k = α_k c + β_k s + γ_k
+    al = (-rn * a[0][0] + rt[0] * a[2][0], -rn * a[1][0] + rt[1] * a[2][0])
+    be = (-rn * a[0][1] + rt[0] * a[2][1], -rn * a[1][1] + rt[1] * a[2][1])
+    ga = (-rn * a[0][2] + rt[0] * a[2][2], -rn * a[1][2] + rt[1] * a[2][2])
+    # F(θ) = P_1 sin θ − P_2 cos θ = f0 + f1c cos θ + f1s sin θ + f2c cos 2θ + f2s sin 2θ
+    f = (0.5 * (be[0] - al[1]), -ga[1], ga[0], -0.5 * (be[0] + al[1]), 0.5 * (al[0] - be[1]))
+    th = math.atan2(-ga[1], -ga[0])                     # the slip direction with λ_t = 0
+    for _ in range(30):
+        F = _F(th, *f)
+        dF = (-f[1] * math.sin(th) + f[2] * math.cos(th) - 2 * f[3] * math.sin(2 * th) + 2 * f[4] * math.cos(2 * th))
+        if dF == 0.0:
+            break
+        step = max(-0.5, min(0.5, F / dF))
+        th -= step
+        if abs(step) < 1e-13:
+            break
+    best = _pick([th], a, rn, al, be, ga)
+    if best is None:
+        best = _slide_roots(f, a, rn, al, be, ga)
+    if best is None:
+        return (0.0, 0.0, 0.0)
+    c, sn = math.cos(best), math.sin(best)
+    ln = -rn / (a[2][0] * c + a[2][1] * sn + a[2][2])
+    return (mu1 * ln * c, mu2 * ln * sn, ln)
+
+
+def _slide_roots(f, a, rn, al, be, ga):
+    """All roots of F as the quartic in z = e^{iθ} (np.roots), else a dense θ scan."""
+    f0, f1c, f1s, f2c, f2s = f
+    coef = np.array([0.5 * (f2c - 1j * f2s), 0.5 * (f1c - 1j * f1s), f0, 0.5 * (f1c + 1j * f1s),
+                     0.5 * (f2c + 1j * f2s)])
+    scale = np.abs(coef).max()
+    cands = []
+    if scale > 0.0:
+        lead = np.flatnonzero(np.abs(coef) > 1e-14 * scale)
+        roots = np.roots(coef[lead[0]:lead[-1] + 1]) if lead.size and lead[-1] > lead[0] else np.zeros(0)
+        for z in roots:
+            if abs(abs(z) - 1.0) < 1e-3:
+                cands.append(_polish(math.atan2(z.imag, z.real), *f))
+    best = _pick(cands, a, rn, al, be, ga)
+    if best is None:
+        th = _SCAN
+        F = f0 + f1c * np.cos(th) + f1s * np.sin(th) + f2c * np.cos(2 * th) + f2s * np.sin(2 * th)
+        sign = np.flatnonzero(np.sign(F[:-1]) != np.sign(F[1:]))
+        cands = [_bisect(th[k], th[k + 1], *f) for k in sign]
+        cands += list(th[np.argsort(np.abs(F))[:8]])
+        best = _pick(cands, a, rn, al, be, ga)
+    return best
+
+
+def _F(th, f0, f1c, f1s, f2c, f2s):
+    return f0 + f1c * math.cos(th) + f1s * math.sin(th) + f2c * math.cos(2 * th) + f2s * math.sin(2 * th)
+
+
+def _polish(th, f0, f1c, f1s, f2c, f2s) -> float:
+    for _ in range(4):
+        F = _F(th, f0, f1c, f1s, f2c, f2s)
+        dF = (-f1c * math.sin(th) + f1s * math.cos(th) - 2 * f2c * math.sin(2 * th) + 2 * f2s * math.cos(2 * th))
+        if dF == 0.0:
+            break
+        th -= F / dF
+    return th
+
+
+def _bisect(lo, hi, *f) -> float:
+    flo = _F(lo, *f)
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        fm = _F(mid, *f)
+        if (fm > 0) == (flo > 0):
+            lo, flo = mid, fm
+        else:
+            hi = mid
+    return 0.5 * (lo + hi)
+
+
+def _pick(cands, a, rn, al, be, ga):
+    """The admissible θ (λ_n > 0, dissipative) with the smallest |F| residual relative to its size."""
+    best, best_err = None, math.inf
+    for th in cands:
+        c, s = math.cos(th), math.sin(th)
+        D = a[2][0] * c + a[2][1] * s + a[2][2]
+        if not D > 0.0:
+            continue
+        p0, p1 = al[0] * c + be[0] * s + ga[0], al[1] * c + be[1] * s + ga[1]
+        norm = math.hypot(p0, p1)
+        if p0 * c + p1 * s > 1e-9 * norm:                  # friction must oppose the slip
+            continue
+        err = abs(p0 * s - p1 * c) / max(norm, 1e-300)
+        if err < best_err:
+            best, best_err = th, err
+    if best is not None and best_err > 1e-6:
+        return None
+    return best
+
+
+# --------------------------------------------------------------------------- the solver
+class PgsSolver:
+    """NCP projected Gauss–Seidel on the Delassus operator of a factorized A (module docstring)."""
+
+    name = "pgs"
+
+    def __init__(self, model, options: dict):
+        unknown = set(options) - set(DEFAULTS)
+        if unknown:
+            raise ParameterError(f"unknown option(s) {sorted(unknown)} for solver 'pgs'; "
+                                 f"known: {', '.join(sorted(DEFAULTS))}")
+        o = self.opt = {**DEFAULTS, **options}
+        if not (isinstance(o["tol"], (int, float)) and math.isfinite(o["tol"]) and o["tol"] > 0):
+            raise ParameterError(f"pgs option tol must be a positive number, got {o['tol']!r}")
+        if isinstance(o["max_iter"], bool) or not isinstance(o["max_iter"], (int, np.integer)) or o["max_iter"] < 1:
+            raise ParameterError(f"pgs option max_iter must be a positive integer, got {o['max_iter']!r}")
+        if not isinstance(o["warm_start"], (bool, np.bool_)):
+            raise ParameterError(f"pgs option warm_start must be True or False, got {o['warm_start']!r}")
+        for key, hi in (("restitution", 1.0), ("recovery", 1.0), ("max_recovery_speed", math.inf)):
+            v = o[key]
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not (0.0 <= v <= hi):
+                raise ParameterError(f"pgs option {key} must be in [0, {hi:g}], got {v!r}")
+        if o["linear_solver"] not in ("direct", "cholmod", "splu"):
+            raise ParameterError(f"pgs option linear_solver must be 'direct', 'cholmod' or 'splu' (PGS needs a "
+                                 f"factorization of A), got {o['linear_solver']!r}")
+        self.model = model
+        self.factor = make_newton_linear_solver(o["linear_solver"], model.n_dofs)
+        self._keys = np.zeros(0, np.int64)      # warm start: contact keys and world-frame λ of the last solve
+        self._lam_world = np.zeros((0, 3))
+        self._points = np.zeros((0, 3))
+        self.history: list[float] = []          # relative impulse change per sweep, last solve
+        self.last_stats = None
+
+    # ------------------------------------------------------------------ memory
+    def memory(self) -> dict:
+        """The last solve's impulses (λ, world frame) and their contacts' keys: the warm start."""
+        return {"keys": self._keys.copy(), "lambdas_world": self._lam_world.copy(), "points": self._points.copy()}
+
+    def restore(self, memory: dict) -> None:
+        self._keys = np.asarray(memory["keys"], dtype=np.int64).copy()
+        self._lam_world = np.asarray(memory["lambdas_world"], dtype=np.float64).reshape(-1, 3).copy()
+        self._points = np.asarray(memory["points"], dtype=np.float64).reshape(-1, 3).copy()
+
+    # ------------------------------------------------------------------ helpers
+    def _contact_keys(self, contacts, cd: dict, n: int) -> np.ndarray:
+        """One integer per contact from its two sides (world -1, real node, or a virtual node's first
+        link as n + node): the same contact of the next step gets the same key (several contacts of
+        one rigid body or triangle share one; ``_warm_start`` tells them apart by their points)."""
+        ids = []
+        for side in ("node_a", "node_b"):
+            node = cd[side].astype(np.int64)
+            virt = node >= n
+            if virt.any():
+                first = backend.read(contacts.vn_node, int(contacts.n_virtual))[:, 0].astype(np.int64)
+                node = node.copy()
+                node[virt] = n + first[node[virt] - n]
+            ids.append(node)
+        return (ids[0] + 1) * (2 * n + 2) + (ids[1] + 1)
+
+    def _warm_start(self, keys: np.ndarray, points: np.ndarray) -> np.ndarray:
+        """Per contact the index of the last solve's contact with the same key and the nearest point
+        (-1: none). Contacts are matched in blocks so the distance table stays small."""
+        out = np.full(len(keys), -1, np.int64)
+        order = np.argsort(self._keys, kind="stable")
+        sk = self._keys[order]
+        lo = np.searchsorted(sk, keys, "left")
+        hi = np.searchsorted(sk, keys, "right")
+        single = (hi - lo) == 1
+        out[single] = order[lo[single]]
+        for m in np.flatnonzero(hi - lo > 1):
+            cand = order[lo[m]:hi[m]]
+            d = self._points[cand] - points[m]
+            out[m] = cand[np.argmin(np.einsum("ki,ki->k", d, d))]
+        return out
+
+    def _restitution(self, param: np.ndarray) -> np.ndarray:
+        e = np.full(len(param), float(self.opt["restitution"]))
+        table = self.model.contact_params
+        if table is not None:
+            T = np.asarray(table, dtype=np.float64)
+            k = CONTACT_PARAM_COLUMNS.index("restitution")
+            if T.ndim == 2 and len(T) and T.shape[1] > k:
+                ok = (param >= 0) & (param < len(T))
+                col = np.full(len(param), np.nan)
+                col[ok] = T[param[ok], k]
+                e = np.where(np.isnan(col), e, np.clip(col, 0.0, 1.0))
+        return e
+
+    # ------------------------------------------------------------------ the solve
+    def solve(self, problem: StepProblem) -> SolveStats:
+        if int(problem.contacts.count) == 0:
+            self._keys, self._lam_world, self._points = np.zeros(0, np.int64), np.zeros((0, 3)), np.zeros((0, 3))
+            return solve_without_contacts(problem)
+        t_start = time.perf_counter()
+        o = self.opt
+        model, contacts, coef = problem.model, problem.contacts, problem.coef
+        n, c, dt = model.n_nodes, int(contacts.count), float(problem.dt)
+        midpoint = problem.integrator == "midpoint"
+        rd = backend.read
+        blocks = problem.A.blocks_numpy()
+        A = problem.A.to_scipy(blocks).tocsc()
+        b = rd(problem.b, n).astype(np.float64, copy=False).ravel()
+        vk = rd(problem.state.v, n).astype(np.float64, copy=False).ravel()
+        fixed = rd(problem.fixed, n) != 0
+        dof_fixed = np.repeat(fixed, 3)
+
+        cd = contacts.to_numpy()
+        J = contacts.jacobian(expand_virtual=True, data=cd).tocsr()
+        if J.shape != (3 * c, 3 * n):
+            raise SimulationError(f"contact Jacobian has shape {J.shape}, expected {(3 * c, 3 * n)}")
+        Jf = (J @ sp.diags((~dof_fixed).astype(np.float64))).tocsr() if fixed.any() else J
+        frame = cd["frame"]
+        world_v = np.einsum("mij,mj->mi", frame, cd["v_world"])
+        off = np.where((cd["node_a"] < 0)[:, None], -world_v, 0.0) + np.where((cd["node_b"] < 0)[:, None],
+                                                                                   world_v, 0.0)
+
+        # factorization, free velocity, Delassus operator
+        t0 = time.perf_counter()
+        F = self.factor.factorize(A)
+        v_star = F.solve(b)
+        ta = time.perf_counter()
+        X = F.solve(Jf.T.toarray())                       # (3n, 3c) = A⁻¹ J_fᵀ
+        Gd = np.asarray(Jf @ X)
+        Gd = 0.5 * (Gd + Gd.T)
+        ms_factor = 1e3 * (ta - t0)
+        ms_delassus = 1e3 * (time.perf_counter() - ta)
+
+        # normal targets and biases (COND's rule, cond/targets.py), q = u(λ = 0)
+        vck = (J @ vk).reshape(c, 3) + off
+        e = self._restitution(cd["param"].astype(np.int64))
+        t_m = normal_targets(cd["phi"], vck[:, 2], e, dt, float(o["recovery"]), float(o["max_recovery_speed"]),
+                             midpoint)
+        q = (J @ v_star).reshape(c, 3) + off
+        q[:, 2] -= t_m
+        if midpoint:
+            q[:, :2] -= 0.5 * vck[:, :2]
+        q = q.ravel()
+        mu = cd["mu"]
+
+        # warm start
+        keys = self._contact_keys(contacts, cd, n)
+        lam = np.zeros((c, 3))
+        if o["warm_start"] and len(self._keys):
+            prev = self._warm_start(keys, cd["point"])
+            hit = prev >= 0
+            lam[hit] = np.einsum("mij,mj->mi", frame[hit], self._lam_world[prev[hit]])
+        lam = lam.ravel()
+
+        # sweeps
+        t1 = time.perf_counter()
+        Gmm = np.stack([Gd[3 * m:3 * m + 3, 3 * m:3 * m + 3] for m in range(c)])
+        det = np.linalg.det(Gmm)
+        good = det > 1e-12 * np.einsum("mii->m", Gmm) ** 3
+        Ginv = np.zeros_like(Gmm)
+        if good.any():
+            Ginv[good] = np.linalg.inv(Gmm[good])
+        mu1, mu2 = mu[:, 0].tolist(), mu[:, 1].tolist()
+        Gl, Gil, goodl = Gmm.tolist(), Ginv.tolist(), good.tolist()
+        status = np.full(c, OPEN, np.int32)
+        self.history = []
+        theta, converged, sweeps = math.inf, False, 0
+        cols = [np.ascontiguousarray(Gd[:, 3 * m:3 * m + 3]) for m in range(c)]
+        for sweeps in range(1, int(o["max_iter"]) + 1):
+            old = lam.copy()
+            u = Gd @ lam + q                      # contact velocities, kept current through the sweep
+            L = lam.reshape(c, 3).tolist()
+            for m in range(c):
+                i = 3 * m
+                g, lm = Gl[m], L[m]
+                ui = u[i:i + 3].tolist()
+                r = [ui[k] - (g[k][0] * lm[0] + g[k][1] * lm[1] + g[k][2] * lm[2]) for k in range(3)]
+                new, status[m] = local_solve(g, r, mu1[m], mu2[m], Gil[m] if goodl[m] else None)
+                d = (new[0] - lm[0], new[1] - lm[1], new[2] - lm[2])
+                if d[0] != 0.0 or d[1] != 0.0 or d[2] != 0.0:
+                    u += cols[m] @ d
+                    L[m] = list(new)
+            lam = np.asarray(L, dtype=np.float64).ravel()
+            dn = float(np.linalg.norm(lam - old))
+            ln = float(np.linalg.norm(lam))
+            theta = dn / ln if ln > 0 else (0.0 if dn == 0 else math.inf)
+            self.history.append(theta)
+            if not math.isfinite(theta):
+                break
+            if theta < o["tol"]:
+                converged = True
+                break
+        ms_iter = 1e3 * (time.perf_counter() - t1)
+
+        # outputs
+        v_hat = v_star + X @ lam
+        if fixed.any():
+            Dfix = problem.A.diagonal_blocks(blocks)[fixed]
+            v_hat.reshape(n, 3)[fixed] = np.linalg.solve(Dfix, b.reshape(n, 3)[fixed][:, :, None])[:, :, 0]
+        L = lam.reshape(c, 3)
+        u = (Gd @ lam + q).reshape(c, 3)
+        backend.write(problem.v_hat, v_hat.reshape(n, 3))
+        backend.write(contacts.impulse, float(coef.impulse_scale) * L)
+        backend.write(contacts.status, status)
+        self._keys, self._points = keys, cd["point"].copy()
+        self._lam_world = np.einsum("mij,mi->mj", frame, L)
+        t2 = time.perf_counter()
+        e_m = momentum_error(problem)
+        ms_cert = 1e3 * (time.perf_counter() - t2)
+        scale_u = max(float(np.abs(u).max()), 1e-300)
+        stats = SolveStats(sweeps, theta, converged and math.isfinite(theta), {
+            "contacts": c, "momentum_error": e_m, "residuals": list(self.history),
+            "normal_violation": float(max(0.0, -u[:, 2].min())),            # m/s: Signorini u_n >= 0
+            "complementarity_normal": float(np.abs(L[:, 2] * u[:, 2]).sum() / max(
+                float(np.abs(L[:, 2]).sum()) * scale_u, 1e-300)),
+            "open": int(np.sum(status == OPEN)), "stick": int(np.sum(status == STICK)),
+            "slip": int(np.sum(status == SLIP)), "linear_solver": self.factor.name,
+            "ms_factorization": ms_factor, "ms_delassus": ms_delassus, "ms_iteration": ms_iter,
+            "ms_certificate": ms_cert,
+            "ms": 1e3 * (t2 - t_start), "us_per_sweep": 1e3 * ms_iter / max(sweeps, 1),
+        })
+        self.last_stats = stats
+        return stats
+
+
+def make_pgs_solver(model, options: dict) -> PgsSolver:
+    return PgsSolver(model, options)
+
+
+CONTACT_SOLVERS["pgs"] = make_pgs_solver
