@@ -12,6 +12,7 @@ counters) finish in an order that varies, so two runs of one scene agree only to
 detection may order (and nodalize) contacts differently. ``FEMCONTACT_DETERMINISTIC=1`` (or
 ``init(..., deterministic=True)``) runs the CPU backend on one thread: every run, and every run
 resumed from a checkpoint, then repeats bit for bit on the same machine. GPUs have no such mode.
+``FEMCONTACT_CPU_THREADS=N`` caps the CPU backend's threads (sweeps set it in their workers).
 """
 from __future__ import annotations
 
@@ -73,6 +74,11 @@ def init(arch: str | None = None, precision: str | None = None, *, debug: bool =
     common = dict(default_fp=fp, default_ip=ti.i32, offline_cache=True, offline_cache_file_path=cache,
                   debug=debug)
     candidates = {"auto": ["cuda", "vulkan", "metal", "cpu"]}.get(want_arch, [want_arch])
+    threads = os.environ.get("FEMCONTACT_CPU_THREADS", "").strip()
+    if threads:   # e.g. one per process when a sweep runs several simulations side by side
+        if not threads.isdigit() or int(threads) < 1:
+            raise ParameterError(f"FEMCONTACT_CPU_THREADS must be a positive integer, got {threads!r}")
+        common["cpu_max_num_threads"] = int(threads)
     if deterministic:
         candidates = ["cpu"]
         common["cpu_max_num_threads"] = 1

@@ -138,7 +138,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Simulate deformable bodies, cables and rigid bodies in frictional contact "
                     "(COND and SAP-family solvers on Taichi kernels); results are VTK series for ParaView.")
     parser.add_argument("--version", action="version", version=f"femcontact {_version()}")
-    sub = parser.add_subparsers(dest="command", metavar="{run,mesh,render}")
+    sub = parser.add_subparsers(dest="command", metavar="{run,sweep,mesh,render}")
 
     run = sub.add_parser(
         "run", help="run a scene script and write a VTK time series",
@@ -171,6 +171,9 @@ def build_parser() -> argparse.ArgumentParser:
                           "OUT/run.pvd; --steps/--duration are the run's total length")
     run.set_defaults(func=cmd_run)
 
+    from .sweep import add_sweep_command
+
+    add_sweep_command(sub)
     from .meshes.cli import add_mesh_commands
 
     add_mesh_commands(sub)
