@@ -51,8 +51,8 @@ def init(arch: str | None = None, precision: str | None = None, *, debug: bool =
          deterministic: bool | None = None) -> dict:
     """Initialise Taichi once; return the active configuration {arch, precision, deterministic}.
 
-    deterministic: one CPU thread, so runs repeat bit for bit (module docstring); default from
-    ``FEMCONTACT_DETERMINISTIC``.
+    deterministic: one CPU thread, so runs repeat bit for bit (module docstring); default: the
+    current mode once initialised, else ``FEMCONTACT_DETERMINISTIC``.
 
     Calling again with the same (or no) request is a no-op. Asking for a different
     configuration re-initialises Taichi, which invalidates every Model built before.
@@ -60,6 +60,9 @@ def init(arch: str | None = None, precision: str | None = None, *, debug: bool =
     global _config
     ti = _ti()
     want_arch, want_prec = _requested(arch, precision)
+    if deterministic is None and _config is not None:
+        # keep the mode already set (init(..., deterministic=True) then Simulator()'s init() must not undo it)
+        deterministic = _config["deterministic"]
     if deterministic is None:
         deterministic = os.environ.get("FEMCONTACT_DETERMINISTIC", "0").strip().lower() in ("1", "true", "yes", "on")
     if _config is not None and (arch is None and precision is None
