@@ -3,8 +3,9 @@
 ``sweep("scenes/cube_drop.py", {"youngs_modulus": [1e4, 1e5], "restitution": [0.0, 0.5]}, out="out/s")``
 runs the product of the values (or the rows of a list of dicts) on a Dask ``LocalCluster`` of
 processes (one simulation per process, Taichi on the CPU with ``cpu_threads`` threads each) or on an
-existing scheduler (``scheduler="tcp://host:8786"``; its workers must import femcontact and read the
-scene path). Each run writes ``OUT/run_XXXX/run.pvd`` (unless ``output=False``) and
+existing scheduler (``scheduler="tcp://host:8786"``; its workers must import femcontact, read the
+scene path and run one thread each, ``dask worker ADDRESS --nthreads 1``: Taichi compiles kernels
+only in the thread that initialised it). Each run writes ``OUT/run_XXXX/run.pvd`` (unless ``output=False``) and
 ``OUT/run_XXXX/result.json``, the done marker: re-running the sweep skips runs whose result is
 there. The rows are gathered into ``OUT/results.csv`` (written atomically) and a plot of a metric
 against the first parameter, ``OUT/summary.png``. A failed run is a row with ``status="failed"``
@@ -471,7 +472,8 @@ def _plot(df: "pandas.DataFrame", names: Sequence[str], metric: str | None, path
             key = key if isinstance(key, tuple) else (key,)
             g = g.sort_values(x_name) if numeric else g
             x = g[x_name].to_numpy() if numeric else [cats.index(str(v)) for v in g[x_name]]
-            label = ", ".join(f"{n}={v}" for n, v in zip(others, key)) or None
+            label = ", ".join(f"{n}={v:g}" if isinstance(v, float) else f"{n}={v}"
+                              for n, v in zip(others, key)) or None
             ax.plot(x, g[metric].to_numpy(dtype=float), "o-", label=label)
         if numeric and (ok[x_name] > 0).all() and ok[x_name].max() >= 100 * ok[x_name].min():
             ax.set_xscale("log")
