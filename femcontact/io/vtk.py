@@ -107,13 +107,13 @@ def check_output_dir(out_dir: str | os.PathLike, *, min_free: int = MIN_FREE_BYT
     ``min_free`` bytes free; raise ``ParameterError`` naming the folder and the fix otherwise. Call it
     before a run starts so an unusable folder is reported before any step, not at the first frame."""
     out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise ParameterError(f"output folder {str(out)!r} is a file, not a folder; choose another --out")
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise ParameterError(f"output folder {str(out)!r} cannot be created ({exc.strerror or exc}); "
                              "choose another --out or fix its permissions") from None
-    if not out.is_dir():
-        raise ParameterError(f"output folder {str(out)!r} is a file, not a folder; choose another --out")
     try:
         fd, probe = tempfile.mkstemp(prefix=_TMP_PREFIX + "probe.", dir=out)
         try:
