@@ -53,6 +53,18 @@ def test_unknown_parameter_is_refused_before_any_run(tmp_path):
         fc.sweep(SCENE, {"friction": []}, out=tmp_path / "s")
 
 
+def test_command_line_refuses_unknown_parameters_and_empty_ranges(tmp_path, capsys):
+    from femcontact.cli import main
+
+    assert main(["sweep", str(SCENE), "--param", "stiffness=1,2", "--out", str(tmp_path / "a")]) == 1
+    assert "'stiffness' is not a keyword of build()" in capsys.readouterr().err
+    assert main(["sweep", str(SCENE), "--param", "friction=0.1:1:0", "--out", str(tmp_path / "b")]) == 1
+    assert "is empty" in capsys.readouterr().err
+    assert main(["sweep", str(SCENE), "--out", str(tmp_path / "c")]) == 1
+    assert "--param" in capsys.readouterr().err
+    assert not any((tmp_path / d).exists() for d in "abc")
+
+
 def test_params_file(tmp_path):
     f = tmp_path / "p.csv"
     f.write_text("friction,youngs_modulus\n0.1,1e5\n0.9,2e5\n")
