@@ -119,6 +119,8 @@ def _resume_or_record(args: argparse.Namespace, sim, out: Path, cfg: dict) -> in
     dt = sim.scene.dt
     total = args.steps if args.steps is not None else int(round(
         (sim.scene.duration if args.duration is None else args.duration) / dt))
+    for tmp in out.glob(f".{CHECKPOINT}.tmp*"):     # a checkpoint save the kill interrupted
+        tmp.unlink(missing_ok=True)
     if args.resume is not None:
         sim.load_checkpoint(out / CHECKPOINT)
         print(f"femcontact: resuming {out} at step {sim.state.step} (t = {sim.state.time:.6g} s) of {total}",
