@@ -5,7 +5,8 @@ Known failure (issue 18 item 7, open): the stack creeps. Measured after 3 s of s
 scene): the top cube moves ~1.5e-4 m per 50 steps under COND and ~8e-5 m per 50 steps under Lagged
 (sideways, along y, and sinking), ~1.6e-5 m per 100 steps with stiction_tolerance=1e-6 m/s. The full
 soak under Lagged (``soak("lagged", 10_000)``, 286 s here) drifted 1.26e-2 m and lost 3.8e-4 J: no
-energy gain, the stack standing, but a centimetre of creep. The 10,000-step test is therefore an xfail until the creep is fixed;
+energy gain, the stack standing, but a centimetre of creep; SAP drifted 2.2e-3 m (-3.5e-4 J, 282 s),
+Similar 3.3e-3 m (-5.0e-4 J, 275 s). The 10,000-step test is therefore an xfail until the creep is fixed;
 the short sample checks what holds today: no energy gain, the stack standing, contacts kept.
 """
 import os
