@@ -185,3 +185,9 @@ def test_same_sweep_on_a_separately_started_scheduler_gives_the_same_table(local
     b = pd.read_csv(out_local / "results.csv").drop(columns=VOLATILE)
     pd.testing.assert_frame_equal(a, b)
     assert np.array_equal(a["slide"].to_numpy(), b["slide"].to_numpy())      # bit for bit (deterministic runs)
+
+
+def test_unreachable_scheduler_is_a_clear_error(tmp_path):
+    with pytest.raises(ParameterError, match="cannot reach the Dask scheduler at 'tcp://127.0.0.1:9'.*dask scheduler"):
+        fc.sweep(SCENE, {"friction": [0.1]}, out=tmp_path / "u", steps=1, scheduler="tcp://127.0.0.1:9",
+                 progress=False)
