@@ -18,6 +18,7 @@ in its own messages, so this module (imported before anything imports Taichi) tu
 off unless ``ENABLE_TAICHI_HEADER_PRINT`` is set, and ``init`` swallows the "Starting on arch"
 line of ``ti.init``: ``femcontact --help``, ``mesh`` and ``render`` print only their own output,
 and ``run`` names the backend in its own first line.
+``FEMCONTACT_CPU_THREADS=N`` caps the CPU backend's threads (sweeps set it in their workers).
 """
 from __future__ import annotations
 
@@ -60,8 +61,8 @@ def init(arch: str | None = None, precision: str | None = None, *, debug: bool =
          deterministic: bool | None = None) -> dict:
     """Initialise Taichi once; return the active configuration {arch, precision, deterministic}.
 
-    deterministic: one CPU thread, so runs repeat bit for bit (module docstring); default from
-    ``FEMCONTACT_DETERMINISTIC``.
+    deterministic: one CPU thread, so runs repeat bit for bit (module docstring); default: the
+    current mode once initialised, else ``FEMCONTACT_DETERMINISTIC``.
 
     Calling again with the same (or no) request is a no-op. Asking for a different
     configuration re-initialises Taichi, which invalidates every Model built before.
@@ -69,6 +70,9 @@ def init(arch: str | None = None, precision: str | None = None, *, debug: bool =
     global _config
     ti = _ti()
     want_arch, want_prec = _requested(arch, precision)
+    if deterministic is None and _config is not None:
+        # keep the mode already set (init(..., deterministic=True) then Simulator()'s init() must not undo it)
+        deterministic = _config["deterministic"]
     if deterministic is None:
         deterministic = os.environ.get("FEMCONTACT_DETERMINISTIC", "0").strip().lower() in ("1", "true", "yes", "on")
     if _config is not None and (arch is None and precision is None
@@ -83,6 +87,11 @@ def init(arch: str | None = None, precision: str | None = None, *, debug: bool =
     common = dict(default_fp=fp, default_ip=ti.i32, offline_cache=True, offline_cache_file_path=cache,
                   debug=debug)
     candidates = {"auto": ["cuda", "vulkan", "metal", "cpu"]}.get(want_arch, [want_arch])
+    threads = os.environ.get("FEMCONTACT_CPU_THREADS", "").strip()
+    if threads:   # e.g. one per process when a sweep runs several simulations side by side
+        if not threads.isdigit() or int(threads) < 1:
+            raise ParameterError(f"FEMCONTACT_CPU_THREADS must be a positive integer, got {threads!r}")
+        common["cpu_max_num_threads"] = int(threads)
     if deterministic:
         candidates = ["cpu"]
         common["cpu_max_num_threads"] = 1

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import os
 import sys
 import time
 from pathlib import Path
@@ -43,6 +42,8 @@ def check_run_args(args: argparse.Namespace) -> Path:
                               "or leave it out to run the scene's duration")
     if args.every is not None and args.every < 1:
         raise FemcontactError(f"--every must be at least 1 (a frame every K steps), got {args.every}")
+    if args.checkpoint_every is not None and args.checkpoint_every < 1:
+        raise FemcontactError(f"--checkpoint-every must be a positive number of steps, got {args.checkpoint_every}")
     if args.duration is not None:
         positive(args.duration, "--duration (simulated time in s)")
     if args.dt is not None:
@@ -50,23 +51,9 @@ def check_run_args(args: argparse.Namespace) -> Path:
     if not Path(args.scene).is_file():
         raise FemcontactError(f"scene script {args.scene!r} not found; give the path of a .py file that "
                               "defines build() -> femcontact.Scene (examples in scenes/)")
-    out = Path(args.out) if args.out else Path("out") / Path(args.scene).stem
-    check_output_dir(out, "--out")
-    return out
+    from .io.vtk import check_output_dir
 
-
-def check_output_dir(out: Path, what: str = "output folder") -> None:
-    """Create ``out`` if needed and prove it writable with a probe file, or raise FemcontactError."""
-    if out.exists() and not out.is_dir():
-        raise FemcontactError(f"{what} {str(out)!r} is a file, not a folder; choose another --out")
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        probe = out / f".femcontact-write-test-{os.getpid()}"
-        probe.write_bytes(b"")
-        probe.unlink()
-    except OSError as exc:
-        raise FemcontactError(f"{what} {str(out)!r} is not writable ({exc.strerror or exc}); choose a folder "
-                              "you can write to with --out") from None
+    return check_output_dir(Path(args.out) if args.out else Path("out") / Path(args.scene).stem, what="--out")
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -76,7 +63,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     from .spec.validation import positive
 
     start = time.perf_counter()
-    out = check_run_args(args)
+    resume = _resume_options(args)          # --resume OUT: the stored options of that run fill the gaps
+    out = check_run_args(args)              # bad options, unwritable or full --out: refused before anything runs
     cfg = backend.init(args.arch, args.precision, deterministic=args.deterministic or None)
     module = load_scene_module(args.scene)
     scene = module.build()
@@ -88,6 +76,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.solver is not None:
         scene.solver = args.solver          # checked by the Scene
     sim = Simulator(scene)
+    steps = _resume_or_record(args, sim, out, cfg) if (resume or args.checkpoint_every) else args.steps
+    if steps is not None and args.steps is None:
+        args.duration = None
     print(f"femcontact: {args.scene} on {cfg['arch']} ({cfg['precision']}), {sim.model.n_dofs} DOF, "
           f"dt {scene.dt:g} s, integrator {scene.integrator}, solver {scene.solver}", flush=True)
     print("femcontact: compiling the scene's kernels (or loading them from the cache) for the first step ...",
@@ -98,8 +89,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         if s.state.step == step0 + 1:
             print(f"\nfemcontact: first step done {time.perf_counter() - start:.1f} s after start", flush=True)
 
-    summary = sim.run(duration=args.duration, steps=args.steps, out=out, every=args.every,
-                      progress=not args.no_progress, callback=first_step)
+    summary = sim.run(duration=args.duration, steps=steps, out=out, every=args.every,
+                      progress=not args.no_progress, callback=first_step,
+                      checkpoint_every=args.checkpoint_every, append=resume)
     print(summary)
     return 0
 
@@ -115,13 +107,75 @@ class DefaultsHelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
         return super()._get_help_string(action)
 
 
+RUN_RECORD = "run.json"       # OUT/run.json: the options of a checkpointed run, read by --resume
+CHECKPOINT = "checkpoint.npz"
+_RESUMED_OPTIONS = ("every", "checkpoint_every", "dt", "solver", "precision", "deterministic")
+
+
+def _resume_options(args: argparse.Namespace) -> bool:
+    """For ``--resume OUT``: set ``args.out`` and fill the options not given from ``OUT/run.json``; refuse
+    options that would change the run (dt, solver, precision). False when not resuming."""
+    import json
+
+    if getattr(args, "resume", None) is None:
+        return False
+    out = Path(args.resume)
+    if args.out is not None and Path(args.out).resolve() != out.resolve():
+        raise FemcontactError(f"--resume {out} continues the run in that folder; drop --out {args.out} "
+                              "(or make it the same folder)")
+    args.out = str(out)
+    record, ck = out / RUN_RECORD, out / CHECKPOINT
+    if not ck.is_file() or not record.is_file():
+        raise FemcontactError(f"--resume {out}: no {CHECKPOINT} and {RUN_RECORD} there; start the run with "
+                              f"--checkpoint-every K --out {out} first")
+    try:
+        stored = json.loads(record.read_text())
+    except (OSError, ValueError) as exc:
+        raise FemcontactError(f"--resume {out}: {record} is unreadable ({exc}); start a fresh run") from None
+    for key in _RESUMED_OPTIONS:
+        given = getattr(args, key)
+        if key in ("dt", "solver", "precision") and given is not None and given != stored.get(key):
+            raise FemcontactError(f"--resume {out}: the run used --{key} {stored.get(key)}, not {given}; "
+                                  "a resumed run keeps its settings (drop the option)")
+        if given in (None, False):
+            setattr(args, key, stored.get(key))
+    if args.steps is None and args.duration is None:
+        args.steps = stored.get("steps")
+    return True
+
+
+def _resume_or_record(args: argparse.Namespace, sim, out: Path, cfg: dict) -> int:
+    """Resuming: load ``OUT/checkpoint.npz`` into ``sim``. Otherwise write ``OUT/run.json`` (the options a
+    resume reuses). Return the number of steps still to run so the run ends at its total length."""
+    import json
+
+    from .io.vtk import atomic_write_bytes
+
+    dt = sim.scene.dt
+    total = args.steps if args.steps is not None else int(round(
+        (sim.scene.duration if args.duration is None else args.duration) / dt))
+    for tmp in out.glob(f".{CHECKPOINT}.tmp*"):     # a checkpoint save the kill interrupted
+        tmp.unlink(missing_ok=True)
+    if args.resume is not None:
+        sim.load_checkpoint(out / CHECKPOINT)
+        print(f"femcontact: resuming {out} at step {sim.state.step} (t = {sim.state.time:.6g} s) of {total}",
+              flush=True)
+        return max(total - sim.state.step, 0)
+    (out / CHECKPOINT).unlink(missing_ok=True)     # a stale checkpoint of an earlier run must not be resumed
+    record = {"scene": str(args.scene), "steps": total, "every": args.every,
+              "checkpoint_every": args.checkpoint_every, "dt": args.dt, "solver": args.solver,
+              "precision": args.precision, "deterministic": bool(cfg.get("deterministic"))}
+    atomic_write_bytes(out / RUN_RECORD, json.dumps(record, indent=1).encode())
+    return total
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="femcontact",
         description="Simulate deformable bodies, cables and rigid bodies in frictional contact "
                     "(COND and SAP-family solvers on Taichi kernels); results are VTK series for ParaView.")
     parser.add_argument("--version", action="version", version=f"femcontact {_version()}")
-    sub = parser.add_subparsers(dest="command", metavar="{run,mesh,render}")
+    sub = parser.add_subparsers(dest="command", metavar="{run,sweep,mesh,render}")
 
     run = sub.add_parser(
         "run", help="run a scene script and write a VTK time series",
@@ -146,8 +200,17 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--every", type=int, default=None, metavar="K",
                      help="write a frame every K steps (default: the scene's frame_dt, else every step)")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
+    run.add_argument("--checkpoint-every", type=int, default=None, metavar="K",
+                     help="save OUT/checkpoint.npz (atomically) every K steps and at the end, so --resume can "
+                          "continue the run")
+    run.add_argument("--resume", default=None, metavar="OUT",
+                     help="continue the checkpointed run in folder OUT from its last checkpoint, appending to "
+                          "OUT/run.pvd; --steps/--duration are the run's total length")
     run.set_defaults(func=cmd_run)
 
+    from .sweep import add_sweep_command
+
+    add_sweep_command(sub)
     from .meshes.cli import add_mesh_commands
 
     add_mesh_commands(sub)

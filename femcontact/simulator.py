@@ -340,23 +340,35 @@ class Simulator:
 
     def run(self, duration: Optional[float] = None, steps: Optional[int] = None, out: Optional[str | Path] = None,
             every: Optional[int] = None, progress: bool = False,
-            callback: Optional[Callable[["Simulator"], None]] = None) -> RunSummary:
+            callback: Optional[Callable[["Simulator"], None]] = None, *,
+            checkpoint_every: Optional[int] = None, checkpoint: Optional[str | Path] = None,
+            append: bool = False) -> RunSummary:
         """Advance ``steps`` steps (or ``duration`` s; default: the scene's duration).
 
-        out: folder for the VTK series (``out/run.pvd``); every: write a frame every k steps
-        (default from the scene's frame_dt, else every step); progress: show a progress bar;
-        callback(sim) is called after every step.
+        out: folder for the VTK series (``out/run.pvd``); every: write a frame at every step number
+        that is a multiple of k, and at the last step (default from the scene's frame_dt, else every
+        step); progress: show a progress bar; callback(sim) is called after every step.
+        checkpoint_every: save a checkpoint (``save_checkpoint``) at every step number that is a
+        multiple of it and at the last step, to ``checkpoint`` (default ``out/checkpoint.npz``), after
+        that step's frame. append: continue the series already in ``out`` (a resumed run: frames after
+        the current time are dropped and rewritten) instead of starting a new one.
         """
         n_steps = self._count_steps(duration, steps)
         if every is None:
             every = max(1, round(self.scene.frame_dt / self.scene.dt)) if self.scene.frame_dt else 1
         if not isinstance(every, int) or every < 1:
             raise ParameterError(f"every must be a positive integer, got {every!r}")
+        if checkpoint_every is not None:
+            if not isinstance(checkpoint_every, (int, np.integer)) or checkpoint_every < 1:
+                raise ParameterError(f"checkpoint_every must be a positive integer, got {checkpoint_every!r}")
+            if checkpoint is None and out is None:
+                raise ParameterError("checkpoint_every needs a checkpoint path or an out folder to write it to")
+            checkpoint = Path(checkpoint) if checkpoint is not None else Path(out) / "checkpoint.npz"
         writer = None
         if out is not None:
             from .io.vtk import SeriesWriter
 
-            writer = SeriesWriter(out)
+            writer = SeriesWriter(out, append=append, keep_until=self.state.time if append else None)
         start = _time.perf_counter()
         it0 = len(self.stats)
         bar = None
@@ -365,14 +377,19 @@ class Simulator:
 
             bar = tqdm(total=n_steps, unit="step", dynamic_ncols=True, mininterval=0.5)
         try:
-            if writer is not None and self.state.step == 0:
+            if writer is not None and self.state.step == 0 and writer.n_frames == 0:
                 self._write(writer)
             for k in range(n_steps):
                 st = self.step()
                 if callback is not None:
                     callback(self)
-                if writer is not None and ((k + 1) % every == 0 or k + 1 == n_steps):
+                last = k + 1 == n_steps
+                if writer is not None and (self.state.step % every == 0 or last):
                     self._write(writer)
+                if checkpoint_every is not None and (self.state.step % checkpoint_every == 0 or last):
+                    t0 = _time.perf_counter()
+                    self.save_checkpoint(checkpoint)
+                    self.timers["output"] += _time.perf_counter() - t0
                 if bar is not None:
                     bar.update(1)
                     bar.set_postfix_str(f"t={st.time:.4g}s {st.ms_total:.1f}ms/step it={st.iterations}")
@@ -505,7 +522,12 @@ class Simulator:
 
     def _write(self, writer) -> None:
         t0 = _time.perf_counter()
-        writer.write(self.state.time, self.frame_pieces())
+        try:
+            writer.write(self.state.time, self.frame_pieces())
+        except OSError as exc:
+            raise SimulationError(f"could not write the frame of step {self.state.step} (t = {self.state.time:.6g} s) "
+                                  f"to {writer.out_dir}: {exc}. Frames written before are intact; free some space "
+                                  "or choose another --out") from exc
         self.timers["output"] += _time.perf_counter() - t0
 
     def von_mises(self) -> np.ndarray:
