@@ -18,7 +18,6 @@ spaced logarithmically; a, b > 0).
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import inspect
 import itertools
 import json
@@ -31,8 +30,9 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from .errors import FemcontactError, ParameterError
+from .errors import ParameterError
 from .io.vtk import atomic_write_bytes, check_output_dir
+from .scene_script import load_scene_module
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas
@@ -181,16 +181,9 @@ _MODULES: dict[tuple[str, float], Any] = {}
 def _load_scene(path: str | os.PathLike):
     """Import a scene script by path (cached per process by path and modification time)."""
     path = Path(path).resolve()
-    if not path.is_file():
-        raise ParameterError(f"scene script {str(path)!r} not found")
-    key = (str(path), path.stat().st_mtime)
+    key = (str(path), path.stat().st_mtime if path.is_file() else None)
     if key not in _MODULES:
-        spec = importlib.util.spec_from_file_location(f"femcontact_sweep_scene_{path.stem}", path)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        if not callable(getattr(module, "build", None)):
-            raise ParameterError(f"scene script {str(path)!r} defines no build() function returning a Scene")
-        _MODULES[key] = module
+        _MODULES[key] = load_scene_module(path)
     return _MODULES[key]
 
 
