@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 import femcontact as fc
+from femcontact.sweep import parse_params
 from femcontact.cli import build_parser
 from femcontact.errors import FemcontactError, MeshError, ParameterError
 from femcontact.meshes import load
@@ -300,6 +301,13 @@ CASES = [
      r"--out '.*taken' is a file, not a folder"),
     ("cli-unknown-solver", lambda t: _cli(t, "--solver", "magic", "--steps", "1"), ParameterError,
      r"unknown solver 'magic'"),
+    # sweeps (femcontact.sweep / femcontact sweep): refused before any run
+    ("sweep-unknown-parameter", lambda t: fc.sweep(ROOT / "tests" / "sweep_scene.py", {"stiffness": [1, 2]},
+                                                   out=t / "s"),
+     ParameterError, r"'stiffness' is not a keyword of build\(\).*friction, youngs_modulus"),
+    ("sweep-empty-list", lambda t: fc.sweep(ROOT / "tests" / "sweep_scene.py", {"friction": []}, out=t / "s"),
+     ParameterError, r"empty list"),
+    ("sweep-empty-range", lambda t: parse_params(["friction=0.1:1:0"]), ParameterError, r"friction.*empty"),
 ]
 
 
