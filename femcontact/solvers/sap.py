@@ -85,7 +85,7 @@ from .newton_linear import make_newton_linear_solver
 DEFAULTS = {
     "rel_tol": 1e-6, "abs_tol": 1e-14, "max_iterations": 100, "max_line_search_iterations": 100,
     "alpha_max": 1.5, "linear_solver": "auto", "stiffness": None, "tau_d": None, "hc_dissipation": 10.0,
-    "stiction_tolerance": 1e-4, "sigma": 1e-3, "beta": 1.0,
+    "stiction_tolerance": 1e-4, "sigma": 1e-3, "beta": 1.0, "midpoint_contact": "consistent",
 }
 PHYSICAL = ("stiffness", "tau_d", "hc_dissipation", "stiction_tolerance", "sigma")
 
@@ -134,6 +134,9 @@ class NewtonContactSolver:
         for key in ("max_iterations", "max_line_search_iterations"):
             if not isinstance(o[key], (int, np.integer)) or o[key] < 1:
                 raise ParameterError(f"solver option {key} must be a positive integer, got {o[key]!r}")
+        if o["midpoint_contact"] not in ("consistent", "end"):
+            raise ParameterError(f"solver option midpoint_contact must be 'consistent' or 'end', got "
+                                 f"{o['midpoint_contact']!r}")
         opt_vals = [np.nan if o[key] is None else o[key] for key in PHYSICAL]
         _check_params(kind, *opt_vals, where="(solver_options)")
         self._check_table()
@@ -184,9 +187,16 @@ class NewtonContactSolver:
                 out[name] = np.where(np.isnan(out[name]), float(self.opt[name]), out[name])
         return out
 
-    def build_model(self, mu, w, phi0, vn0, param_rows, dt: float):
+    def build_model(self, mu, w, phi0, vn0, param_rows, dt: float, theta=None):
         """The contact model of this step for per-contact friction ``mu``, Delassus estimate ``w``
-        (1/kg), previous gap ``phi0`` (m) and previous normal velocity ``vn0`` (m/s)."""
+        (1/kg), previous gap ``phi0`` (m) and previous normal velocity ``vn0`` (m/s).
+
+        theta: None, or (c, 3) weights of the contact velocity ``u = θ v_{k+1} + (1 − θ) v_k`` the
+        model is evaluated at (rows t1, t2, n; see ``contact_weights``); the model is then built
+        in the variables (u, γ̃) with the applied impulse ``γ = θ γ̃``: friction ``μ θ_n/θ_t``,
+        stiffness / fe0 / lagged n₀ divided by θ_n, SAP's R multiplied by θ², so that the physical
+        impulse as a function of the end-of-step velocity has the same stiffness, friction cone
+        and regularization as with θ = 1, while gaps and slip speeds are measured in u."""
         p = self.contact_parameters(param_rows)
         if np.any(~(mu >= 0) | ~np.isfinite(mu)):
             raise ParameterError(f"friction coefficients must be finite and >= 0, got {mu[~(mu >= 0)][:3].tolist()}")
@@ -200,22 +210,49 @@ class NewtonContactSolver:
         beta = float(self.opt["beta"])
         sigma = np.where(np.isnan(p["sigma"]), 1e-3, p["sigma"])
         R_t = sigma * w
+        th_t, th_n = (1.0, 1.0) if theta is None else (theta[:, 0], theta[:, 2])
+        mu_u = mu * th_n / th_t                  # friction cone of γ̃ = γ/θ
         if self.kind == "sap":
             tau_d = np.where(np.isnan(p["tau_d"]), beta * dt / math.pi, p["tau_d"])
             k = np.where(np.isnan(p["stiffness"]), np.inf, p["stiffness"])
             with np.errstate(divide="ignore"):
                 R_n = np.maximum(beta**2 / (4 * math.pi**2) * w, 1.0 / (dt * k * (dt + tau_d)))
-            return SapModel(mu, np.maximum(R_t, 1e-300), R_n, -phi0 / (dt + tau_d))
+            # stabilization velocity: −φ₀/(dt + τ_d) for touching pairs (SAP §V-B); a pair still
+            # apart (φ₀ > 0) gets −φ₀/dt, so it is pushed only when u_n would close the gap within
+            # the step (no dissipation before touch; ICF's φ₀ + dt v_n)
+            vhat_n = np.where(phi0 > 0, -phi0 / dt, -phi0 / (dt + tau_d))
+            return SapModel(mu_u, np.maximum(R_t * th_t**2, 1e-300), R_n * th_n**2, vhat_n)
         k = np.where(np.isnan(p["stiffness"]), 4 * math.pi**2 / (beta**2 * w * dt * dt), p["stiffness"])
         d = np.where(np.isnan(p["hc_dissipation"]), DEFAULTS["hc_dissipation"], p["hc_dissipation"])
         vs = np.where(np.isnan(p["stiction_tolerance"]), DEFAULTS["stiction_tolerance"], p["stiction_tolerance"])
         fe0 = -k * phi0
-        hc = HuntCrossley(k, d, fe0, dt)
         n0 = dt * np.maximum(fe0, 0.0) * np.maximum(0.0, 1.0 - d * vn0)
-        eps = np.maximum(vs, mu * R_t * n0)
+        eps = np.maximum(vs, th_t * mu * R_t * n0)
+        hc = HuntCrossley(k / th_n, d, fe0 / th_n, dt)
+        n0 = n0 / th_n
+        mu = mu_u
         if self.kind == "lagged":
             return LaggedModel(hc, mu, n0, eps)
         return SimilarModel(hc, mu, eps)
+
+    def contact_weights(self, vc_prev: np.ndarray, phi0: np.ndarray, co: float, dt: float):
+        """θ (c, 3) of the contact velocity ``u = θ v_{k+1} + (1 − θ) v_k`` per contact, or None
+        (θ = 1: implicit Euler, or option ``midpoint_contact="end"``). Under the midpoint rule
+        (docs/THEORY.md §4, "Contact under the midpoint rule"):
+
+        - friction: θ_t = ½, u_t = v̂_t, the velocity that moves the contact point over the step;
+        - normal: θ_n = 1 (u_n = v_{n,k+1}: an impact ends at rest, inelastic) when the contact
+          approaches (v_{n,k} ≤ 0) and would reach the surface by mid-step at its start velocity
+          (φ₀ + dt v_{n,k}/2 ≤ 0); otherwise θ_n = ½ (u_n = v̂_n: the gap φ₀ + dt u_n the model
+          predicts is the end-of-step gap, so a speculative contact pushes only if the bodies
+          actually meet, and a separating one does no positive work).
+        """
+        if co == 0.0 or self.opt["midpoint_contact"] == "end":
+            return None
+        theta = np.full((len(phi0), 3), 0.5)
+        vn0 = vc_prev[:, 2]
+        theta[:, 2] = np.where((vn0 <= 0.0) & (phi0 + 0.5 * dt * vn0 <= 0.0), 1.0, 0.5)
+        return theta
 
     def _fixed(self, fixed_arr, n: int) -> np.ndarray:
         """The prescribed mask (bool, n): read once per mask array (it is fixed at build time)."""
@@ -268,7 +305,24 @@ class NewtonContactSolver:
         w = delassus_estimate(Jf, Bw, fixed, c, self.node_body, self.body_mass)
         vc_prev = (J @ vk).reshape(c, 3) + off
         mu = cd["mu"].mean(axis=1) if c else np.zeros(0)
-        cm = self.build_model(mu, w, cd["phi"], vc_prev[:, 2], cd["param"].astype(np.int64), dt)
+        vc_hat_prev = (J @ v_prev_hat).reshape(c, 3) + off if co != 0.0 else vc_prev
+        theta = self.contact_weights(vc_prev, cd["phi"], co, dt)
+        phi0 = cd["phi"]
+        if theta is not None:
+            # an approaching pair that meets by mid-step is modelled on v_{n,k+1} from the surface:
+            # its target is "at rest at the end of the step" (φ₀ clamped at 0; contact_weights)
+            phi0 = np.where(theta[:, 2] == 1.0, np.minimum(phi0, 0.0), phi0)
+        vn0 = vc_prev[:, 2]
+        if theta is not None:
+            # Lagged n₀'s Hunt–Crossley rate: how fast the gap was closing, i.e. the previous step's
+            # v̂ (the warm start), not v_k (which carries the midpoint rule's ±v alternation)
+            vn0 = vc_hat_prev[:, 2]
+        cm = self.build_model(mu, w, phi0, vn0, cd["param"].astype(np.int64), dt, theta)
+        if theta is not None:
+            # the model sees u = θ (J v + off) + (1 − θ) v_c,k: scale J's rows, fold the rest into off
+            Sd = sp.diags(theta.ravel())
+            J, Jf = (Sd @ J).tocsr(), (Sd @ Jf).tocsr()
+            off = theta * off + (1.0 - theta) * vc_prev
 
         D = momentum_scaling(Dblk, dof_fixed)
         o = self.opt
@@ -321,7 +375,7 @@ class NewtonContactSolver:
         if fixed.any():
             v_hat.reshape(n, 3)[fixed] = vhat_fixed
         backend.write(problem.v_hat, v_hat.reshape(n, 3))
-        backend.write(contacts.impulse, gamma)
+        backend.write(contacts.impulse, gamma if theta is None else theta * gamma)
         backend.write(contacts.status, status)
         ms = 1e3 * (time.perf_counter() - t_start)
         stats = SolveStats(it, e_m, converged, {
