@@ -85,7 +85,7 @@ from .newton_linear import make_newton_linear_solver
 DEFAULTS = {
     "rel_tol": 1e-6, "abs_tol": 1e-14, "max_iterations": 100, "max_line_search_iterations": 100,
     "alpha_max": 1.5, "linear_solver": "auto", "stiffness": None, "tau_d": None, "hc_dissipation": 10.0,
-    "stiction_tolerance": 1e-4, "sigma": 1e-3, "beta": 1.0, "midpoint_contact": "consistent",
+    "stiction_tolerance": 1e-4, "sigma": 1e-3, "beta": 1.0, "midpoint_contact": "consistent", "impact_speed": None,
 }
 PHYSICAL = ("stiffness", "tau_d", "hc_dissipation", "stiction_tolerance", "sigma")
 
@@ -251,8 +251,17 @@ class NewtonContactSolver:
             return None
         theta = np.full((len(phi0), 3), 0.5)
         vn0 = vc_prev[:, 2]
-        theta[:, 2] = np.where((vn0 <= 0.0) & (phi0 + 0.5 * dt * vn0 <= 0.0), 1.0, 0.5)
+        v_imp = self.impact_speed(dt)
+        theta[:, 2] = np.where((vn0 < -v_imp) & (phi0 + 0.5 * dt * vn0 <= 0.0), 1.0, 0.5)
         return theta
+
+    def impact_speed(self, dt: float) -> float:
+        """Approach speed (m/s) above which a contact is treated as an impact under the midpoint
+        rule (θ_n = 1, ``contact_weights``): option ``impact_speed``, else ``|g| dt``, the speed
+        gravity gives in one step (a resting contact's normal velocity stays below it)."""
+        if self.opt["impact_speed"] is not None:
+            return float(self.opt["impact_speed"])
+        return float(np.linalg.norm(getattr(self.model, "gravity", np.zeros(3)))) * dt
 
     def _fixed(self, fixed_arr, n: int) -> np.ndarray:
         """The prescribed mask (bool, n): read once per mask array (it is fixed at build time)."""
