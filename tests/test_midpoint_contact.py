@@ -104,10 +104,11 @@ def _creep_bound(kind, mu, T):
     """Drift bound over T for a block that sticks: the regularized friction law lets a contact
     under the tangential/normal load ratio r = tan θ/μ creep at ``ε r/√(1 − r²)`` (Lagged and
     Similar: |γ_t| = μ n v/√(v² + ε²), ε = v_s = 1e-4 m/s by default; 1.04 v_s here) and SAP at
-    ``R_t γ_t`` (σ w γ_t: ~1e-6 m/s here). Bound: v_s T times the law's factor, doubled for the
-    ringing of the undamped stiff block under the midpoint rule (measured: 1.2–1.6 v_s)."""
+    ``R_t γ_t`` (σ w γ_t: ~6e-6 m/s here). Bound: v_s T times the law's factor, plus 25% for the
+    ringing of the undamped stiff block under the midpoint rule (measured creep: Lagged 1.04 v_s
+    under Euler, 1.13 v_s under the midpoint rule; before the fix the block slid 11 cm in 0.5 s)."""
     r = math.tan(TH) / mu
-    return 2.0 * 1e-4 * T * max(1.0, r / math.sqrt(1.0 - r * r))
+    return 1.25 * 1e-4 * T * max(1.0, r / math.sqrt(1.0 - r * r))
 
 
 @pytest.mark.parametrize("integrator", INTEGRATORS)

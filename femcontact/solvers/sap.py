@@ -26,15 +26,18 @@ for the end-of-step velocity ``v = v_{k+1}`` and multiplying by ``s`` gives
   b̃ = dt b − (dt/2) A v_k, γ = dt λ.
 
 So in both cases ``Ã ≈ M`` (what the Delassus estimate w_m, the regularizations of SAP
-eqs. 29–30 and the scaling D of eq. 26 assume) and the contact velocity entering ℓ_m is
-the *end-of-step* velocity v_{k+1}, as in SAP/ICF, not the midpoint v̂. Choosing v̂ instead
-would make every impact perfectly elastic under the midpoint rule (v_{n,k+1} = −v_{n,k},
-docs/THEORY.md §1) and let friction stop v̂ rather than the body. The price: under the midpoint
-rule positions advance by dt v̂ = dt (v_k + v_{k+1})/2, so during the one step of an impact
-the penetration predicted by the contact model (φ₀ + dt v_n,k+1) is off by dt v_n,k/2; the
-next step's gap φ₀ sees the actual position and the compliance pushes it out. At rest or in
-steady sliding the two integrators give the same contact state. ``v̂`` is written back as
-``(v − c_o v_k)/c_h``; prescribed nodes keep their prescribed v̂ exactly.
+eqs. 29–30 and the scaling D of eq. 26 assume). Under implicit Euler the contact velocity entering
+ℓ_m is the end-of-step velocity v_{k+1}, as in SAP/ICF. Under the midpoint rule positions advance
+by dt v̂ and the step's energy changes by exactly the contact work γᵀJv̂, so each contact law is
+evaluated at ``u = θ (J v + v_w) + (1 − θ) v_c,k`` (``contact_weights``): friction at the slip of the
+contact point over the step (θ_t = ½, u_t = J_t v̂), the normal law at the true end gap
+(θ_n = ½) except for an impact (θ_n = 1: approach faster than |g| dt and meeting by mid-step; the
+gap clamped at 0, so the impact ends at rest, inelastic). The model is built in (u, γ̃) with the
+applied impulse γ = θ γ̃ (``build_model``): the physical stiffness, cone and regularization are
+those of θ = 1. Evaluating everything at v_{k+1} (option ``midpoint_contact="end"``) lets the
+contacts pump energy into the undamped fast modes (docs/THEORY.md §4, "Contact under the midpoint
+rule"). ``v̂`` is written back as ``(v − c_o v_k)/c_h``; prescribed nodes keep their prescribed v̂
+exactly.
 
 Prescribed nodes (``fixed == 1``): their rows of A are already decoupled (diagonal block
 only), their end-of-step velocity is set once from that row, their Jacobian columns are
@@ -55,6 +58,9 @@ then ``solver_options``, then the automatic value):
 - ``stiction_tolerance`` v_s (m/s, Lagged/Similar): default 1e-4.
 - ``sigma`` (SAP eq. 30 friction regularization, also ICF's impact softening): 1e-3.
 - ``beta`` (eq. 29, options only): 1.
+- ``midpoint_contact`` (options only): "consistent" (default) or "end" (the pre-issue-14 mapping,
+  for comparison); ``impact_speed`` (m/s, options only): the approach speed above which a contact
+  is an impact under the midpoint rule, default |g| dt.
 - friction μ: ``contacts.mu`` (mean of the two axes: the Newton models are isotropic).
 - ``restitution`` is ignored by the Newton path (the models are inelastic; use dissipation).
 
@@ -137,6 +143,10 @@ class NewtonContactSolver:
         if o["midpoint_contact"] not in ("consistent", "end"):
             raise ParameterError(f"solver option midpoint_contact must be 'consistent' or 'end', got "
                                  f"{o['midpoint_contact']!r}")
+        if o["impact_speed"] is not None and not (isinstance(o["impact_speed"], (int, float))
+                                                  and math.isfinite(o["impact_speed"]) and o["impact_speed"] >= 0):
+            raise ParameterError(f"solver option impact_speed must be None or a speed >= 0 m/s, got "
+                                 f"{o['impact_speed']!r}")
         opt_vals = [np.nan if o[key] is None else o[key] for key in PHYSICAL]
         _check_params(kind, *opt_vals, where="(solver_options)")
         self._check_table()
@@ -241,11 +251,12 @@ class NewtonContactSolver:
         (docs/THEORY.md §4, "Contact under the midpoint rule"):
 
         - friction: θ_t = ½, u_t = v̂_t, the velocity that moves the contact point over the step;
-        - normal: θ_n = 1 (u_n = v_{n,k+1}: an impact ends at rest, inelastic) when the contact
-          approaches (v_{n,k} ≤ 0) and would reach the surface by mid-step at its start velocity
-          (φ₀ + dt v_{n,k}/2 ≤ 0); otherwise θ_n = ½ (u_n = v̂_n: the gap φ₀ + dt u_n the model
-          predicts is the end-of-step gap, so a speculative contact pushes only if the bodies
-          actually meet, and a separating one does no positive work).
+        - normal: θ_n = ½ (u_n = v̂_n: the gap φ₀ + dt u_n the model predicts is the end-of-step
+          gap, so a speculative contact pushes only if the bodies actually meet, and the spring
+          dissipates), except for an impact: a contact approaching faster than ``impact_speed``
+          (v_{n,k} < −v_imp) that reaches the surface by mid-step at its start velocity
+          (φ₀ + dt v_{n,k}/2 ≤ 0) gets θ_n = 1 (u_n = v_{n,k+1}; the caller clamps its gap at 0, so
+          the impact ends at rest: inelastic).
         """
         if co == 0.0 or self.opt["midpoint_contact"] == "end":
             return None
