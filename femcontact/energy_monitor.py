@@ -37,6 +37,11 @@ from . import backend
 from .errors import SimulationError
 
 
+# the cause Simulator._diverged names for a rod under the midpoint rule (one wording for both stops)
+RODS_MIDPOINT_CAUSE = ("rods under the midpoint rule, which has no numerical damping (a cable whipping faster than "
+                       "the step resolves gains energy: use integrator='euler' or a smaller dt)")
+
+
 class EnergyMonitor:
     """Tracks the energy budget of a Simulator and raises SimulationError when it is exceeded."""
 
@@ -160,7 +165,9 @@ class EnergyMonitor:
                     "point pumps energy into them (solver option midpoint_contact='end' does this). Use the "
                     "default midpoint_contact, add Rayleigh damping (rayleigh_beta), use integrator='euler', or "
                     "a smaller dt")
-        if scene.integrator == "midpoint" and (undamped or sim.rods is not None):
+        if scene.integrator == "midpoint" and sim.rods is not None and spec is None:
+            return RODS_MIDPOINT_CAUSE
+        if scene.integrator == "midpoint" and undamped:
             return ("an undamped body under the midpoint rule, which has no numerical damping: use "
                     "integrator='euler', add Rayleigh damping or take a smaller dt")
         return (f"dt = {scene.dt:g} s too large for the stiffest material or the contact stiffness (try a smaller "

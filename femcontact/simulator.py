@@ -15,7 +15,7 @@ from .assembly import integrator as integ
 from .assembly.sparse import BlockSparseMatrix
 from .bodies import fem
 from .control import Control
-from .energy_monitor import EnergyMonitor
+from .energy_monitor import RODS_MIDPOINT_CAUSE, EnergyMonitor
 from .errors import ParameterError, SimulationError
 from .model import Model
 from .bodies import rigid
@@ -342,8 +342,7 @@ class Simulator:
     def _diverged(self, what: str) -> SimulationError:
         rods = ""
         if self.rods is not None and self.scene.integrator == "midpoint":
-            rods = ("rods under the midpoint rule, which has no numerical damping (a cable whipping faster than "
-                    "the step resolves gains energy: use integrator='euler' or a smaller dt), ")
+            rods = RODS_MIDPOINT_CAUSE + ", "
         return SimulationError(
             f"step {self.state.step + 1} (from t = {self.state.time:.6g} s) diverged: {what}. Likely causes: {rods}dt = "
             f"{self.scene.dt:g} s too large for the stiffest material (try a smaller --dt), an element "
