@@ -15,6 +15,7 @@ from .assembly import integrator as integ
 from .assembly.sparse import BlockSparseMatrix
 from .bodies import fem
 from .control import Control
+from .energy_monitor import RODS_MIDPOINT_CAUSE, EnergyMonitor
 from .errors import ParameterError, SimulationError
 from .model import Model
 from .bodies import rigid
@@ -155,9 +156,13 @@ class Simulator:
     """Runs a Scene: ``step()`` advances one step, ``run()`` many with output.
 
     arch / precision: see ``femcontact.backend.init`` (None keeps the current setting).
+    energy_check: stop a run whose total energy grows more than this many times the scene's energy
+    scale beyond what forces, drives and moving obstacles supplied (``femcontact.energy_monitor``;
+    None: no check); energy_check_every: evaluate the energy every this many steps.
     """
 
-    def __init__(self, scene: Scene, *, arch: Optional[str] = None, precision: Optional[str] = None):
+    def __init__(self, scene: Scene, *, arch: Optional[str] = None, precision: Optional[str] = None,
+                 energy_check: Optional[float] = 10.0, energy_check_every: int = 10):
         if not isinstance(scene, Scene):
             raise ParameterError(f"Simulator needs a femcontact.Scene, got {type(scene).__name__}")
         if not scene.all_bodies:
@@ -192,6 +197,13 @@ class Simulator:
         self._energy_out = backend.scalar_array(2)
         self.systems = body_systems(self.model)              # joints, FEM, rods: bodies/system.py
         self.rods = next((s for s in self.systems if isinstance(s, RodSystem)), None)
+        self.energy_monitor = None
+        if energy_check is not None:
+            if not (isinstance(energy_check, (int, float)) and energy_check > 0):
+                raise ParameterError(f"energy_check must be a positive factor or None, got {energy_check!r}")
+            if not isinstance(energy_check_every, (int, np.integer)) or energy_check_every < 1:
+                raise ParameterError(f"energy_check_every must be a positive integer, got {energy_check_every!r}")
+            self.energy_monitor = EnergyMonitor(self, energy_check, energy_check_every)
 
     @property
     def v_hat(self):
@@ -210,6 +222,8 @@ class Simulator:
     def load_checkpoint(self, path: str | Path) -> None:
         """Continue from a checkpoint written by ``save_checkpoint`` for the same scene."""
         self.state.load(path)
+        if self.energy_monitor is not None:
+            self.energy_monitor.reset()
         try:
             self.drives.restore(self.state.host)
             self.contact_solver.restore(self.state.solver_memory)
@@ -290,6 +304,8 @@ class Simulator:
         for system in self.systems:
             system.assemble(s, self.control, self.A, self.b, c, s.time, self.scene.dt)
         if self.drives.count:
+            if self.energy_monitor is not None:
+                self.energy_monitor.before_elimination()
             integ.eliminate_prescribed(self.A.indptr, self.A.indices, self.A.blocks, self.A.diag, self.b,
                                        self.fixed, self.v_fixed, m.n_nodes)
 
@@ -318,6 +334,8 @@ class Simulator:
             raise self._diverged(f"a node speed reached {math.sqrt(vmax2):.3g} m/s")
         s.time += self.scene.dt
         s.step += 1
+        if self.energy_monitor is not None:
+            self.energy_monitor.after_step(backend.read(self.v_hat, self.model.n_nodes).astype(np.float64, copy=False))
         t3 = _time.perf_counter()
         self.timers["assembly"] += t1 - t0
         self.timers["detection"] += t1b - t1
@@ -331,8 +349,7 @@ class Simulator:
     def _diverged(self, what: str) -> SimulationError:
         rods = ""
         if self.rods is not None and self.scene.integrator == "midpoint":
-            rods = ("rods under the midpoint rule, which has no numerical damping (a cable whipping faster than "
-                    "the step resolves gains energy: use integrator='euler' or a smaller dt), ")
+            rods = RODS_MIDPOINT_CAUSE + ", "
         return SimulationError(
             f"step {self.state.step + 1} (from t = {self.state.time:.6g} s) diverged: {what}. Likely causes: {rods}dt = "
             f"{self.scene.dt:g} s too large for the stiffest material (try a smaller --dt), an element "
@@ -591,6 +608,8 @@ class Simulator:
         v_hat = self.v_hat.to_numpy()
         v_hat[: len(v)] = v
         self.v_hat.from_numpy(v_hat.astype(real))
+        if self.energy_monitor is not None:
+            self.energy_monitor.reset()     # the script changed the energy on purpose
 
     def _rigid(self, name: str) -> int:
         try:

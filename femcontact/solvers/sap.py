@@ -26,15 +26,18 @@ for the end-of-step velocity ``v = v_{k+1}`` and multiplying by ``s`` gives
   b̃ = dt b − (dt/2) A v_k, γ = dt λ.
 
 So in both cases ``Ã ≈ M`` (what the Delassus estimate w_m, the regularizations of SAP
-eqs. 29–30 and the scaling D of eq. 26 assume) and the contact velocity entering ℓ_m is
-the *end-of-step* velocity v_{k+1}, as in SAP/ICF, not the midpoint v̂. Choosing v̂ instead
-would make every impact perfectly elastic under the midpoint rule (v_{n,k+1} = −v_{n,k},
-docs/THEORY.md §1) and let friction stop v̂ rather than the body. The price: under the midpoint
-rule positions advance by dt v̂ = dt (v_k + v_{k+1})/2, so during the one step of an impact
-the penetration predicted by the contact model (φ₀ + dt v_n,k+1) is off by dt v_n,k/2; the
-next step's gap φ₀ sees the actual position and the compliance pushes it out. At rest or in
-steady sliding the two integrators give the same contact state. ``v̂`` is written back as
-``(v − c_o v_k)/c_h``; prescribed nodes keep their prescribed v̂ exactly.
+eqs. 29–30 and the scaling D of eq. 26 assume). Under implicit Euler the contact velocity entering
+ℓ_m is the end-of-step velocity v_{k+1}, as in SAP/ICF. Under the midpoint rule positions advance
+by dt v̂ and the step's energy changes by exactly the contact work γᵀJv̂, so each contact law is
+evaluated at ``u = θ (J v + v_w) + (1 − θ) v_c,k`` (``contact_weights``): friction at the slip of the
+contact point over the step (θ_t = ½, u_t = J_t v̂), the normal law at the true end gap
+(θ_n = ½) except for an impact (θ_n = 1: approach faster than |g| dt and meeting by mid-step; the
+gap clamped at 0, so the impact ends at rest, inelastic). The model is built in (u, γ̃) with the
+applied impulse γ = θ γ̃ (``build_model``): the physical stiffness, cone and regularization are
+those of θ = 1. Evaluating everything at v_{k+1} (option ``midpoint_contact="end"``) lets the
+contacts pump energy into the undamped fast modes (docs/THEORY.md §4, "Contact under the midpoint
+rule"). ``v̂`` is written back as ``(v − c_o v_k)/c_h``; prescribed nodes keep their prescribed v̂
+exactly.
 
 Prescribed nodes (``fixed == 1``): their rows of A are already decoupled (diagonal block
 only), their end-of-step velocity is set once from that row, their Jacobian columns are
@@ -55,6 +58,9 @@ then ``solver_options``, then the automatic value):
 - ``stiction_tolerance`` v_s (m/s, Lagged/Similar): default 1e-4.
 - ``sigma`` (SAP eq. 30 friction regularization, also ICF's impact softening): 1e-3.
 - ``beta`` (eq. 29, options only): 1.
+- ``midpoint_contact`` (options only): "consistent" (default) or "end" (the pre-issue-14 mapping,
+  for comparison); ``impact_speed`` (m/s, options only): the approach speed above which a contact
+  is an impact under the midpoint rule, default |g| dt.
 - friction μ: ``contacts.mu`` (mean of the two axes: the Newton models are isotropic).
 - ``restitution`` is ignored by the Newton path (the models are inelastic; use dissipation).
 
@@ -85,7 +91,7 @@ from .newton_linear import make_newton_linear_solver
 DEFAULTS = {
     "rel_tol": 1e-6, "abs_tol": 1e-14, "max_iterations": 100, "max_line_search_iterations": 100,
     "alpha_max": 1.5, "linear_solver": "auto", "stiffness": None, "tau_d": None, "hc_dissipation": 10.0,
-    "stiction_tolerance": 1e-4, "sigma": 1e-3, "beta": 1.0,
+    "stiction_tolerance": 1e-4, "sigma": 1e-3, "beta": 1.0, "midpoint_contact": "consistent", "impact_speed": None,
 }
 PHYSICAL = ("stiffness", "tau_d", "hc_dissipation", "stiction_tolerance", "sigma")
 
@@ -134,6 +140,13 @@ class NewtonContactSolver:
         for key in ("max_iterations", "max_line_search_iterations"):
             if not isinstance(o[key], (int, np.integer)) or o[key] < 1:
                 raise ParameterError(f"solver option {key} must be a positive integer, got {o[key]!r}")
+        if o["midpoint_contact"] not in ("consistent", "end"):
+            raise ParameterError(f"solver option midpoint_contact must be 'consistent' or 'end', got "
+                                 f"{o['midpoint_contact']!r}")
+        if o["impact_speed"] is not None and not (isinstance(o["impact_speed"], (int, float))
+                                                  and math.isfinite(o["impact_speed"]) and o["impact_speed"] >= 0):
+            raise ParameterError(f"solver option impact_speed must be None or a speed >= 0 m/s, got "
+                                 f"{o['impact_speed']!r}")
         opt_vals = [np.nan if o[key] is None else o[key] for key in PHYSICAL]
         _check_params(kind, *opt_vals, where="(solver_options)")
         self._check_table()
@@ -184,9 +197,16 @@ class NewtonContactSolver:
                 out[name] = np.where(np.isnan(out[name]), float(self.opt[name]), out[name])
         return out
 
-    def build_model(self, mu, w, phi0, vn0, param_rows, dt: float):
+    def build_model(self, mu, w, phi0, vn0, param_rows, dt: float, theta=None):
         """The contact model of this step for per-contact friction ``mu``, Delassus estimate ``w``
-        (1/kg), previous gap ``phi0`` (m) and previous normal velocity ``vn0`` (m/s)."""
+        (1/kg), previous gap ``phi0`` (m) and previous normal velocity ``vn0`` (m/s).
+
+        theta: None, or (c, 3) weights of the contact velocity ``u = θ v_{k+1} + (1 − θ) v_k`` the
+        model is evaluated at (rows t1, t2, n; see ``contact_weights``); the model is then built
+        in the variables (u, γ̃) with the applied impulse ``γ = θ γ̃``: friction ``μ θ_n/θ_t``,
+        stiffness / fe0 / lagged n₀ divided by θ_n, SAP's R multiplied by θ², so that the physical
+        impulse as a function of the end-of-step velocity has the same stiffness, friction cone
+        and regularization as with θ = 1, while gaps and slip speeds are measured in u."""
         p = self.contact_parameters(param_rows)
         if np.any(~(mu >= 0) | ~np.isfinite(mu)):
             raise ParameterError(f"friction coefficients must be finite and >= 0, got {mu[~(mu >= 0)][:3].tolist()}")
@@ -200,22 +220,59 @@ class NewtonContactSolver:
         beta = float(self.opt["beta"])
         sigma = np.where(np.isnan(p["sigma"]), 1e-3, p["sigma"])
         R_t = sigma * w
+        th_t, th_n = (1.0, 1.0) if theta is None else (theta[:, 0], theta[:, 2])
+        mu_u = mu * th_n / th_t                  # friction cone of γ̃ = γ/θ
         if self.kind == "sap":
             tau_d = np.where(np.isnan(p["tau_d"]), beta * dt / math.pi, p["tau_d"])
             k = np.where(np.isnan(p["stiffness"]), np.inf, p["stiffness"])
             with np.errstate(divide="ignore"):
                 R_n = np.maximum(beta**2 / (4 * math.pi**2) * w, 1.0 / (dt * k * (dt + tau_d)))
-            return SapModel(mu, np.maximum(R_t, 1e-300), R_n, -phi0 / (dt + tau_d))
+            # stabilization velocity: −φ₀/(dt + τ_d) for touching pairs (SAP §V-B); a pair still
+            # apart (φ₀ > 0) gets −φ₀/dt, so it is pushed only when u_n would close the gap within
+            # the step (no dissipation before touch; ICF's φ₀ + dt v_n)
+            vhat_n = np.where(phi0 > 0, -phi0 / dt, -phi0 / (dt + tau_d))
+            return SapModel(mu_u, np.maximum(R_t * th_t**2, 1e-300), R_n * th_n**2, vhat_n)
         k = np.where(np.isnan(p["stiffness"]), 4 * math.pi**2 / (beta**2 * w * dt * dt), p["stiffness"])
         d = np.where(np.isnan(p["hc_dissipation"]), DEFAULTS["hc_dissipation"], p["hc_dissipation"])
         vs = np.where(np.isnan(p["stiction_tolerance"]), DEFAULTS["stiction_tolerance"], p["stiction_tolerance"])
         fe0 = -k * phi0
-        hc = HuntCrossley(k, d, fe0, dt)
         n0 = dt * np.maximum(fe0, 0.0) * np.maximum(0.0, 1.0 - d * vn0)
-        eps = np.maximum(vs, mu * R_t * n0)
+        eps = np.maximum(vs, th_t * mu * R_t * n0)
+        hc = HuntCrossley(k / th_n, d, fe0 / th_n, dt)
+        n0 = n0 / th_n
+        mu = mu_u
         if self.kind == "lagged":
             return LaggedModel(hc, mu, n0, eps)
         return SimilarModel(hc, mu, eps)
+
+    def contact_weights(self, vc_prev: np.ndarray, phi0: np.ndarray, co: float, dt: float):
+        """θ (c, 3) of the contact velocity ``u = θ v_{k+1} + (1 − θ) v_k`` per contact, or None
+        (θ = 1: implicit Euler, or option ``midpoint_contact="end"``). Under the midpoint rule
+        (docs/THEORY.md §4, "Contact under the midpoint rule"):
+
+        - friction: θ_t = ½, u_t = v̂_t, the velocity that moves the contact point over the step;
+        - normal: θ_n = ½ (u_n = v̂_n: the gap φ₀ + dt u_n the model predicts is the end-of-step
+          gap, so a speculative contact pushes only if the bodies actually meet, and the spring
+          dissipates), except for an impact: a contact approaching faster than ``impact_speed``
+          (v_{n,k} < −v_imp) that reaches the surface by mid-step at its start velocity
+          (φ₀ + dt v_{n,k}/2 ≤ 0) gets θ_n = 1 (u_n = v_{n,k+1}; the caller clamps its gap at 0, so
+          the impact ends at rest: inelastic).
+        """
+        if co == 0.0 or self.opt["midpoint_contact"] == "end":
+            return None
+        theta = np.full((len(phi0), 3), 0.5)
+        vn0 = vc_prev[:, 2]
+        v_imp = self.impact_speed(dt)
+        theta[:, 2] = np.where((vn0 < -v_imp) & (phi0 + 0.5 * dt * vn0 <= 0.0), 1.0, 0.5)
+        return theta
+
+    def impact_speed(self, dt: float) -> float:
+        """Approach speed (m/s) above which a contact is treated as an impact under the midpoint
+        rule (θ_n = 1, ``contact_weights``): option ``impact_speed``, else ``|g| dt``, the speed
+        gravity gives in one step (a resting contact's normal velocity stays below it)."""
+        if self.opt["impact_speed"] is not None:
+            return float(self.opt["impact_speed"])
+        return float(np.linalg.norm(getattr(self.model, "gravity", np.zeros(3)))) * dt
 
     def _fixed(self, fixed_arr, n: int) -> np.ndarray:
         """The prescribed mask (bool, n): read once per mask array (it is fixed at build time)."""
@@ -268,7 +325,24 @@ class NewtonContactSolver:
         w = delassus_estimate(Jf, Bw, fixed, c, self.node_body, self.body_mass)
         vc_prev = (J @ vk).reshape(c, 3) + off
         mu = cd["mu"].mean(axis=1) if c else np.zeros(0)
-        cm = self.build_model(mu, w, cd["phi"], vc_prev[:, 2], cd["param"].astype(np.int64), dt)
+        vc_hat_prev = (J @ v_prev_hat).reshape(c, 3) + off if co != 0.0 else vc_prev
+        theta = self.contact_weights(vc_prev, cd["phi"], co, dt)
+        phi0 = cd["phi"]
+        if theta is not None:
+            # an approaching pair that meets by mid-step is modelled on v_{n,k+1} from the surface:
+            # its target is "at rest at the end of the step" (φ₀ clamped at 0; contact_weights)
+            phi0 = np.where(theta[:, 2] == 1.0, np.minimum(phi0, 0.0), phi0)
+        vn0 = vc_prev[:, 2]
+        if theta is not None:
+            # Lagged n₀'s Hunt–Crossley rate: how fast the gap was closing, i.e. the previous step's
+            # v̂ (the warm start), not v_k (which carries the midpoint rule's ±v alternation)
+            vn0 = vc_hat_prev[:, 2]
+        cm = self.build_model(mu, w, phi0, vn0, cd["param"].astype(np.int64), dt, theta)
+        if theta is not None:
+            # the model sees u = θ (J v + off) + (1 − θ) v_c,k: scale J's rows, fold the rest into off
+            Sd = sp.diags(theta.ravel())
+            J, Jf = (Sd @ J).tocsr(), (Sd @ Jf).tocsr()
+            off = theta * off + (1.0 - theta) * vc_prev
 
         D = momentum_scaling(Dblk, dof_fixed)
         o = self.opt
@@ -321,7 +395,7 @@ class NewtonContactSolver:
         if fixed.any():
             v_hat.reshape(n, 3)[fixed] = vhat_fixed
         backend.write(problem.v_hat, v_hat.reshape(n, 3))
-        backend.write(contacts.impulse, gamma)
+        backend.write(contacts.impulse, gamma if theta is None else theta * gamma)
         backend.write(contacts.status, status)
         ms = 1e3 * (time.perf_counter() - t_start)
         stats = SolveStats(it, e_m, converged, {

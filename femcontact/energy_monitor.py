@@ -1,0 +1,174 @@
+"""Divergence stop for energy growth (issue 14, docs/THEORY.md "Energy budget").
+
+A run is stopped when its total mechanical energy ``E = kinetic + elastic + gravity`` (the
+``Simulator.energy()`` sum) exceeds its start value plus the work the outside supplied,
+
+    growth = E_k − E_0 − W_ext − W_drive − W_world,
+
+by far more than the scene's energy scale: ``growth > factor · scale``, with
+
+    scale = (K + U)_0 + M |g| L + Σ|ΔW_ext| + Σ|ΔW_drive| + Σ|ΔW_world|
+
+(``(K + U)_0`` the kinetic and elastic energy at the start, ``M`` the free mass, ``L`` the diagonal
+of the bodies' bounding box at the start, the sums accumulated per step in absolute value) and
+``factor`` = 10 by default. The supplied work is measured every step:
+
+- ``W_ext``: applied forces and torques, ``dt f_extᵀ v̂`` (positions advance by ``dt v̂``);
+- ``W_drive``: prescribed nodes (drives, kinematic rigid bodies), ``s r_iᵀ v̂_i`` with ``r_i`` the
+  reaction of the prescribed row before its elimination, ``r = A_i v̂ − b_i − (Jᵀγ)_i / s``
+  (``s`` = impulse_scale: the row in force units under the midpoint rule, in impulse units under
+  implicit Euler);
+- ``W_world``: moving obstacles and belts through contact, ``−Σ_m γ_mᵀ o_m`` with ``o_m`` the
+  world's contribution to the contact velocity (``solvers.sap``).
+
+Joint and drive potentials of ``joints`` are not in ``E``; their work shows up as a small growth
+well inside the factor. Gravity is in ``E`` (potential). Every solver's run is checked (the
+check reads only the State, the contacts' impulses and A's prescribed rows). The energy is
+evaluated every ``every`` steps (default 1); ``factor=None`` switches the check off
+(``Scene.solver_options`` is not used: ``Simulator(scene, energy_check=...)``).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from . import backend
+from .errors import SimulationError
+
+
+# the cause Simulator._diverged names for a rod under the midpoint rule (one wording for both stops)
+RODS_MIDPOINT_CAUSE = ("rods under the midpoint rule, which has no numerical damping (a cable whipping faster than "
+                       "the step resolves gains energy: use integrator='euler' or a smaller dt)")
+
+
+class EnergyMonitor:
+    """Tracks the energy budget of a Simulator and raises SimulationError when it is exceeded."""
+
+    def __init__(self, sim, factor: float = 10.0, every: int = 1):
+        self.sim = sim
+        self.factor = float(factor)
+        self.every = max(1, int(every))
+        m = sim.model
+        n = m.n_nodes
+        presc = np.asarray(m.dofs.prescribed, bool)[:n]
+        self.presc_nodes = np.flatnonzero(presc)
+        pat = sim.A.pattern
+        if len(self.presc_nodes):
+            self.row_blocks = np.concatenate([np.arange(pat.indptr[i], pat.indptr[i + 1]) for i in self.presc_nodes])
+            self.row_of_block = np.repeat(np.arange(len(self.presc_nodes)),
+                                          [pat.indptr[i + 1] - pat.indptr[i] for i in self.presc_nodes])
+            self.col_of_block = pat.col[self.row_blocks]
+        self.moving_world = any(getattr(ob, "kinematic", False) for ob in getattr(m, "obstacles", []))
+        self.free_mass = float(np.asarray(m.mass_np, float)[:n][~presc].sum())
+        self._saved = None
+        self.reset()
+
+    def reset(self) -> None:
+        """Start the budget from the current state (after loading a checkpoint, for example)."""
+        sim = self.sim
+        e = sim.energy()
+        self.E0 = e["total"]
+        x = sim.state.positions()
+        L = float(np.linalg.norm(x.max(0) - x.min(0))) if len(x) else 0.0
+        g = float(np.linalg.norm(sim.scene.gravity))
+        self.scale0 = e["kinetic"] + e["elastic"] + self.free_mass * g * L
+        self.W = 0.0        # signed supplied work, J
+        self.W_abs = 0.0    # its absolute increments, J
+        self.last = None
+
+    # ------------------------------------------------------------------ per step
+    def before_elimination(self) -> None:
+        """Keep the prescribed rows of A and b before ``eliminate_prescribed`` overwrites them."""
+        if not len(self.presc_nodes) or self.factor is None:
+            return
+        sim = self.sim
+        blocks = backend.read(sim.A.blocks, sim.A.pattern.nnzb)
+        b = backend.read(sim.b, sim.model.n_nodes)
+        self._saved = (np.array(blocks[self.row_blocks], np.float64), np.array(b[self.presc_nodes], np.float64))
+
+    def after_step(self, v_hat: np.ndarray) -> None:
+        """Add this step's supplied work (``v_hat``: the step's v̂, (n, 3)) and check the budget."""
+        sim = self.sim
+        dt = sim.scene.dt
+        s = float(sim.coef.impulse_scale)
+        n = sim.model.n_nodes
+        dW = 0.0
+        free = np.ones(n, bool)
+        free[self.presc_nodes] = False
+        f_ext = backend.read(sim.f_ext, n)
+        if np.any(f_ext):
+            dW += dt * float(np.einsum("ij,ij->", f_ext[free], v_hat[free]))
+        c = int(sim.contacts.count)
+        cd = sim.contacts.to_numpy() if c and (self.moving_world or self._saved is not None) else None
+        if self._saved is not None:
+            blocks, b = self._saved
+            r = -b.copy()
+            np.add.at(r, self.row_of_block, np.einsum("kij,kj->ki", blocks, v_hat[self.col_of_block]))
+            if cd is not None:
+                jg = (sim.contacts.jacobian(expand_virtual=True, data=cd).T @ cd["impulse"].ravel()).reshape(-1, 3)
+                r -= jg[self.presc_nodes] / s
+            dW += s * float(np.einsum("ij,ij->", r, v_hat[self.presc_nodes]))
+            self._saved = None
+        if self.moving_world and cd is not None:
+            wv = np.einsum("mij,mj->mi", cd["frame"], cd["v_world"])
+            off = np.where((cd["node_a"] < 0)[:, None], -wv, 0.0) + np.where((cd["node_b"] < 0)[:, None], wv, 0.0)
+            dW -= float(np.einsum("mi,mi->", cd["impulse"], off))
+        self.W += dW
+        self.W_abs += abs(dW)
+        if (sim.state.step % self.every) == 0:
+            self.check()
+
+    def check(self) -> None:
+        sim = self.sim
+        e = sim.energy()
+        growth = e["total"] - self.E0 - self.W
+        scale = max(self.scale0 + self.W_abs, 1e-9)
+        self.last = (growth, scale)
+        if not (growth <= self.factor * scale):
+            raise self._error(e, growth, scale)
+
+    # ------------------------------------------------------------------ message
+    def _error(self, e: dict, growth: float, scale: float) -> SimulationError:
+        sim = self.sim
+        m = sim.model
+        v = sim.state.velocities()
+        kin = 0.5 * np.asarray(m.mass_np, float)[: len(v)] * np.einsum("ij,ij->i", v, v)
+        best, best_k, best_v = None, -1.0, 0.0
+        for b in m.bodies:
+            nodes = np.arange(b.node_start, b.node_start + b.node_count)
+            k = float(kin[nodes].sum())
+            if k > best_k:
+                best, best_k = b, k
+                best_v = float(np.sqrt(np.einsum("ij,ij->i", v[nodes], v[nodes]).max())) if len(nodes) else 0.0
+        name = best.name if best is not None else "?"
+        cause = self._cause(name)
+        what = (f"the total energy grew to {e['total']:.4g} J (kinetic {e['kinetic']:.4g} J, elastic "
+                f"{e['elastic']:.4g} J), {growth:.4g} J more than the start energy {self.E0:.4g} J plus the "
+                f"{self.W:.4g} J that forces, drives and moving obstacles supplied (over {self.factor:g}x the "
+                f"scene's energy scale {scale:.3g} J); body {name!r} holds the most kinetic energy "
+                f"({best_k:.4g} J, node speeds up to {best_v:.3g} m/s)")
+        return SimulationError(
+            f"step {sim.state.step} (t = {sim.state.time:.6g} s) diverged: {what}. Likely cause: {cause}. "
+            "Frames written so far are intact.")
+
+    def _cause(self, name: str) -> str:
+        sim = self.sim
+        scene = sim.scene
+        spec = next((b for b in scene.fem_bodies if b.name == name), None)
+        undamped = spec is not None and spec.material.rayleigh_alpha == 0 and spec.material.rayleigh_beta == 0
+        newton = scene.solver in ("sap", "lagged", "similar")
+        if scene.integrator == "midpoint" and undamped and newton:
+            return (f"an undamped soft body ({name!r}, no Rayleigh damping) under the midpoint rule with a compliant "
+                    f"contact model ({scene.solver!r}): the midpoint rule does not damp the body's fast modes, and a "
+                    "contact model that is not applied consistently with the velocity that moves the contact "
+                    "point pumps energy into them (solver option midpoint_contact='end' does this). Use the "
+                    "default midpoint_contact, add Rayleigh damping (rayleigh_beta), use integrator='euler', or "
+                    "a smaller dt")
+        if scene.integrator == "midpoint" and sim.rods is not None and spec is None:
+            return RODS_MIDPOINT_CAUSE
+        if scene.integrator == "midpoint" and undamped:
+            return ("an undamped body under the midpoint rule, which has no numerical damping: use "
+                    "integrator='euler', add Rayleigh damping or take a smaller dt")
+        return (f"dt = {scene.dt:g} s too large for the stiffest material or the contact stiffness (try a smaller "
+                "dt), an element inverted by a violent load, or a prescribed motion with a jump")
