@@ -29,7 +29,6 @@ evaluated every ``every`` steps (default 1); ``factor=None`` switches the check 
 """
 from __future__ import annotations
 
-import math
 
 import numpy as np
 
