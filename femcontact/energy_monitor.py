@@ -52,13 +52,14 @@ class EnergyMonitor:
         n = m.n_nodes
         presc = np.asarray(m.dofs.prescribed, bool)[:n]
         self.presc_nodes = np.flatnonzero(presc)
+        self.free = ~presc
         pat = sim.A.pattern
         if len(self.presc_nodes):
             self.row_blocks = np.concatenate([np.arange(pat.indptr[i], pat.indptr[i + 1]) for i in self.presc_nodes])
             self.row_of_block = np.repeat(np.arange(len(self.presc_nodes)),
                                           [pat.indptr[i + 1] - pat.indptr[i] for i in self.presc_nodes])
             self.col_of_block = pat.col[self.row_blocks]
-        self.moving_world = any(getattr(ob, "kinematic", False) for ob in getattr(m, "obstacles", []))
+        self.moving_world = any(ob.kinematic for ob in m.obstacles)
         self.free_mass = float(np.asarray(m.mass_np, float)[:n][~presc].sum())
         self._saved = None
         self.reset()
@@ -86,19 +87,30 @@ class EnergyMonitor:
         b = backend.read(sim.b, sim.model.n_nodes)
         self._saved = (np.array(blocks[self.row_blocks], np.float64), np.array(b[self.presc_nodes], np.float64))
 
-    def after_step(self, v_hat: np.ndarray) -> None:
-        """Add this step's supplied work (``v_hat``: the step's v̂, (n, 3)) and check the budget."""
+    def after_step(self) -> None:
+        """Add this step's supplied work and check the budget. The step's v̂ is read to the host only
+        when something can supply work (loads, prescribed rows, a moving obstacle in contact)."""
+        sim = self.sim
+        c = int(sim.contacts.count)
+        if sim.control.loads or self._saved is not None or (self.moving_world and c):
+            dW = self._supplied_work(c)
+            self.W += dW
+            self.W_abs += abs(dW)
+        if (sim.state.step % self.every) == 0:
+            self.check()
+
+    def _supplied_work(self, c: int) -> float:
+        """Work (J) the loads, the prescribed rows' reactions and moving obstacles did over the step."""
         sim = self.sim
         dt = sim.scene.dt
         s = float(sim.coef.impulse_scale)
         n = sim.model.n_nodes
+        v_hat = backend.read(sim.v_hat, n).astype(np.float64, copy=False)
         dW = 0.0
-        free = np.ones(n, bool)
-        free[self.presc_nodes] = False
         f_ext = backend.read(sim.f_ext, n)
         if np.any(f_ext):
+            free = self.free
             dW += dt * float(np.einsum("ij,ij->", f_ext[free], v_hat[free]))
-        c = int(sim.contacts.count)
         cd = sim.contacts.to_numpy() if c and (self.moving_world or self._saved is not None) else None
         if self._saved is not None:
             blocks, b = self._saved
@@ -113,10 +125,7 @@ class EnergyMonitor:
             wv = np.einsum("mij,mj->mi", cd["frame"], cd["v_world"])
             off = np.where((cd["node_a"] < 0)[:, None], -wv, 0.0) + np.where((cd["node_b"] < 0)[:, None], wv, 0.0)
             dW -= float(np.einsum("mi,mi->", cd["impulse"], off))
-        self.W += dW
-        self.W_abs += abs(dW)
-        if (sim.state.step % self.every) == 0:
-            self.check()
+        return dW
 
     def check(self) -> None:
         sim = self.sim

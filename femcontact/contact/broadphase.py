@@ -150,13 +150,13 @@ class SpatialHash:
     """Spatial hash over a fixed item list (node indices (n, 4), i32) with cell size h (m):
     ``entries[b, :min(counts[b], slots)]`` are the items in bucket b and ``ecell`` their cells;
     after ``build_grown``, ``lo``/``hi`` are the grown item boxes and ``vmax[0]`` the fastest item's
-    speed. ``size`` buckets (default: a power of two, 1024 to 2**20, about the item count)."""
+    speed. ``size`` buckets (a power of two)."""
 
-    def __init__(self, items: np.ndarray, h: float, size: int | None = None, rad: np.ndarray | None = None):
+    def __init__(self, items: np.ndarray, h: float, size: int, rad: np.ndarray | None = None):
         items = np.asarray(items, np.int32).reshape(-1, 4)
         self.n_items = len(items)
         self.h = float(h)
-        self.size = int(size or 2 ** int(np.clip(np.ceil(np.log2(max(self.n_items, 1))), 10, 20)))
+        self.size = int(size)
         self.items = backend.int_array(items, width=4)
         self.counts = ti.ndarray(ti.i32, shape=self.size)
         if rad is not None:                  # tables of build_grown

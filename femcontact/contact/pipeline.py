@@ -74,11 +74,16 @@ class StepBuffers:
                 self.hashes.append((self.rod_tri_hash, FILL_ROD_TRI))
 
 
-class ObstaclePass:
-    """FEM surface vertices against SDF entities (S-contacts; detection.py, 1.)."""
+class Pass:
+    """A detection pass: ``run(state, dt, out, sdf)`` appends its contacts, reading the static tables
+    ``t`` and the step's buffers ``b``."""
 
     def __init__(self, t: DetectionTables, b: StepBuffers) -> None:
         self.t, self.b = t, b
+
+
+class ObstaclePass(Pass):
+    """FEM surface vertices against SDF entities (S-contacts; detection.py, 1.)."""
 
     def run(self, state, dt: float, out: tuple, sdf: tuple) -> None:
         t = self.t
@@ -86,11 +91,8 @@ class ObstaclePass:
                          t.margin, t.s_range, t.s_point, t.dedup, t.n_nodes, *out)
 
 
-class RigidProxyPass:
+class RigidProxyPass(Pass):
     """Rigid bodies' proxies against SDF entities (``detect_rigid``)."""
-
-    def __init__(self, t: DetectionTables, b: StepBuffers) -> None:
-        self.t, self.b = t, b
 
     def run(self, state, dt: float, out: tuple, sdf: tuple) -> None:
         t = self.t
@@ -99,12 +101,9 @@ class RigidProxyPass:
                      t.axes, t.margin, dt, t.n_nodes, *out)
 
 
-class BodyPass:
+class BodyPass(Pass):
     """FEM surface vertices of one body inside / near another FEM body (D-contacts; detection.py, 2.),
     over the hashed tets and triangles."""
-
-    def __init__(self, t: DetectionTables, b: StepBuffers) -> None:
-        self.t, self.b = t, b
 
     def run(self, state, dt: float, out: tuple, sdf: tuple) -> None:
         t, b = self.t, self.b
@@ -114,11 +113,8 @@ class BodyPass:
                       t.margin, t.n_nodes, *out)
 
 
-class RigidInFemPass:
+class RigidInFemPass(Pass):
     """Rigid surface samples inside / near FEM bodies (detection.py, 3.)."""
-
-    def __init__(self, t: DetectionTables, b: StepBuffers) -> None:
-        self.t, self.b = t, b
 
     def run(self, state, dt: float, out: tuple, sdf: tuple) -> None:
         t, b = self.t, self.b
@@ -129,11 +125,8 @@ class RigidInFemPass:
                             t.n_bodies, t.mus, t.axes, t.margin, dt, t.n_nodes, *out)
 
 
-class RodSdfPass:
+class RodSdfPass(Pass):
     """Rod nodes and segments against SDF entities (rod_detection.py, 1.)."""
-
-    def __init__(self, t: DetectionTables, b: StepBuffers) -> None:
-        self.t, self.b = t, b
 
     def run(self, state, dt: float, out: tuple, sdf: tuple) -> None:
         t = self.t
@@ -142,12 +135,12 @@ class RodSdfPass:
                        *out)
 
 
-class RodPairPass:
+class RodPairPass(Pass):
     """Rod segments against rod segments, other rods' and their own (rod_detection.py, 2.): over the
     segment hash (``grid``, default) or all pairs (``all``, the reference)."""
 
     def __init__(self, t: DetectionTables, b: StepBuffers) -> None:
-        self.t, self.b = t, b
+        super().__init__(t, b)
         self.broadphase = "grid"
 
     def run(self, state, dt: float, out: tuple, sdf: tuple) -> None:
@@ -161,12 +154,12 @@ class RodPairPass:
                              t.pair_row, t.mus, t.axes, t.margin, dt, t.n_nodes, *out)
 
 
-class RodFemPass:
+class RodFemPass(Pass):
     """FEM surface vertices against rod capsules and rod nodes against FEM surface triangles
     (rod_detection.py, 3.), over the segment and triangle hashes (``grid``) or all items (``all``)."""
 
     def __init__(self, t: DetectionTables, b: StepBuffers) -> None:
-        self.t, self.b = t, b
+        super().__init__(t, b)
         self.broadphase = "grid"
 
     def run(self, state, dt: float, out: tuple, sdf: tuple) -> None:

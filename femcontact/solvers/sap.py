@@ -272,7 +272,7 @@ class NewtonContactSolver:
         gravity gives in one step (a resting contact's normal velocity stays below it)."""
         if self.opt["impact_speed"] is not None:
             return float(self.opt["impact_speed"])
-        return float(np.linalg.norm(getattr(self.model, "gravity", np.zeros(3)))) * dt
+        return float(np.linalg.norm(self.model.gravity)) * dt
 
     def _fixed(self, fixed_arr, n: int) -> np.ndarray:
         """The prescribed mask (bool, n): read once per mask array (it is fixed at build time)."""
