@@ -76,10 +76,10 @@ def test_resting_cube_normal_impulse_equals_weight_and_momentum_balance(integrat
     assert np.all(d["status"] == STICK)
 
 
-def _settled_then_pushed(F, mu=(0.5, 0.5), steps=30):
+def _settled_then_pushed(F, mu=(0.5, 0.5), steps=30, options=None):
     t_push = steps * 1e-2 - 1e-9
     sim, bottom = _cube_sim(E=1e7, res=2, force=lambda t: np.array(F) if t > t_push else np.zeros(3), mu=mu,
-                            options={"max_iter": 20000})
+                            options={"max_iter": 20000, **(options or {})})
     for _ in range(steps):
         sim.step()
     return sim, bottom
@@ -161,7 +161,7 @@ def test_proximal_iterates_contract():
     """COND Thm. 2: without acceleration the proximal VL-FPI is non-expansive (successive differences shrink)."""
     m = 1000.0 * 0.1**3
     sim, _ = _cube_sim(E=1e6, force=(0.45 * m * G, 0.3 * m * G, 0.0),
-                       options={"operator": "proximal", "chebyshev": False, "under_relaxation": 1.0, "tol": 1e-9,
+                       options={"operator": "proximal", "acceleration": "none", "under_relaxation": 1.0, "tol": 1e-9,
                                 "max_iter": 3000})
     st = sim.contact_solver.solve(_one_step_problem(sim))
     assert st.converged
@@ -266,7 +266,7 @@ def test_d_contact_through_virtual_node():
 def test_chebyshev_reduces_iterations_on_stiff_multicontact():
     counts = {}
     for cheb in (False, True):
-        sim, _ = _cube_sim(E=1e7, res=4, options={"chebyshev": cheb, "max_iter": 5000})
+        sim, _ = _cube_sim(E=1e7, res=4, options={"acceleration": "chebyshev" if cheb else "none", "max_iter": 5000})
         st = sim.contact_solver.solve(_one_step_problem(sim))
         assert st.converged
         counts[cheb] = st.iterations
@@ -286,7 +286,8 @@ def test_bb_step_converges_to_same_answer():
 @pytest.mark.parametrize("bad, match", [
     ({"operator": "exact"}, "operator"), ({"step": "newton"}, "step"), ({"tol": 0}, "tol"),
     ({"max_iter": 0}, "max_iter"), ({"max_iter": 2.5}, "max_iter"), ({"rho": 1.0}, "rho"),
-    ({"under_relaxation": 1.5}, "under_relaxation"), ({"omega": -1}, "omega"), ({"chebyshev": "yes"}, "chebyshev"),
+    ({"under_relaxation": 1.5}, "under_relaxation"), ({"omega": -1}, "omega"), ({"acceleration": "yes"}, "acceleration"),
+    ({"acceleration": "anderson", "step": "bb"}, "anderson"), ({"anderson_history": 0}, "anderson_history"),
     ({"restitution": 2}, "restitution"), ({"virtual_gain": 0}, "virtual_gain"), ({"recycle": 0}, "recycle"),
     ({"tolerance": 1e-6}, "unknown COND option"),
 ])

@@ -2,7 +2,8 @@
 
 operator "strict" | "proximal" (Alg. 2; proximal regularization Ω = ω I, COND eq. 33, ``omega`` in
 units of J v̂ per λ); step "frobenius" | "bb" (§IV-C.1 / §IV-C.2); recycle: steps a Frobenius W is
-reused; chebyshev, chebyshev_start, rho, rho_adapt (Alg. 3, eq. 34; ``chebyshev.py``);
+reused; acceleration "chebyshev" | "anderson" | "none" with chebyshev_start, rho, rho_adapt (Alg. 3,
+eq. 34; ``chebyshev.py``) or anderson_history (AA(m), ``anderson.py``; Frobenius step only);
 under_relaxation u; tol and max_iter (stopping, Alg. 1 line 13); warm_start; restitution,
 recovery, max_recovery_speed (normal targets, ``targets.py``); virtual_gain, rigid_gain
 (virtual-node gains, ``virtual.py``); contact_free "linear" | "iterate": a step without contacts is
@@ -16,6 +17,9 @@ from typing import Optional
 import numpy as np
 
 from ...errors import ParameterError
+from .anderson import HISTORY_MAX
+
+ACCELERATIONS = ("chebyshev", "anderson", "none")
 
 
 @dataclass
@@ -24,10 +28,11 @@ class CondOptions:
     omega: float = 0.0
     step: str = "frobenius"
     recycle: int = 1
-    chebyshev: bool = True
+    acceleration: str = "chebyshev"
     chebyshev_start: int = 8
     rho: Optional[float] = None
     rho_adapt: bool = True
+    anderson_history: int = 8
     under_relaxation: float = 0.9
     tol: float = 1e-6
     max_iter: int = 500
@@ -72,12 +77,19 @@ class CondOptions:
             raise ParameterError(f"COND option contact_free must be 'linear' or 'iterate', got {self.contact_free!r}")
         if self.step not in ("frobenius", "bb"):
             raise ParameterError(f"COND option step must be 'frobenius' or 'bb' (Barzilai-Borwein), got {self.step!r}")
-        for name in ("chebyshev", "warm_start", "rho_adapt"):
+        if self.acceleration not in ACCELERATIONS:
+            raise ParameterError(f"COND option acceleration must be one of {', '.join(map(repr, ACCELERATIONS))}, "
+                                 f"got {self.acceleration!r}")
+        if self.acceleration == "anderson" and self.step != "frobenius":
+            raise ParameterError("COND option acceleration='anderson' needs step='frobenius' (Barzilai-Borwein "
+                                 "changes the fixed-point map every iteration)")
+        for name in ("warm_start", "rho_adapt"):
             if not isinstance(getattr(self, name), (bool, np.bool_)):
                 raise ParameterError(f"COND option {name} must be True or False, got {getattr(self, name)!r}")
         num("omega", 0.0)
         num("recycle", 1, integer=True)
         num("chebyshev_start", 2, integer=True)
+        num("anderson_history", 1, HISTORY_MAX, integer=True)
         if self.rho is not None:
             num("rho", 0.0, 1.0, lo_open=True, hi_open=True)
         num("under_relaxation", 0.0, 1.0, lo_open=True)

@@ -18,6 +18,7 @@ from ...contact.contacts import CONTACT_PARAM_COLUMNS
 from ..base import SolveStats, StepProblem, solve_without_contacts
 from ..projection import PROXIMAL, STRICT
 from . import blocks, step_matrix
+from .anderson import AndersonMixer
 from .chebyshev import ChebyshevSchedule
 from .groups import block_tables
 from .iterate import cond_finish, cond_iterate, cond_pattern, cond_start
@@ -66,6 +67,7 @@ class CondSolver:
         self._alloc_contacts(64)
         self._alloc_virtual(16)
         self._P = self._P_key = None
+        self._mixer: Optional[AndersonMixer] = None
         self._rest = self._rest_key = None
         # memory carried between solves (memory() / restore())
         self.w_scale = 1.0
@@ -211,8 +213,10 @@ class CondSolver:
         self._update_w(A, problem.fixed)
         scale2 = self._setup(problem, nc, nv, nvx)
         vscale = max(math.sqrt(max(scale2, 0.0)), 1e-12)
-        sched = ChebyshevSchedule(o.chebyshev, o.chebyshev_start, o.rho,
+        cheb = o.acceleration == "chebyshev"
+        sched = ChebyshevSchedule(cheb, o.chebyshev_start, o.rho,
                                   adapt=o.rho_adapt and o.step == "frobenius", rho_prev=self._rho_prev)
+        mixer = self._anderson(nvx)
         alpha, theta, converged, it = 1.0, math.inf, False, 0
         self.history = []
         t_loop = time.perf_counter()
@@ -229,6 +233,8 @@ class CondSolver:
                 converged = True
                 break
             sched.record(l, theta, dn)
+            if mixer is not None:
+                mixer.advance(self.V, self.n0 + nvx)
         loop_s = time.perf_counter() - t_loop
         self._rho_prev = sched.carry(converged)
         self.rho_estimate = sched.estimate
@@ -237,12 +243,23 @@ class CondSolver:
                            self.n0, nc, float(problem.coef.impulse_scale), alpha)
         comp_n = float(comp[0]) / max(float(comp[2]), 1e-300) if nc else 0.0
         comp_c = float(comp[1]) / max(float(comp[3]), 1e-300) if nc else 0.0
-        rho = sched.rho if o.chebyshev else None
+        rho = sched.rho if cheb else None
         extra = {"contacts": nc, "virtual_nodes": nv, "complementarity_normal": comp_n,
-                 "cone_violation": comp_c, "chebyshev_rho": rho, "chebyshev_restarts": sched.restarts,
-                 "chebyshev_adaptations": sched.adaptations, "alpha": alpha,
+                 "cone_violation": comp_c, "acceleration": o.acceleration, "chebyshev_rho": rho,
+                 "chebyshev_restarts": sched.restarts, "chebyshev_adaptations": sched.adaptations,
+                 "anderson_restarts": mixer.restarts if mixer is not None else 0, "alpha": alpha,
                  "ms": 1e3 * (time.perf_counter() - t_start), "us_per_iteration": 1e6 * loop_s / max(it, 1)}
         return SolveStats(it, theta, converged and math.isfinite(theta), extra)
+
+    def _anderson(self, nvx: int) -> Optional[AndersonMixer]:
+        """The AA(m) mixer for this solve (None unless acceleration='anderson'), history cleared."""
+        if self.options.acceleration != "anderson":
+            return None
+        if self._mixer is None:
+            self._mixer = AndersonMixer(self.options.anderson_history, self._cap)
+        self._mixer.alloc(self._cap)
+        self._mixer.reset()
+        return self._mixer
 
     def iterate_once(self, A, nvx: int, nc: int, alpha: float, nu: float):
         """One launch of ``cond_iterate`` on the set-up work arrays (nvx virtual nodes, nc contacts);
