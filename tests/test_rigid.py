@@ -110,8 +110,7 @@ def test_thrown_sphere_starts_rolling_at_2v0_over_7_mu_g(solver):
     """A solid sphere thrown sliding with v0 and no spin rolls from t = 2 v0 / (7 mu g) at 5 v0 / 7."""
     v0, mu = 2.0, 0.3
     t_roll, v_end = _rolling_onset(_thrown_sphere(solver, v0, mu), 0.05, 40)
-    # COND's midpoint friction acts on the end-of-step velocity: its slip line starts half a step late
-    assert t_roll == pytest.approx(2 * v0 / (7 * mu * G), rel=0.03 if solver != "cond" else 0.035)
+    assert t_roll == pytest.approx(2 * v0 / (7 * mu * G), rel=0.03)
     assert v_end == pytest.approx(5 * v0 / 7, rel=0.01)
 
 
@@ -157,21 +156,70 @@ def test_rigid_box_pushed_below_friction_stays(solver):
     assert abs(dx[0]) < 1e-3   # within the Newton models' stiction regularization over 1 s
 
 
-@pytest.mark.parametrize("solver", ["lagged", "sap"])
-def test_spring_cylinder_rolls_with_the_period_of_m_plus_I_over_R2(solver):
-    """SAP §VI-B: a solid cylinder on the ground tied to a fixed point by a spring, rolling without
-    slip, oscillates with T = 2 pi sqrt((m + I/R^2) / k) (within 1%)."""
-    R_cyl, k = 0.05, 100.0
-    scene = fc.Scene(dt=5e-3, solver=solver, integrator="euler")
+@pytest.mark.parametrize("acceleration", ["chebyshev", "anderson"])
+def test_cond_thrown_sphere_rolls_on_time_at_a_small_step(acceleration):
+    """Issue 15: at dt = 1 ms (v0 = 1 m/s, μ = 0.3) COND's ball rolled 4% late: the contact law held
+    on the virtual node, whose damper lets the body's point slip at λ/k_v. With the compliance
+    shift (docs/COND.md, "Damper compliance") it rolls at 2 v0/(7 μ g) within 2%. tol 1e-7: one
+    step's friction changes v by μ g dt = 3e-3 v0, so θ < 1e-6 relative to v0 (the default) leaves
+    about 1% of that change unresolved."""
+    v0, mu, dt = 1.0, 0.3, 1e-3
+    T = 2 * v0 / (7 * mu * G)
+    sim = fc.Simulator(load_scene("sphere_roll").build(solver="cond", v0=0.0, mu=mu, dt=dt,
+                                                        solver_options={"tol": 1e-7, "acceleration": acceleration}))
+    sim.run(steps=100)
+    sim.set_rigid_velocity("ball", (v0, 0, 0), (0, 0, 0))
+    t_roll, v_end = _rolling_onset(sim, 0.05, int(1.4 * T / dt))
+    assert t_roll == pytest.approx(T, rel=0.02)
+    assert v_end == pytest.approx(5 * v0 / 7, rel=0.01)
+
+
+def _spring_cylinder(solver, integrator, dt, R_cyl=0.05, k=100.0, density=1000.0, length=0.05, v0=0.2,
+                     solver_options=None):
+    """A solid cylinder on the ground (μ 1) tied to the world at its axis by a spring k, thrown rolling
+    at v0 from the spring's rest position (SAP §VI-B)."""
+    scene = fc.Scene(dt=dt, solver=solver, integrator=integrator, solver_options=solver_options or {})
     scene.add_obstacle(shapes.HalfSpace(), friction=1.0, name="ground")
     axis_y = np.array([[1.0, 0, 0], [0, 0, -1.0], [0, 1.0, 0]])       # cylinder axis (local z) along world y
-    scene.add_rigid_body(shapes.Cylinder(R_cyl, 0.05), density=1000.0, position=(0, 0, R_cyl), rotation=axis_y,
-                         name="cyl")
+    scene.add_rigid_body(shapes.Cylinder(R_cyl, length / 2), density=density, position=(0, 0, R_cyl),
+                         rotation=axis_y, name="cyl")
     scene.add_joint("ball", None, "cyl", anchor=(0, 0, R_cyl), stiffness=k, damping=1e-9, name="spring")
     sim = fc.Simulator(scene)
     sim.run(steps=10)
-    v0 = 0.2
     sim.set_rigid_velocity("cyl", (v0, 0, 0), (0, v0 / R_cyl, 0))
+    return sim
+
+
+@pytest.mark.parametrize("acceleration", ["chebyshev", "anderson"])
+def test_cond_spring_cylinder_keeps_its_energy_for_ten_seconds(acceleration):
+    """Issue 15 / SAP §VI-B: m = 0.5 kg, R = 5 cm, k = 100 N/m, amplitude 0.1 m, μ 1, dt 0.02, midpoint
+    rule. COND lost 6.7% of the energy in 10 s (a stuck rigid point slipped at λ_t/k_v relative
+    to its virtual node); it must keep ≥ 99% and oscillate at 2π √(3m/(2k)) = 0.5441 s within 1%."""
+    R_cyl, k, m = 0.05, 100.0, 0.5
+    length = m / (1000.0 * np.pi * R_cyl**2)
+    v0 = 0.1 * np.sqrt(k / (1.5 * m))                 # ½ (3m/2) v0² = ½ k (0.1 m)²
+    dt = 0.02
+    sim = _spring_cylinder("cond", "midpoint", dt, R_cyl, k, length=length, v0=v0,
+                           solver_options={"acceleration": acceleration})
+    spec = sim.model.rigid_specs[0]
+    assert spec.mass == pytest.approx(m, rel=1e-9)
+
+    def energy():
+        x = sim.rigid_pose("cyl")[0]
+        v, w = sim.rigid_velocity("cyl")
+        return 0.5 * spec.mass * v @ v + 0.5 * spec.inertia[2, 2] * w @ w + 0.5 * k * (x[0] ** 2 + x[1] ** 2)
+
+    E0 = energy()
+    assert measured_period(sim, "cyl", 10.0) == pytest.approx(2 * np.pi * np.sqrt(1.5 * m / k), rel=0.01)
+    assert 0.99 * E0 <= energy() <= 1.001 * E0
+
+
+@pytest.mark.parametrize("solver", ["lagged", "sap", "cond"])
+def test_spring_cylinder_rolls_with_the_period_of_m_plus_I_over_R2(solver):
+    """SAP §VI-B: a solid cylinder on the ground tied to a fixed point by a spring, rolling without
+    slip, oscillates with T = 2 pi sqrt((m + I/R^2) / k) (within 1%)."""
+    R_cyl, k, v0 = 0.05, 100.0, 0.2
+    sim = _spring_cylinder(solver, "euler", 5e-3, R_cyl, k, length=0.1, v0=v0)
     spec = sim.model.rigid_specs[0]
     m_eff = spec.mass + spec.inertia[2, 2] / R_cyl**2            # about the cylinder axis (local z)
     T = 2 * np.pi * np.sqrt(m_eff / k)

@@ -131,9 +131,10 @@ class Rows:
 
 # ------------------------------------------------------------------------------------------ schemas
 # per contact m: rotation R (rows: t1, t2, n), friction (μ1, μ2), normal bias φ̃ = −t_m (eq. 11),
-# the obstacle side's world velocity, λ, and the tangential bias (midpoint stick, module solver)
+# the obstacle side's world velocity, λ, the tangential bias (midpoint stick, module solver) and the
+# λ whose virtual-damper compliance shift is in φ̃ and the bias (virtual.cond_compliance_shift)
 CONTACT = Table("contact", float, [("frame", "m3"), ("mu", "s", 2), ("phi_tilde", "s"), ("v_world", "v3"),
-                                   ("lam", "v3"), ("bias", "s", 2)])
+                                   ("lam", "v3"), ("bias", "s", 2), ("lam_shift", "v3")])
 CONTACT_NODES = Table("contact_nodes", ti.i32, [("node", "s", 2)])        # side a, side b (-1: world)
 # per virtual node q: J_v = Σ_k weight_k on real node node_k (-1 unused), gain k_v (eq. 14/15)
 VIRTUAL = Table("virtual", float, [("weight", "m3", 4), ("gain", "s")])

@@ -6,7 +6,8 @@ reused; acceleration "chebyshev" | "anderson" | "none" with chebyshev_start, rho
 eq. 34; ``chebyshev.py``) or anderson_history (AA(m), ``anderson.py``; Frobenius step only);
 under_relaxation u; tol and max_iter (stopping, Alg. 1 line 13); warm_start; restitution,
 recovery, max_recovery_speed (normal targets, ``targets.py``); virtual_gain, rigid_gain
-(virtual-node gains, ``virtual.py``); contact_free "linear" | "iterate": a step without contacts is
+(virtual-node gains, ``virtual.py``); compliance_passes (re-solves with the targets shifted by the
+virtual dampers' compliance, ``virtual.cond_compliance_shift``); contact_free "linear" | "iterate": a step without contacts is
 solved exactly by the step's linear solver (default) or by COND's own iteration. docs/COND.md
 explains each choice.
 """
@@ -42,6 +43,7 @@ class CondOptions:
     max_recovery_speed: float = 0.05
     virtual_gain: float = 10.0
     rigid_gain: float = 100.0
+    compliance_passes: int = 2
     contact_free: str = "linear"
 
     @classmethod
@@ -100,3 +102,4 @@ class CondOptions:
         num("max_recovery_speed", 0.0)
         num("virtual_gain", 0.0, lo_open=True)
         num("rigid_gain", 0.0, lo_open=True)
+        num("compliance_passes", 0, integer=True)

@@ -26,7 +26,7 @@ from .layout import (CONTACT, CONTACT_NODES, ROD_BLOCKS, ROD_FACTOR, ROD_ROWS, R
                      VIRTUAL_NODES, VROWS)
 from .options import CondOptions
 from .targets import cond_targets
-from .virtual import cond_gains, cond_nodalize, cond_pack_virtual
+from .virtual import cond_compliance_shift, cond_gains, cond_nodalize, cond_pack_virtual
 
 
 class CondSolver:
@@ -214,27 +214,21 @@ class CondSolver:
         scale2 = self._setup(problem, nc, nv, nvx)
         vscale = max(math.sqrt(max(scale2, 0.0)), 1e-12)
         cheb = o.acceleration == "chebyshev"
-        sched = ChebyshevSchedule(cheb, o.chebyshev_start, o.rho,
-                                  adapt=o.rho_adapt and o.step == "frobenius", rho_prev=self._rho_prev)
-        mixer = self._anderson(nvx)
-        alpha, theta, converged, it = 1.0, math.inf, False, 0
         self.history = []
         t_loop = time.perf_counter()
-        for it in range(1, o.max_iter + 1):
-            l = it - 1
-            out = self.iterate_once(A, nvx, nc, alpha, sched.weight(l))
-            dv2, vv2, alpha = float(out[0]), float(out[1]), float(out[2])
-            dn = math.sqrt(max(dv2, 0.0))
-            theta = dn / max(math.sqrt(max(vv2, 0.0)), vscale)
-            self.history.append(theta)
-            if not math.isfinite(theta):
+        it, alpha, shifts = 0, 1.0, 0
+        while True:
+            sched = ChebyshevSchedule(cheb, o.chebyshev_start, o.rho,
+                                      adapt=o.rho_adapt and o.step == "frobenius", rho_prev=self._rho_prev)
+            mixer = self._anderson(nvx)
+            n_it, theta, converged, alpha = self._iterate(A, nvx, nc, alpha, vscale, sched, mixer, o.max_iter - it)
+            it += n_it
+            if not converged or shifts >= o.compliance_passes or it >= o.max_iter or not nvx:
                 break
-            if theta < o.tol and sched.may_stop(l):
-                converged = True
+            change = float(cond_compliance_shift(self._Cf, self._Ci, self._VNf, self.n0, nc))
+            shifts += 1
+            if change <= o.tol * vscale / math.sqrt(self.n0 + nvx):    # below the per-row accuracy
                 break
-            sched.record(l, theta, dn)
-            if mixer is not None:
-                mixer.advance(self.V, self.n0 + nvx)
         loop_s = time.perf_counter() - t_loop
         self._rho_prev = sched.carry(converged)
         self.rho_estimate = sched.estimate
@@ -247,9 +241,31 @@ class CondSolver:
         extra = {"contacts": nc, "virtual_nodes": nv, "complementarity_normal": comp_n,
                  "cone_violation": comp_c, "acceleration": o.acceleration, "chebyshev_rho": rho,
                  "chebyshev_restarts": sched.restarts, "chebyshev_adaptations": sched.adaptations,
-                 "anderson_restarts": mixer.restarts if mixer is not None else 0, "alpha": alpha,
+                 "anderson_restarts": mixer.restarts if mixer is not None else 0, "compliance_shifts": shifts,
+                 "alpha": alpha,
                  "ms": 1e3 * (time.perf_counter() - t_start), "us_per_iteration": 1e6 * loop_s / max(it, 1)}
         return SolveStats(it, theta, converged and math.isfinite(theta), extra)
+
+    def _iterate(self, A, nvx: int, nc: int, alpha: float, vscale: float, sched: ChebyshevSchedule,
+                 mixer: Optional[AndersonMixer], max_iter: int) -> tuple[int, float, bool, float]:
+        """Iterate until θ < tol (or ``max_iter``): returns (iterations, θ, converged, α)."""
+        o = self.options
+        theta, it = math.inf, 0
+        for it in range(1, max_iter + 1):
+            l = it - 1
+            out = self.iterate_once(A, nvx, nc, alpha, sched.weight(l))
+            dv2, vv2, alpha = float(out[0]), float(out[1]), float(out[2])
+            dn = math.sqrt(max(dv2, 0.0))
+            theta = dn / max(math.sqrt(max(vv2, 0.0)), vscale)
+            self.history.append(theta)
+            if not math.isfinite(theta):
+                return it, theta, False, alpha
+            if theta < o.tol and sched.may_stop(l):
+                return it, theta, True, alpha
+            sched.record(l, theta, dn)
+            if mixer is not None:
+                mixer.advance(self.V, self.n0 + nvx)
+        return it, theta, False, alpha
 
     def _anderson(self, nvx: int) -> Optional[AndersonMixer]:
         """The AA(m) mixer for this solve (None unless acceleration='anderson'), history cleared."""

@@ -91,6 +91,7 @@ def cond_targets(v_old: ti.types.ndarray(), vn_node: ti.types.ndarray(), vn_weig
         CONTACT.phi_tilde.put(Cf, m, -t)
         CONTACT.v_world.put(Cf, m, v_world[m])
         CONTACT.lam.put(Cf, m, ti.Vector.zero(float, 3))
+        CONTACT.lam_shift.put(Cf, m, ti.Vector.zero(float, 3))
         CONTACT_NODES.node.put_at(Ci, m, 0, RT[2 * m])
         CONTACT_NODES.node.put_at(Ci, m, 1, RT[2 * m + 1])
         bias = ti.Vector.zero(float, 2)

@@ -7,13 +7,15 @@ virtual nodes (detection's point Jacobians) and those extra ones into the ``VIRT
 ``cond_gains`` sets ``k_v = virtual_gain · m_eff`` with ``1/m_eff = Σ_k ‖W_k‖_F² / (3 d_k)``
 (block-Jacobi compliance, ``d_k = tr(A_kk)/3``), the exact 3x3 compliance on a spin row, the rod's own
 compliance ``(A_rod⁻¹)_kk`` on a rod row, and ``rigid_gain · tr(J_v A_pp⁻¹ J_vᵀ)/3``⁻¹ from the 6x6
-block on a rigid body (docs/COND.md, "Virtual-node gain").
+block on a rigid body (docs/COND.md, "Virtual-node gain"). ``cond_compliance_shift`` moves a
+contact's targets by its damper compliance so that the contact law holds on the body's own
+velocity, not on the virtual node's (docs/COND.md, "Damper compliance").
 """
 import taichi as ti
 
 from ...smallmat import inv3, mm, mmT, mTm
 from .groups import KIND_RIGID_LIN, KIND_ROD, KIND_SPIN
-from .layout import VIRTUAL, VIRTUAL_NODES
+from .layout import CONTACT, CONTACT_NODES, VIRTUAL, VIRTUAL_NODES
 
 
 @ti.func
@@ -122,3 +124,31 @@ def cond_gains(blocks: ti.types.ndarray(), diag: ti.types.ndarray(), kind: ti.ty
                     if inv_r > 0.0:
                         kv = rigid_gain / inv_r
         VIRTUAL.gain.put(VNf, q, kv)
+
+
+@ti.kernel
+def cond_compliance_shift(Cf: ti.types.ndarray(), Ci: ti.types.ndarray(), VNf: ti.types.ndarray(), n0: ti.i32,
+                          nc: ti.i32) -> float:
+    """At a converged iterate a virtual node moves at ``J_v v̂ + f/k_v`` (its damper carries the contact
+    force f), so the contact law holds on ``u`` while the bodies' own points move at
+    ``u − c_m λ``, ``c_m = Σ_sides 1/k_v``. Shift the contact's targets (tangential bias, φ̃) by
+    ``−c_m (λ − λ_shift)`` and record λ as ``λ_shift``: at the fixed point of repeated shifts the law
+    holds on the bodies' velocity. Returns max ``c_m ‖λ − λ_shift‖`` (m/s: the largest target change)."""
+    change = 0.0
+    for m in range(nc):
+        c = 0.0
+        for side in range(2):
+            node = CONTACT_NODES.node.at(Ci, m, side)
+            if node >= n0:
+                kv = VIRTUAL.gain.get(VNf, node - n0)
+                if kv > 0.0:
+                    c += 1.0 / kv
+        if c > 0.0:
+            lam = CONTACT.lam.get(Cf, m)
+            d = c * (lam - CONTACT.lam_shift.get(Cf, m))
+            CONTACT.bias.put_at(Cf, m, 0, CONTACT.bias.at(Cf, m, 0) - d[0])
+            CONTACT.bias.put_at(Cf, m, 1, CONTACT.bias.at(Cf, m, 1) - d[1])
+            CONTACT.phi_tilde.put(Cf, m, CONTACT.phi_tilde.get(Cf, m) - d[2])
+            CONTACT.lam_shift.put(Cf, m, lam)
+            ti.atomic_max(change, d.norm())
+    return change
