@@ -29,7 +29,7 @@ class CondOptions:
     omega: float = 0.0
     step: str = "frobenius"
     recycle: int = 1
-    acceleration: str = "chebyshev"
+    acceleration: str = "anderson"
     chebyshev_start: int = 8
     rho: Optional[float] = None
     rho_adapt: bool = True
