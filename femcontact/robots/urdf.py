@@ -168,17 +168,19 @@ class Robot:
         c, R = sim.rigid_pose(body)
         return _transform(R, c - R @ self.com_local[body]) @ T_bl
 
+    def joint_position(self, sim, joint: str) -> float:
+        """URDF position (rad or m) of any moving joint (mimics too) now in ``sim``, from its links' poses."""
+        if joint not in self.all_joints:
+            raise ParameterError(f"robot {self.name!r}: no moving joint {joint!r} ({sorted(self.all_joints)})")
+        j = self.all_joints[joint]
+        T = np.linalg.inv(self.link_pose(sim, j.parent) @ j.origin) @ self.link_pose(sim, j.child)
+        if j.kind == "prismatic":
+            return float(T[:3, 3] @ j.axis)
+        return float(Rotation.from_matrix(T[:3, :3]).as_rotvec() @ j.axis)
+
     def joint_positions(self, sim) -> np.ndarray:
-        """URDF positions (rad, m) of ``joints`` now in ``sim``, from the links' poses."""
-        out = []
-        for jn in self.joints:
-            j = self.all_joints[jn]
-            T = np.linalg.inv(self.link_pose(sim, j.parent) @ j.origin) @ self.link_pose(sim, j.child)
-            if j.kind == "prismatic":
-                out.append(float(T[:3, 3] @ j.axis))
-            else:
-                out.append(float(Rotation.from_matrix(T[:3, :3]).as_rotvec() @ j.axis))
-        return np.array(out)
+        """URDF positions (rad, m) of ``joints`` now in ``sim``."""
+        return np.array([self.joint_position(sim, jn) for jn in self.joints])
 
     def set_targets(self, control, positions=None, velocities=None) -> None:
         """Drive targets from the next step on: ``positions`` / ``velocities`` arrays over ``joints``
@@ -393,11 +395,14 @@ def load_robot(scene, source: Union[str, os.PathLike], *, base_pose=None, joint_
     # build pose
     if base_pose is None:
         T_base = np.eye(4)
-    elif np.shape(base_pose) == (4, 4):
-        T_base = np.asarray(base_pose, float)
-    else:
+    elif isinstance(base_pose, (tuple, list)) and len(base_pose) == 2:
         pos, rot = base_pose
         T_base = _transform(as_rotation_matrix(rot), vec3(pos, f"{what}: base_pose position"))
+    else:
+        T_base = np.asarray(base_pose, float)
+        if T_base.shape != (4, 4) or not np.isfinite(T_base).all():
+            raise ParameterError(f"{what}: base_pose must be (position, rotation) or a 4x4 pose")
+        T_base = _transform(as_rotation_matrix(T_base[:3, :3]), T_base[:3, 3])
     robot = Robot(rname, path, base, T_base, actuated, rjoints, {}, tree, {})
     q0 = {}
     if isinstance(joint_positions, Mapping):
@@ -525,6 +530,10 @@ def load_robot(scene, source: Union[str, os.PathLike], *, base_pose=None, joint_
         if j.mimic is not None:
             spec.mimic = Mimic(rjoints[j.mimic[0]].name, j.mimic[1], j.mimic[2])
         made[jn] = spec
+    for jn, j in rjoints.items():       # a leader also moves its mimics: m² times their inertia
+        if j.mimic is not None:
+            kp_default[j.mimic[0]] += j.mimic[1] ** 2 * kp_default[jn]
+            kd_default[j.mimic[0]] += j.mimic[1] ** 2 * kd_default[jn]
     kp_v = _gains(kp, actuated, kp_default, f"{what}: kp")
     kd_v = _gains(kd, actuated, kd_default, f"{what}: kd")
     for jn in actuated:
