@@ -260,3 +260,49 @@ def test_start_outside_the_limits_and_a_link_without_collision_geometry(tmp_path
         '<collision><origin xyz="0 0 -0.5"/><geometry><sphere radius="0.03"/></geometry></collision>', "")
     with pytest.warns(UserWarning, match="'bob' has no collision geometry"):
         fc.Scene().add_robot(_write(tmp_path, text))
+
+
+@needs_panda
+def test_panda_joint_step_settles_at_the_drive_time_constant():
+    """A 0.1 rad step of joint 1's target: the joint reaches 1 - 2/e of it after about tau (the
+    other joints' drives hold them; the arm's coupling makes it a few per cent off the 1-DOF curve)."""
+    tau, step, dt = 0.05, 0.1, 5e-3
+    scene = fc.Scene(dt=dt)
+    robot = scene.add_robot("panda", drive_time_constant=tau)
+    sim = fc.Simulator(scene)
+    q0 = np.array([robot.q0[j] for j in robot.joints])
+    robot.set_targets(sim.control, q0 + step * np.eye(8)[0])
+    ts, qs = [], []
+    for _ in range(int(0.3 / dt)):
+        sim.step()
+        ts.append(sim.state.time)
+        qs.append(robot.joint_positions(sim)[0] - q0[0])
+    ts, qs = np.array(ts), np.array(qs)
+    t_tau = np.interp(1 - 2 / np.e, qs / step, ts)
+    print(f"Panda joint 1 step: time constant {t_tau:.4f} s (drive {tau} s)")
+    assert t_tau == pytest.approx(tau, rel=0.1)
+    assert qs[-1] == pytest.approx(step, rel=0.02)
+    assert np.abs(qs - step * (1 - (1 + ts / tau) * np.exp(-ts / tau))).max() < 0.05 * step
+
+
+@needs_panda
+def test_cartesian_path_by_differential_ik_is_followed_by_the_drives():
+    """The hand's tool point moves 10 cm along x and down 5 cm, keeping its orientation, with a
+    smooth start and stop: the joint path puts it on the line within 1e-6 m (kinematics), the
+    driven arm tracks it within 5 mm while moving and ends within 0.1 mm of the goal."""
+    scene = fc.Scene(dt=1e-2)
+    robot = scene.add_robot("panda")
+    fk = robot.forward_kinematics()
+    start, R0 = fk["panda_hand_tcp"][:3, 3], fk["panda_hand_tcp"][:3, :3]
+    goal = lambda t: start + np.array([0.1, 0.0, -0.05]) * (lambda u: 3 * u * u - 2 * u**3)(min(t, 1.0))
+    path = robot.cartesian_path("panda_hand_tcp", lambda t: (goal(t), R0), duration=1.0)
+    assert path.error < 1e-6
+    sim = fc.Simulator(scene)
+    robot.follow(sim.control, path)
+    worst = 0.0
+    for _ in range(150):
+        sim.step()
+        worst = max(worst, float(np.linalg.norm(robot.link_pose(sim, "panda_hand_tcp")[:3, 3] - goal(sim.state.time))))
+    final = float(np.linalg.norm(robot.link_pose(sim, "panda_hand_tcp")[:3, 3] - goal(1.0)))
+    print(f"Cartesian tracking: worst {worst:.3g} m, final {final:.3g} m")
+    assert worst < 5e-3 and final < 1e-4

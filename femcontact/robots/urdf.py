@@ -41,6 +41,7 @@ from ..spec.drive import Drive
 from ..spec.joint import JointSpec, Mimic, make_joint
 from ..spec.rigid import RigidBodySpec
 from ..spec.validation import as_rotation_matrix, positive, vec3
+from .ik import JointTrajectory, cartesian_path
 
 # robots shipped by installable packages: name -> (distribution, URDF inside it)
 KNOWN_ROBOTS = {
@@ -126,7 +127,7 @@ class Robot:
     def joint_names(self) -> list[str]:
         return [self.all_joints[j].name for j in self.joints]
 
-    def _positions(self, q) -> dict[str, float]:
+    def positions(self, q=None) -> dict[str, float]:
         """URDF positions of every non-fixed joint from an array over ``joints`` or a dict (mimics follow)."""
         out = dict(self.q0)
         if isinstance(q, Mapping):
@@ -145,10 +146,33 @@ class Robot:
                 out[j.urdf_name] = j.mimic[1] * out[j.mimic[0]] + j.mimic[2]
         return out
 
+    def chain(self, link: str) -> list[str]:
+        """The moving joints (URDF names) from the base to ``link``, base first."""
+        parent = {child: (jname, link_) for link_, kids in self.tree.items() for jname, _, child in kids}
+        out = []
+        while link in parent:
+            jname, link = parent[link]
+            if jname is not None:
+                out.append(jname)
+        return out[::-1]
+
+    def cartesian_path(self, link: str, path, duration: float, **options) -> JointTrajectory:
+        """Joint trajectory that moves a point of ``link`` along ``path(t)`` (differential IK:
+        ``femcontact.robots.ik.cartesian_path``, which lists the options)."""
+        return cartesian_path(self, link, path, duration, **options)
+
+    def follow(self, control, trajectory: JointTrajectory, t0: float = 0.0) -> None:
+        """Drive the joints along ``trajectory`` (positions and rates as targets, starting at
+        simulation time ``t0``) from the next step on."""
+        for i, jn in enumerate(trajectory.joints):
+            control.set_joint_drive(self.all_joints[jn].name,
+                                    target=lambda t, i=i: float(trajectory(t - t0)[i]),
+                                    velocity=lambda t, i=i: float(trajectory.velocity(t - t0)[i]))
+
     def forward_kinematics(self, q=None) -> dict[str, np.ndarray]:
         """World 4x4 pose of every link for joint positions ``q`` (array over ``joints`` or dict;
         None: the build pose), the base at its build pose."""
-        pos = self._positions(q)
+        pos = self.positions(q)
         out = {self.base_link: self.base_pose.copy()}
         stack = [self.base_link]
         while stack:
@@ -416,7 +440,7 @@ def load_robot(scene, source: Union[str, os.PathLike], *, base_pose=None, joint_
         lo, hi = j.limits if j.limits is not None else (-np.inf, np.inf)
         q0[jn] = float(np.clip(0.0, lo, hi))
     robot.q0 = q0
-    robot.q0 = robot._positions(joint_positions)     # mimics follow their leaders
+    robot.q0 = robot.positions(joint_positions)     # mimics follow their leaders
     for jn, j in rjoints.items():
         if j.limits is not None and not (j.limits[0] - 1e-9 <= robot.q0[jn] <= j.limits[1] + 1e-9):
             raise ParameterError(f"{what}: joint {jn!r} starts at {robot.q0[jn]:.6g}, outside its limits {j.limits}")
