@@ -296,18 +296,30 @@ class JointSystem:
             Z = np.zeros((3, 3))
             Jpos = [-I3, _skew(rA), I3, -_skew(rB)]
             e_pos = pB - pA
+            # the rows are linear in v̂, but the anchors turn with the bodies: over the step the error
+            # also gains ½ dt² (ω_B×(ω_B×r_B) − ω_A×(ω_A×r_A)) (centripetal drift, rate-squared); the
+            # spring sees it now, so a fast-turning joint stays closed to O(dt³)
+            omA = np.zeros(3) if A_.world else v[A_.lin + 1]
+            omB = v[B_.lin + 1]
+            drift = 0.5 * dt * dt * (np.cross(omB, np.cross(omB, rB)) - np.cross(omA, np.cross(omA, rA)))
             if kind in ("ball", "hinge", "weld"):
-                add_rows(blocks, Jpos, it["k_lin"] * I3, e_pos, sk, coef.b_f)
+                add_rows(blocks, Jpos, it["k_lin"] * I3, e_pos + drift, sk, coef.b_f)
             if kind == "prismatic":
                 P = I3 - np.outer(wA, wA)
-                add_rows(blocks, [P @ J for J in Jpos], it["k_lin"] * I3, P @ e_pos, sk, coef.b_f)
+                add_rows(blocks, [P @ J for J in Jpos], it["k_lin"] * I3, P @ (e_pos + drift), sk, coef.b_f)
             if kind in ("weld", "prismatic"):
                 E = RB @ it["R_rel"].T @ RA.T if not A_.world else RB @ it["R_rel"].T
                 e_rot = Rotation.from_matrix(E).as_rotvec()
-                add_rows(blocks, [Z, -I3, Z, I3], it["k_rot"] * I3, e_rot, sk, coef.b_f)
+                # log(exp(dt ω_B) E exp(−dt ω_A)): the second-order (BCH) part ½ dt² ω_A×ω_B
+                add_rows(blocks, [Z, -I3, Z, I3], it["k_rot"] * I3, e_rot + 0.5 * dt * dt * np.cross(omA, omB), sk,
+                         coef.b_f)
             if kind == "hinge":
                 P = I3 - np.outer(wA, wA)
-                add_rows(blocks, [Z, -P, Z, P], it["k_rot"] * I3, np.cross(wA, wB), sk, coef.b_f)
+                # second-order change of a_A × a_B as both axes turn (−½ dt² ṡ ω_A×a when aligned)
+                tA, tB = np.cross(omA, wA), np.cross(omB, wB)
+                drift = dt * dt * (0.5 * np.cross(np.cross(omA, tA), wB) + 0.5 * np.cross(wA, np.cross(omB, tB))
+                                   + np.cross(tA, tB))
+                add_rows(blocks, [Z, -P, Z, P], it["k_rot"] * I3, np.cross(wA, wB) + drift, sk, coef.b_f)
             spec = it["spec"]
             if kind in ("hinge", "prismatic"):
                 if kind == "hinge":
