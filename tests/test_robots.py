@@ -331,3 +331,21 @@ def test_panda_links_stay_on_their_kinematics_at_rated_joint_speeds():
             worst = max(worst, float(np.linalg.norm(robot.link_pose(sim, link) @ TIP - fk[link] @ TIP)))
     print(f"articulation error at rated speeds: {worst:.3g} m")
     assert worst < 1e-4
+
+
+def test_a_floating_base_robot_falls_freely_and_targets_go_through_control(tmp_path):
+    """fixed_base=False: the base is a free body; the robot's centre of mass falls at g while the
+    joint drive (commanded through Control.set_joint_targets) turns the bob."""
+    scene = fc.Scene(dt=1e-2)
+    robot = scene.add_robot(_pendulum(tmp_path), fixed_base=False, gravity_compensation=False)
+    sim = fc.Simulator(scene)
+    masses = [scene.body(b).mass for b in robot.bodies]
+    com = lambda: sum(m * sim.rigid_pose(b)[0] for m, b in zip(masses, robot.bodies)) / sum(masses)
+    c0 = com()
+    sim.control.set_joint_targets({"pendulum.hinge": 0.2})
+    sim.run(steps=20, progress=False)
+    t = sim.state.time
+    np.testing.assert_allclose(com(), c0 + [0, 0, -0.5 * G * t * t], atol=1e-6)
+    assert robot.joint_positions(sim)[0] > 0.1
+    with pytest.raises(fc.ParameterError, match="no joint named"):
+        sim.control.set_joint_effort("pendulum.nope", 1.0)

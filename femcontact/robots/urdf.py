@@ -18,6 +18,11 @@ A URDF is read with ``yourdfpy`` (its collision meshes with ``trimesh``; the opt
   critically damped at ``drive_time_constant`` unless gains are given, and gravity compensation;
 - a fixed base is a kinematic body; links of one robot never collide with each other.
 
+Limits of this version: a hinge's coordinate is measured within ±π of its build pose (a
+continuous joint turning further wraps; velocity drives are unaffected); floating and planar
+joints are refused; the first load of a mesh samples its SDF (about 4 s for the Panda's ten
+links), later loads read it from the cache (about 0.1 s).
+
 ``package://NAME/path`` resolves against an ancestor folder of the URDF named NAME (or holding
 NAME), then the folders in ``package_dirs`` and ``ROS_PACKAGE_PATH``. Nothing is downloaded.
 """
