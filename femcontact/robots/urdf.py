@@ -43,7 +43,7 @@ from ..bodies.rigid import check_inertia
 from ..contact.shapes import Box, Cylinder, Sphere, TriangleMesh
 from ..errors import ParameterError
 from ..spec.drive import Drive
-from ..spec.joint import JointSpec, Mimic, make_joint
+from ..spec.joint import Mimic, make_joint
 from ..spec.rigid import RigidBodySpec
 from ..spec.validation import as_rotation_matrix, positive, vec3
 from .ik import JointTrajectory, cartesian_path
