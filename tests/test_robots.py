@@ -170,6 +170,8 @@ def test_pd_step_response_is_critically_damped_at_the_drive_time_constant(tmp_pa
     assert scene.joints[0].drive.target == 0.0                # the spec is untouched
     # measured time constant: the time to reach 1 - 2/e of the step is tau
     t_tau = np.interp(1 - 2 / np.e, qs / step, ts)
+    print(f"1-DOF step: time constant {t_tau:.4f} s (drive {tau} s), worst deviation "
+          f"{np.abs(qs - expected).max() / step:.3g} of the step")
     assert t_tau == pytest.approx(tau, rel=0.03)
 
 
