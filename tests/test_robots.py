@@ -14,6 +14,7 @@ import pytest
 import femcontact as fc
 from femcontact.robots import PANDA_READY
 from oscillation import measured_period
+from scenes_util import load_scene
 
 yourdfpy = pytest.importorskip("yourdfpy")      # the optional extra femcontact[robots]; CI installs it
 
@@ -195,10 +196,10 @@ def test_panda_mimic_finger_follows_its_leader():
 @pytest.mark.slow
 @pytest.mark.sample
 def test_panda_holds_its_pose_under_gravity_for_5_s():
-    """Gravity compensation, targets at the start pose: the fingertips stay within 0.1 mm of the
-    forward kinematics for 5 s (issue 17)."""
-    scene = fc.Scene(dt=1e-2)
-    robot = scene.add_robot("panda")
+    """scenes/panda_hold.py: gravity compensation, targets at the start pose; the fingertips stay
+    within 0.1 mm of the forward kinematics for 5 s (issue 17)."""
+    scene = load_scene("panda_hold").build()
+    robot = scene.panda
     sim = fc.Simulator(scene)
     ref = _tips(robot)
     worst = 0.0
