@@ -6,6 +6,10 @@ them (copies) and is what the step reads for commands that may change during a r
 - the PD drives of hinge and prismatic joints (target position or a function of time, target rate,
   gains, effort limit): ``set_joint_drive`` (for a gripper: ``ParallelGripper.set_width(width,
   sim.control)``);
+- joint efforts (a feedforward force or torque on a joint coordinate, ``set_joint_effort``) and
+  gravity compensation per joint (``set_gravity_compensation``: the joint adds the effort that
+  balances the weight of everything it carries, from the current poses); ``set_joint_targets``
+  commands many drives at once (a robot's: ``femcontact.robots.Robot.set_targets``);
 - the external loads, by name: the ``add_force`` / ``add_torque`` calls of the specs (named
   ``"<body>:<k>"``, k counting that body's loads) and any a script sets with ``set_force`` /
   ``set_torque`` (constant or a function of time), or removes with ``remove_load``.
@@ -53,8 +57,11 @@ class Control:
     """The joint drives and external loads of a run (see the module docstring)."""
 
     def __init__(self, joint_drives: dict[str, Drive], loads: Optional[dict[str, Load]] = None,
-                 bodies: Optional[dict] = None):
+                 bodies: Optional[dict] = None, joints: Optional[dict] = None):
         self._drives = {name: replace(d) for name, d in joint_drives.items()}
+        self._joints = dict(joints or {})           # name -> JointSpec, read only
+        self._efforts: dict = {}
+        self._gravity = {name for name, j in self._joints.items() if j.gravity_compensation}
         self._loads = dict(loads or {})
         self._bodies = dict(bodies or {})           # name -> spec, read only (node selections)
         self.loads_version = 0                      # bumped by every change of the loads
@@ -64,7 +71,7 @@ class Control:
         """The drives and loads the scene's specs were built with."""
         loads = {f"{b.name}:{k}": Load(b.name, f) for b in scene.all_bodies for k, f in enumerate(b.forces)}
         return cls({j.name: j.drive for j in scene.joints if j.drive is not None}, loads,
-                   {b.name: b for b in scene.all_bodies})
+                   {b.name: b for b in scene.all_bodies}, {j.name: j for j in scene.joints})
 
     @property
     def loads(self) -> dict[str, Load]:
@@ -149,3 +156,41 @@ class Control:
             raise ParameterError(f"{what} velocity must be a number or a function of time, not None")
         self._drives[joint] = d
         return d
+
+    def set_joint_targets(self, targets: dict, velocities: Optional[dict] = None) -> None:
+        """Command the drives of several joints from the next step on: ``targets`` {joint: position
+        (m or rad) or function of t}, ``velocities`` {joint: target rate} (joints left out keep theirs)."""
+        for joint, target in targets.items():
+            self.set_joint_drive(joint, target=target)
+        for joint, vel in (velocities or {}).items():
+            self.set_joint_drive(joint, velocity=vel)
+
+    def _joint(self, joint: str):
+        if joint not in self._joints:
+            raise ParameterError(f"no joint named {joint!r} (joints: {sorted(self._joints)})")
+        j = self._joints[joint]
+        if j.kind not in ("hinge", "prismatic"):
+            raise ParameterError(f"joint {joint!r} is a {j.kind} joint: only hinge and prismatic joints have a "
+                                 "coordinate to push")
+        return j
+
+    def set_joint_effort(self, joint: str, effort: Target) -> None:
+        """A feedforward force (N, prismatic) or torque (N m, hinge) along the coordinate of ``joint``
+        from the next step on (a number or a function of t; 0 removes it), added to its drive and
+        gravity compensation, not limited by the drive's max_force."""
+        self._joint(joint)
+        self._efforts[joint] = _target(effort, f"joint {joint!r}: effort")
+
+    def joint_effort(self, joint: str, t: float) -> float:
+        """The feedforward effort of ``joint`` at time t (0 when none was set)."""
+        e = self._efforts.get(joint, 0.0)
+        return float(e(t)) if callable(e) else float(e)
+
+    def set_gravity_compensation(self, joints, on: bool = True) -> None:
+        """Switch gravity compensation of the given joint names on or off from the next step on."""
+        for joint in ([joints] if isinstance(joints, str) else joints):
+            self._joint(joint)
+            (self._gravity.add if on else self._gravity.discard)(joint)
+
+    def gravity_compensated(self, joint: str) -> bool:
+        return joint in self._gravity

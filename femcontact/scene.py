@@ -3,7 +3,8 @@ makes a spec (``femcontact.spec``, where the checks live) and collects it; ``Mod
 scene into static Taichi data."""
 from __future__ import annotations
 
-from typing import Callable, Optional
+import os
+from typing import Callable, Optional, Sequence
 
 from .assembly.integrator import INTEGRATORS
 from .errors import ParameterError
@@ -57,6 +58,7 @@ class Scene:
         self.rigid_bodies: list[RigidBodySpec] = []
         self.rods: list[RodSpec] = []   # after the rigid bodies in DOF order
         self.joints: list[JointSpec] = []
+        self.robots: list = []          # femcontact.robots.Robot handles (their bodies and joints are above)
         self.attachments: list[Attachment] = []
         # contact: obstacles, per-pair settings, defaults for body-body pairs
         self.obstacles: list[ObstacleSpec] = []
@@ -133,6 +135,32 @@ class Scene:
                            stiffness, damping, name, names)
         self.joints.append(joint)
         return joint
+
+    def add_robot(self, source: str | os.PathLike, *, base_pose=None, joint_positions=None, fixed_base: bool = True,
+                  name: Optional[str] = None, kp=None, kd=None, drive_time_constant: float = 0.05,
+                  gravity_compensation: bool = True, package_dirs: Sequence[str] = ()):
+        """Add a robot from a URDF file, or by name from an installed package (``"panda"``: the
+        Franka Panda arm and hand of ``example-robot-data``, ``pip install 'femcontact[robots]'``).
+
+        Links become rigid bodies (links joined by fixed joints: one body), joints hinges and
+        prismatic joints with their limits, mimic joints joint-space couplings
+        (``femcontact.robots.urdf``). base_pose: (position, rotation) or a 4x4 world pose of the
+        base link; joint_positions: URDF positions (rad, m) of the actuated joints (array in URDF
+        order or a dict by name; default 0 within limits, the Panda's "ready" pose for "panda");
+        fixed_base: the base link is welded to the world (kinematic). Every actuated joint gets a PD
+        drive toward its start position with the URDF effort limit: gains ``kp``, ``kd`` (a number,
+        one per joint, or a dict), by default critically damped with time constant
+        ``drive_time_constant`` s for the inertia it carries at the start; gravity_compensation:
+        the joints also balance the weight they carry. Bodies are named ``"<name>.<link>"``, joints
+        ``"<name>.<joint>"``. Returns a ``Robot`` (joint names, ``link_pose``, ``joint_positions``,
+        ``set_targets(sim.control, q)``, ``forward_kinematics``)."""
+        from .robots.urdf import load_robot
+
+        robot = load_robot(self, source, base_pose=base_pose, joint_positions=joint_positions, fixed_base=fixed_base,
+                           name=name, kp=kp, kd=kd, drive_time_constant=drive_time_constant,
+                           gravity_compensation=gravity_compensation, package_dirs=package_dirs)
+        self.robots.append(robot)
+        return robot
 
     def attach(self, body: str, nodes: NodeSelector, to: Optional[str] = None, *, orientation: bool = False,
                target_nodes=None, tolerance: Optional[float] = None, stiffness: Optional[float] = None,

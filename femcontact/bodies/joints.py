@@ -42,6 +42,7 @@ import taichi as ti
 from scipy.spatial.transform import Rotation
 
 from .. import backend
+from ..errors import ParameterError
 from ..spec.drive import Drive  # noqa: F401 (re-exported: its old home)
 from ..spec.joint import JOINT_KINDS, Attachment, JointSpec, locate_points, make_joint  # noqa: F401 (likewise)
 from .rigid import quat_to_matrix
@@ -163,8 +164,8 @@ class JointSystem:
                 else:
                     R = R0[side.k]
                     loc.append((R.T @ (j.anchor - x0[side.lin]), R.T @ j.axis, R))
-            m = min(A.mass, B.mass)
-            inertia = min(A.inertia, B.inertia)
+            m = j.ref_mass or min(A.mass, B.mass)
+            inertia = j.ref_inertia or min(A.inertia, B.inertia)
             k_lin = j.stiffness or STIFFNESS_FACTOR * m / dt**2
             k_rot = j.stiffness or STIFFNESS_FACTOR * inertia / dt**2
             perp = np.cross(j.axis, [1.0, 0, 0] if abs(j.axis[0]) < 0.9 else [0, 1.0, 0])
@@ -174,6 +175,12 @@ class JointSystem:
                                    R_rel=loc[0][2].T @ loc[1][2],
                                    perp_A=(loc[0][2].T @ perp), perp_B=(loc[1][2].T @ perp)))
             couple([A.lin, A.lin + 1 if not A.world else -1, B.lin, B.lin + 1])
+        self._setup_robot_terms(model)
+        for it in self.items:            # a mimic row couples the blocks of both joints
+            if it["mimic"] is not None:
+                L = it["mimic"]
+                couple([b for side in (it["A"], it["B"], L["A"], L["B"]) for b in (side.lin, side.lin + 1)
+                        if not side.world])
         self.attach, self.orient = [], []
         for a in attachments:
             body = model.body(a.body)
@@ -214,6 +221,25 @@ class JointSystem:
         self.count = len(self.items) + len(self.attach) + len(self.orient)
         self._cap = (0, 0)     # sizes of the scatter transfer arrays (allocated by _scatter)
 
+    def _setup_robot_terms(self, model) -> None:
+        """Per joint: its mimic leader's item and the (rigid index, mass) of the bodies it carries
+        (gravity compensation); a clear error for a mimic of a joint that does not exist."""
+        by_name = {it["spec"].name: it for it in self.items}
+        for it in self.items:
+            spec = it["spec"]
+            it["carried"] = [(model.rigid_index(name), model.rigid_specs[model.rigid_index(name)].mass)
+                             for name in spec.subtree]
+            it["mimic"] = None
+            if spec.mimic is None:
+                continue
+            leader = by_name.get(spec.mimic.leader)
+            if leader is None or leader["kind"] not in ("hinge", "prismatic"):
+                raise ParameterError(f"joint {spec.name!r} mimics {spec.mimic.leader!r}, which is not a hinge or "
+                                     f"prismatic joint of the scene (joints: {sorted(by_name)})")
+            if spec.kind not in ("hinge", "prismatic"):
+                raise ParameterError(f"joint {spec.name!r}: only hinge and prismatic joints can mimic another")
+            it["mimic"] = leader
+
     # ------------------------------------------------------------------ per step
     def after_advance(self, state) -> None:
         """Nothing follows from the positions (a body system: ``bodies/system.py``)."""
@@ -233,6 +259,7 @@ class JointSystem:
              else np.zeros((0, 3, 3)))
         terms: dict = {}
         rhs: dict = {}
+        coords: dict = {}            # joint name -> (coordinate, its Jacobian rows, their blocks)
 
         def pose(side):
             if side.world:
@@ -269,20 +296,32 @@ class JointSystem:
             Z = np.zeros((3, 3))
             Jpos = [-I3, _skew(rA), I3, -_skew(rB)]
             e_pos = pB - pA
+            # the rows are linear in v̂, but the anchors turn with the bodies: over the step the error
+            # also gains ½ dt² (ω_B×(ω_B×r_B) − ω_A×(ω_A×r_A)) (centripetal drift, rate-squared); the
+            # spring sees it now, so a fast-turning joint stays closed to O(dt³)
+            omA = np.zeros(3) if A_.world else v[A_.lin + 1]
+            omB = v[B_.lin + 1]
+            drift = 0.5 * dt * dt * (np.cross(omB, np.cross(omB, rB)) - np.cross(omA, np.cross(omA, rA)))
             if kind in ("ball", "hinge", "weld"):
-                add_rows(blocks, Jpos, it["k_lin"] * I3, e_pos, sk, coef.b_f)
+                add_rows(blocks, Jpos, it["k_lin"] * I3, e_pos + drift, sk, coef.b_f)
             if kind == "prismatic":
                 P = I3 - np.outer(wA, wA)
-                add_rows(blocks, [P @ J for J in Jpos], it["k_lin"] * I3, P @ e_pos, sk, coef.b_f)
+                add_rows(blocks, [P @ J for J in Jpos], it["k_lin"] * I3, P @ (e_pos + drift), sk, coef.b_f)
             if kind in ("weld", "prismatic"):
                 E = RB @ it["R_rel"].T @ RA.T if not A_.world else RB @ it["R_rel"].T
                 e_rot = Rotation.from_matrix(E).as_rotvec()
-                add_rows(blocks, [Z, -I3, Z, I3], it["k_rot"] * I3, e_rot, sk, coef.b_f)
+                # log(exp(dt ω_B) E exp(−dt ω_A)): the second-order (BCH) part ½ dt² ω_A×ω_B
+                add_rows(blocks, [Z, -I3, Z, I3], it["k_rot"] * I3, e_rot + 0.5 * dt * dt * np.cross(omA, omB), sk,
+                         coef.b_f)
             if kind == "hinge":
                 P = I3 - np.outer(wA, wA)
-                add_rows(blocks, [Z, -P, Z, P], it["k_rot"] * I3, np.cross(wA, wB), sk, coef.b_f)
+                # second-order change of a_A × a_B as both axes turn (−½ dt² ṡ ω_A×a when aligned)
+                tA, tB = np.cross(omA, wA), np.cross(omB, wB)
+                drift = dt * dt * (0.5 * np.cross(np.cross(omA, tA), wB) + 0.5 * np.cross(wA, np.cross(omB, tB))
+                                   + np.cross(tA, tB))
+                add_rows(blocks, [Z, -P, Z, P], it["k_rot"] * I3, np.cross(wA, wB) + drift, sk, coef.b_f)
             spec = it["spec"]
-            if kind in ("hinge", "prismatic") and (spec.limits is not None or spec.drive is not None):
+            if kind in ("hinge", "prismatic"):
                 if kind == "hinge":
                     uA = RA @ it["perp_A"] if not A_.world else it["perp_A"]
                     uB = RB @ it["perp_B"]
@@ -291,10 +330,26 @@ class JointSystem:
                 else:
                     s = float(wA @ e_pos)
                     j = [wA[None] @ J for J in Jpos]
+                s += spec.position0
                 sdot = sum(float((jj @ v[blk])[0]) for jj, blk in zip(j, blocks) if blk >= 0)
+                coords[spec.name] = (s, j, blocks)
                 self._coordinate_terms(spec, control.joint_drive(spec.name), s, sdot, j, blocks, add_rows, coef, t,
                                        dt, it["k_lin"]
                                        if kind == "prismatic" else it["k_rot"])
+                effort = control.joint_effort(spec.name, t)
+                if control.gravity_compensated(spec.name):
+                    effort -= self._gravity_effort(it, x, pB, wA)
+                if effort != 0.0:
+                    add_rows(blocks, j, np.zeros((1, 1)), np.zeros(1), 0.0, 0.0, extra_b=np.array([coef.b_f * effort]))
+        for it in self.items:
+            if it["mimic"] is not None:      # e = s − m s_leader − offset, a stiff joint-space spring
+                mim = it["spec"].mimic
+                s, j, blocks = coords[it["spec"].name]
+                sl, jl, bl = coords[mim.leader]
+                e = np.array([s - mim.multiplier * sl - mim.offset])
+                k = it["k_lin"] if it["kind"] == "prismatic" else it["k_rot"]
+                add_rows(list(blocks) + list(bl), list(j) + [-mim.multiplier * jj for jj in jl], k * np.ones((1, 1)),
+                         e, coef.a_k + coef.a_kb * it["beta"], coef.b_f)
         rows, cols, mats, b_rows, b_vecs = [], [], [], [], []
         for (a, c), M in terms.items():
             rows.append(a), cols.append(c), mats.append(M)
@@ -344,6 +399,17 @@ class JointSystem:
             J.append(-eye)
             blk.append(np.full(n, side.lin + 1))
         return _pair_terms(J, blk, o["k"], e, coef.a_k + coef.a_kb * o["beta"], coef.b_f)
+
+    def _gravity_effort(self, it: dict, x: np.ndarray, anchor: np.ndarray, axis: np.ndarray) -> float:
+        """Generalized force of gravity on the joint coordinate from the bodies it carries:
+        ``Σ m_b g · (a × (c_b − p))`` (hinge about axis a through p) or ``Σ m_b g · a`` (prismatic)."""
+        g = self.model.gravity
+        total = 0.0
+        for k, m in it["carried"]:
+            c = x[int(self.model.rigid_lin[k])]
+            lever = axis if it["kind"] == "prismatic" else np.cross(axis, c - anchor)
+            total += m * float(g @ lever)
+        return total
 
     def _coordinate_terms(self, spec, d, s, sdot, j, blocks, add_rows, coef, t, dt, k_limit):
         one = np.ones((1, 1))

@@ -34,6 +34,16 @@ class JointSpec:
     damping: Optional[float] = None   # s (β of the joint springs); None: dt
     name: str = ""
     drive: Optional[Drive] = None
+    # joint coordinate at the build pose (a URDF joint's position there): coordinates, limits and
+    # drive targets are s = position0 + (motion since build)
+    position0: float = 0.0
+    # masses that set the default stiffness (None: the smaller of the two sides); a robot joint uses
+    # the mass (kg) and the largest moment (kg m^2, about the anchor) of everything it carries
+    ref_mass: Optional[float] = None
+    ref_inertia: Optional[float] = None
+    subtree: tuple = ()               # rigid bodies this joint carries (gravity compensation)
+    gravity_compensation: bool = False
+    mimic: Optional["Mimic"] = None   # s = multiplier · s_leader + offset, a stiff joint-space row
 
     def set_drive(self, *, kp: float, kd: float = 0.0, target: Optional[Target] = None, velocity: Target = 0.0,
                   max_force: Optional[float] = None) -> Drive:
@@ -48,6 +58,15 @@ class JointSpec:
         max_force = positive_or_none(max_force, f"joint {self.name!r}: max_force")
         self.drive = Drive(kp, kd, target, velocity, max_force)
         return self.drive
+
+
+@dataclass(frozen=True)
+class Mimic:
+    """A joint-space coupling ``s = multiplier · s_leader + offset`` (URDF ``<mimic>``)."""
+
+    leader: str
+    multiplier: float = 1.0
+    offset: float = 0.0
 
 
 @dataclass
