@@ -1,8 +1,10 @@
 """Micro-benchmark of one COND iteration: a cube of ~N DOF resting on z = 0 with hand-made contacts.
 
 Usage: python tools/bench_cond_unit.py [--res 6 9] [--arch cpu]
-Prints DOF, contacts, iterations to tol, µs per iteration (whole solve / iterations) and
-µs per bare cond_iterate launch (timed in a loop).
+Prints DOF, contacts, iterations to tol, µs per iteration (whole solve / iterations), µs per
+bare cond_iterate launch (timed in a loop), and the floor next to it: one launch of an empty kernel
+and one launch of a bare block-sparse matvec y = A x over the same matrix (issue 15 item 5: an
+iteration should cost at most 2 matvecs), for each acceleration.
 """
 import argparse
 import os
@@ -34,6 +36,34 @@ def build(res, E=1e6, dt=1e-2):
     return sim, cs
 
 
+def _floor_kernels():
+    """An empty kernel and a bare BSR matvec, the floor one COND iteration is measured against."""
+    import taichi as ti
+
+    @ti.kernel
+    def empty(x: ti.types.ndarray()):
+        pass
+
+    @ti.kernel
+    def matvec(indptr: ti.types.ndarray(), indices: ti.types.ndarray(), blocks: ti.types.ndarray(),
+               x: ti.types.ndarray(), y: ti.types.ndarray(), n: ti.i32):
+        for i in range(n):
+            acc = ti.Vector.zero(float, 3)
+            for k in range(indptr[i], indptr[i + 1]):
+                acc += blocks[k] @ x[indices[k]]
+            y[i] = acc
+
+    return empty, matvec
+
+
+def _time(f, reps=200):
+    f()
+    t = time.perf_counter()
+    for _ in range(reps):
+        f()
+    return (time.perf_counter() - t) / reps
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--res", type=int, nargs="+", default=[6, 9])
@@ -44,9 +74,11 @@ def main():
     from femcontact.solvers.cond import CondSolver
 
     fc.backend.init(args.arch, "f64")
-    for res in args.res:
+    from femcontact import backend
+    empty, matvec = _floor_kernels()
+    for res, accel in ((r, a) for r in args.res for a in ("anderson", "chebyshev")):
         sim, cs = build(res)
-        sol = CondSolver(sim.model, {"max_iter": 2000})
+        sol = CondSolver(sim.model, {"max_iter": 2000, "acceleration": accel})
         p = StepProblem(sim.model, sim.state, sim.A, sim.b, sim.v_hat, sim.fixed, cs, sim.coef, sim.scene.dt,
                         sim.scene.integrator)
         sol.solve(p)  # compile
@@ -61,9 +93,14 @@ def main():
         for _ in range(reps):
             sol.iterate_once(A, 0, c.count, 1.0, 1.0)
         bare = (time.perf_counter() - t) / reps
-        print(f"arch {fc.backend.config()['arch']}  DOF {3 * n0}  contacts {cs.count}  iterations {st.iterations}  "
-              f"converged {st.converged}  solve {1e3 * wall:.2f} ms  {st.extra['us_per_iteration']:.0f} us/iteration  "
-              f"bare launch {1e6 * bare:.0f} us")
+        x, y = backend.vec3_array(n0), backend.vec3_array(n0)
+        t_empty = _time(lambda: empty(x))
+        t_mv = _time(lambda: matvec(A.indptr, A.indices, A.blocks, x, y, n0))
+        us = st.extra["us_per_iteration"]
+        print(f"arch {fc.backend.config()['arch']}  {accel:9s} DOF {3 * n0}  contacts {cs.count}  "
+              f"iterations {st.iterations}  converged {st.converged}  solve {1e3 * wall:.2f} ms  {us:.0f} us/iteration "
+              f"({us / (1e6 * t_mv):.1f} matvecs)  bare cond_iterate {1e6 * bare:.0f} us  floor: empty launch "
+              f"{1e6 * t_empty:.0f} us, matvec {1e6 * t_mv:.0f} us", flush=True)
 
 
 if __name__ == "__main__":
