@@ -9,8 +9,10 @@ last m differences ``ΔF = [f_{j+1} − f_j]``, ``ΔG = [G(x_{j+1}) − G(x_j)]`
 Everything runs on the device in one launch per iteration (``anderson_step``): record the new
 difference columns, update one row of the Gram matrix ΔFᵀΔF, solve the m×m system by Cholesky
 (serially, m ≤ HISTORY_MAX), mix. Safeguard: an extrapolation whose residual comes back larger
-than ``SAFEGUARD`` × the smallest residual since the history began, a non-positive pivot, or a
-wild solve (‖γ‖₁ > ``GAMMA_MAX``) drops the history and keeps the plain step ``x_{k+1} = G(x_k)``.
+than ``SAFEGUARD`` × the smallest residual since the history began, ``STALL_WINDOW`` × m
+iterations without a new smallest residual (a history spanning several pieces of the piecewise
+affine map), a non-positive pivot, or a wild solve (‖γ‖₁ > ``GAMMA_MAX``) drops the history and
+keeps the plain step ``x_{k+1} = G(x_k)``.
 """
 import numpy as np
 import taichi as ti
@@ -27,9 +29,11 @@ GRAM, CHOL = 0, HISTORY_MAX * HISTORY_MAX
 RHS, GAMMA = 2 * HISTORY_MAX * HISTORY_MAX, 2 * HISTORY_MAX * HISTORY_MAX + HISTORY_MAX
 BEST = GAMMA + HISTORY_MAX
 REAL_STATE = BEST + 1
-# integer state: stored columns, next column, f/G of the previous iterate kept, current iterate mixed, restarts
-COUNT, SLOT, HAVE_PREV, MIXED, RESTARTS = range(5)
-INT_STATE = 5
+# integer state: stored columns, next column, f/G of the previous iterate kept, current iterate mixed, restarts,
+# iterations since the best residual last improved
+COUNT, SLOT, HAVE_PREV, MIXED, RESTARTS, STALL = range(6)
+INT_STATE = 6
+STALL_WINDOW = 2       # × m iterations without a new best residual: the history is stale, restart it
 
 
 @ti.func
@@ -62,8 +66,13 @@ def anderson_step(V: ti.types.ndarray(), H: ti.types.ndarray(), Sf: ti.types.nda
     for _ in range(1):
         fn = ti.sqrt(f2)
         Si[HAVE_PREV] = 1
-        if Si[MIXED] != 0 and fn > SAFEGUARD * Sf[BEST]:
+        if fn < Sf[BEST]:
+            Si[STALL] = 0
+        else:
+            Si[STALL] += 1
+        if (Si[MIXED] != 0 and fn > SAFEGUARD * Sf[BEST]) or Si[STALL] >= STALL_WINDOW * m:
             _restart(Si)
+            Si[STALL] = 0
             Sf[BEST] = fn
         else:
             Sf[BEST] = ti.min(Sf[BEST], fn)

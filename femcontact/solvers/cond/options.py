@@ -2,9 +2,11 @@
 
 operator "strict" | "proximal" (Alg. 2; proximal regularization Ω = ω I, COND eq. 33, ``omega`` in
 units of J v̂ per λ); step "frobenius" | "bb" (§IV-C.1 / §IV-C.2); recycle: steps a Frobenius W is
-reused; acceleration "chebyshev" | "anderson" | "none" with chebyshev_start, rho, rho_adapt (Alg. 3,
+reused; acceleration "anderson" (default with step "frobenius") | "chebyshev" (default with "bb") |
+"none" with chebyshev_start, rho, rho_adapt (Alg. 3,
 eq. 34; ``chebyshev.py``) or anderson_history (AA(m), ``anderson.py``; Frobenius step only);
-under_relaxation u; tol and max_iter (stopping, Alg. 1 line 13); warm_start; restitution,
+under_relaxation u; tol (None: ``DEFAULT_TOL`` of the acceleration) and max_iter (stopping, Alg. 1
+line 13); warm_start; restitution,
 recovery, max_recovery_speed (normal targets, ``targets.py``); virtual_gain, rigid_gain
 (virtual-node gains, ``virtual.py``); compliance_passes (re-solves with the targets shifted by the
 virtual dampers' compliance, ``virtual.cond_compliance_shift``); contact_free "linear" | "iterate": a step without contacts is
@@ -21,6 +23,9 @@ from ...errors import ParameterError
 from .anderson import HISTORY_MAX
 
 ACCELERATIONS = ("chebyshev", "anderson", "none")
+# θ is the accelerated step under Chebyshev but the plain fixed-point residual under Anderson and
+# "none"; these thresholds give about the same SAP eq. 32 momentum error (docs/COND.md, "Anderson")
+DEFAULT_TOL = {"chebyshev": 1e-6, "anderson": 1e-7, "none": 1e-7}
 
 
 @dataclass
@@ -29,13 +34,13 @@ class CondOptions:
     omega: float = 0.0
     step: str = "frobenius"
     recycle: int = 1
-    acceleration: str = "anderson"
+    acceleration: Optional[str] = None
     chebyshev_start: int = 8
     rho: Optional[float] = None
     rho_adapt: bool = True
     anderson_history: int = 8
     under_relaxation: float = 0.9
-    tol: float = 1e-6
+    tol: Optional[float] = None
     max_iter: int = 500
     warm_start: bool = True
     restitution: float = 0.0
@@ -79,6 +84,8 @@ class CondOptions:
             raise ParameterError(f"COND option contact_free must be 'linear' or 'iterate', got {self.contact_free!r}")
         if self.step not in ("frobenius", "bb"):
             raise ParameterError(f"COND option step must be 'frobenius' or 'bb' (Barzilai-Borwein), got {self.step!r}")
+        if self.acceleration is None:      # Anderson needs the fixed map of the Frobenius step
+            self.acceleration = "anderson" if self.step == "frobenius" else "chebyshev"
         if self.acceleration not in ACCELERATIONS:
             raise ParameterError(f"COND option acceleration must be one of {', '.join(map(repr, ACCELERATIONS))}, "
                                  f"got {self.acceleration!r}")
@@ -95,6 +102,8 @@ class CondOptions:
         if self.rho is not None:
             num("rho", 0.0, 1.0, lo_open=True, hi_open=True)
         num("under_relaxation", 0.0, 1.0, lo_open=True)
+        if self.tol is None:
+            self.tol = DEFAULT_TOL[self.acceleration]
         num("tol", 0.0, lo_open=True)
         num("max_iter", 1, integer=True)
         num("restitution", 0.0, 1.0)

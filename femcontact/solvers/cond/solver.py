@@ -1,8 +1,10 @@
 """CondSolver: one COND solve per step (COND Alg. 1), composed from the package's parts.
 
 ``solve`` = set up the step (virtual nodes and gains, W, block steps, start values, normal
-targets), iterate (``cond_iterate`` under the Chebyshev schedule) until the relative step norm
-``θ = ‖v̂ˡ⁺¹ − v̂ˡ‖ / max(‖v̂ˡ⁺¹‖, ‖D⁻¹b‖) < tol``, finish (v̂ = v̂**, λ, impulses, status).
+targets), iterate (``cond_iterate`` with Anderson mixing or under the Chebyshev schedule) until
+the relative step norm ``θ = ‖v̂ˡ⁺¹ − v̂ˡ‖ / max(‖v̂ˡ⁺¹‖, ‖D⁻¹b‖) < tol``, shift the targets by
+the virtual dampers' compliance and iterate again (``compliance_passes``), finish (v̂ = v̂**, λ,
+impulses, status).
 ``memory()`` / ``restore()`` carry everything that one solve hands to the next.
 """
 import math
@@ -225,7 +227,8 @@ class CondSolver:
             it += n_it
             if not converged or shifts >= o.compliance_passes or it >= o.max_iter or not nvx:
                 break
-            change = float(cond_compliance_shift(self._Cf, self._Ci, self._VNf, self.n0, nc))
+            change = float(cond_compliance_shift(self._Cf, self._Ci, self._VNf, self._VNi, self._blockstep, self.n0,
+                                                 nc))
             shifts += 1
             if change <= o.tol * vscale / math.sqrt(self.n0 + nvx):    # below the per-row accuracy
                 break
