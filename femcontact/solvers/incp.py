@@ -48,6 +48,7 @@ BREAK_REGION, STICK_REGION, SLIP_REGION = 0, 1, 2
 _EDGE_TOL = 1e-9            # a contact is on an edge within this fraction of ‖x_k‖
 _DAMPING_MIN, _DAMPING_MAX = 1e-14, 1e12
 _SQRT_HALF = math.sqrt(0.5)
+_PROXIMAL_EPS = 1e-2        # proximal weight against Â's unit normal diagonal
 _STALL_WINDOW = 6           # stalled: ‖r‖ not halved in this many iterations
 
 
@@ -119,6 +120,10 @@ class ScaledContactProblem:
     @property
     def count(self) -> int:
         return len(self.scale)
+
+    def proximal(self, eps: float, f_prev: np.ndarray) -> "ScaledContactProblem":
+        """The proximal problem ``û = (Â + εI) f + q̂ − ε f_prev`` (same scaling)."""
+        return ScaledContactProblem(self.A + eps * np.eye(len(self.A)), self.q - eps * f_prev, self.scale)
 
     def residuals(self, X: np.ndarray):
         """r at a batch of points X (m, 3c) → (R (m, 3c), F (m, 3c))."""
@@ -207,17 +212,16 @@ def _edge_jacobian(prob: ScaledContactProblem, x: np.ndarray, r: np.ndarray):
 
 def _tangent_basis(c: int, active: dict) -> np.ndarray:
     """B of eq. 28: identity blocks, (3, 2) tangent blocks on active edges (orthonormal columns)."""
-    cols = []
+    B = np.zeros((3 * c, 3 * c - len(active)))
+    col = 0
     for k in range(c):
         if k in active:
-            blk = np.zeros((3 * c, 2))
-            blk[3 * k:3 * k + 3] = active[k][0]
-            cols.append(blk)
+            B[3 * k:3 * k + 3, col:col + 2] = active[k][0]
+            col += 2
         else:
-            blk = np.zeros((3 * c, 3))
-            blk[3 * k:3 * k + 3] = np.eye(3)
-            cols.append(blk)
-    return np.hstack(cols)
+            B[3 * k:3 * k + 3, col:col + 3] = np.eye(3)
+            col += 3
+    return B
 
 
 def project_on_cone_edge(xk: np.ndarray, fallback_dir: np.ndarray) -> np.ndarray:
@@ -288,29 +292,34 @@ def _cubic_minimizer(l0, l1, d0, d1) -> np.ndarray:
 def _edge_aware_search(prob: ScaledContactProblem, x: np.ndarray, xC: np.ndarray, xN: np.ndarray):
     """Best point of the dogleg x → x_C → x_N: every edge crossing, the segment ends and the cubic
     minimizer in each smooth piece (§III-C). Returns (point, ℓ)."""
-    points, slopes_at = [], []
+    starts, ends, steps = [], [], []
     for p, end in ((x, xC), (xC, xN)):
         u = end - p
         if not np.any(u):
             continue
         alphas = np.concatenate([[0.0], edge_crossings(p, u), [1.0]])
-        for a0, a1 in zip(alphas[:-1], alphas[1:]):
-            mid = p + 0.5 * (a0 + a1) * u
-            region = contact_regions(mid.reshape(-1, 3))
-            slopes_at.append((p + a0 * u, p + a1 * u, region, (a1 - a0) * u))
-    if not slopes_at:
+        starts.append(p + alphas[:-1, None] * u)
+        ends.append(p + alphas[1:, None] * u)
+        steps.append(np.diff(alphas)[:, None] * u)
+    if not starts:
         return x, math.inf
-    ends = np.array([s[0] for s in slopes_at] + [s[1] for s in slopes_at])
-    R, _ = prob.residuals(ends)
+    P0, P1, S = np.vstack(starts), np.vstack(ends), np.vstack(steps)
+    m, c = len(P0), prob.count
+    regions = contact_regions((P0 + 0.5 * S).reshape(-1, 3))         # one smooth region per piece
+    R, _ = prob.residuals(np.vstack([P0, P1]))
     ell = 0.5 * np.einsum("ij,ij->i", R, R)
-    m = len(slopes_at)
-    d0 = np.array([R[j] @ prob.direction_derivative(s[0], s[2], s[3]) for j, s in enumerate(slopes_at)])
-    d1 = np.array([R[m + j] @ prob.direction_derivative(s[1], s[2], s[3]) for j, s in enumerate(slopes_at)])
+    slopes = []
+    for P, Rp in ((P0, R[:m]), (P1, R[m:])):                          # ℓ' = rᵀ J u inside the piece
+        Du = np.einsum("kij,kj->ki", impulse_jacobian(P.reshape(-1, 3), regions), S.reshape(-1, 3)).reshape(m, 3 * c)
+        JU = Du @ prob.A - Du - S
+        slopes.append(np.einsum("ij,ij->i", Rp, JU))
+    d0, d1 = slopes
+    ends = np.vstack([P0, P1])
     t = _cubic_minimizer(ell[:m], ell[m:], d0, d1)
     inner = np.flatnonzero(np.isfinite(t))
     cands, vals = [ends], [ell]
     if len(inner):
-        pts = np.array([slopes_at[j][0] + t[j] * slopes_at[j][3] for j in inner])
+        pts = P0[inner] + t[inner, None] * S[inner]
         Rc, _ = prob.residuals(pts)
         cands.append(pts)
         vals.append(0.5 * np.einsum("ij,ij->i", Rc, Rc))
@@ -351,7 +360,8 @@ def initial_points(prob: ScaledContactProblem, f_warm: np.ndarray | None = None)
 def solve_with_restarts(prob: ScaledContactProblem, starts: list, tol: float = 1e-10,
                         max_iter: int = 100) -> IncpResult:
     """``solve_implicit_complementarity`` from each start in turn until one converges (a restart
-    after a local minimum, §V-A), within ``max_iter`` iterations in all; the best result."""
+    after a local minimum, §V-A), then, if none did, proximal steps from the best point; within
+    ``max_iter`` iterations in all. Returns the best result."""
     best, used, history = None, 0, []
     for x0, name in starts:
         res = solve_implicit_complementarity(prob, x0, tol, max(max_iter - used, 1), name)
@@ -361,6 +371,27 @@ def solve_with_restarts(prob: ScaledContactProblem, starts: list, tol: float = 1
             best = res
         if res.converged or used >= max_iter:
             break
+    eps = _PROXIMAL_EPS
+    while not best.converged and used < max_iter:
+        # proximal point (§V-A's perturbation of the equation, made exact at its fixed point): solve
+        # u = (Â + εI) f + q̂ − ε f_prev, which has a full-rank Â + εI where a rigid body's Â has
+        # rank 6, and repeat from its solution (ε smaller after a success); f = f_prev at the fixed
+        # point is the problem's answer
+        res = solve_implicit_complementarity(prob.proximal(eps, best.f), best.x, tol,
+                                             max(max_iter - used, 1), "proximal")
+        used += res.iterations
+        R, F = prob.residuals(res.x[None])
+        residual = prob.relative_residual(R[0], F[0], res.x)
+        history += res.history[1:-1] + [residual]
+        if residual >= best.residual:
+            if eps >= 1.0:
+                break
+            eps *= 10.0
+            continue
+        eps = max(eps / 10.0, 1e-8) if res.converged else eps
+        best = IncpResult(res.x, F[0], 0, residual, residual < tol, [], best.newton_steps + res.newton_steps,
+                          best.line_searches + res.line_searches, "tolerance" if residual < tol else "proximal",
+                          best.init if best.init.endswith("+proximal") else best.init + "+proximal")
     best.iterations, best.history = used, history
     return best
 
