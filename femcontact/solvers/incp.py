@@ -20,14 +20,18 @@ edge-aware: cut at every crossing of a contact's plane (x_n = 0) or cone (‖x_t
 (eq. 25: ℓ decreases along neither side) the Jacobian is the blend of eq. 26 and the step is
 restricted to the edge's tangent space (eqs. 28-29), then projected back onto a curved (cone)
 edge. Initialization (§III-F): all contacts sticking, ``x = Â⁺ q̂``; with a warm start, the
-last step's impulses mapped to x, whichever has the smaller ℓ.
+last step's impulses mapped to x; and the free start x = q̂; best ℓ first. A start that does not
+halve ‖r‖ in 6 iterations has stalled in a local minimum of ℓ (frequent where Â is rank-deficient:
+rigid bodies, stiff bodies) and the next is tried; if all stall, proximal steps
+``û = (Â + εI) f + q̂ − ε f_prev`` from the best point (§V-A's perturbed equation, exact at its
+fixed point).
 
-Stop: ``‖r‖ / max(‖q̂‖, ‖Â f‖, ‖v‖) < tol`` (default 1e-10), at most ``max_iter`` iterations
-(default 100), or no decrease along the dogleg (a local minimum of ℓ; reported unconverged).
+Stop: ``‖r‖ / max(‖q̂‖, ‖Â f‖, ‖v‖) < tol`` (default 1e-10), at most ``max_iter`` iterations in
+all (default 100), or no decrease anywhere (a local minimum of ℓ; reported unconverged).
 
 Cost: the factorization and G as for PGS; each iteration forms the dense 3c × 3c Jacobian and
 Cholesky-solves ``JᵀJ + λI``: O(c³) flops and O(c²) memory per iteration, which bounds it to
-some thousands of contacts (module ``docs/INCP.md``).
+some thousands of contacts (``docs/INCP.md``).
 
 Options: as PGS's (``delassus.COMMON_DEFAULTS``) with ``tol`` 1e-10 and ``max_iter`` 100.
 """
