@@ -8,15 +8,14 @@ The scenes with known answers that every solver runs (pushed box x(t) = ½(F/m �
 friction, incline stick/slide, resting stack weights within 1%, thrown sphere rolling at
 2v0/(7μg), anisotropic box, agreement with Lagged) are the existing tests, parametrized over
 solvers with "incp" added next to "pgs" (test_rigid, test_contact_physics, test_sap, test_rods,
-test_solver_agreement, test_checkpoint).
+test_solver_agreement, test_checkpoint); the option checks and prescribed nodes are test_pgs's,
+parametrized over both Delassus solvers.
 """
 import numpy as np
 import pytest
 
 import femcontact as fc
 from femcontact.contact.contacts import OPEN, SLIP, STICK
-from femcontact.errors import ParameterError
-from femcontact.solvers import make_contact_solver
 from femcontact.solvers.incp import (ScaledContactProblem, contact_regions, edge_crossings, implicit_impulse,
                                      initial_points, project_on_cone_edge, solve_with_restarts)
 from femcontact.solvers.pgs import local_solve
@@ -174,15 +173,6 @@ def test_residual_at_convergence_certifies_signorini_coulomb(c, rigid):
 
 
 # --------------------------------------------------------------------------- the step contract
-def test_options_are_checked():
-    sim = fc.Simulator(load_scene("rigid_box_push").build(solver="incp"))
-    for opts, word in [({"tol": 0.0}, "tol"), ({"max_iter": 0}, "max_iter"),
-                       ({"linear_solver": "pcg"}, "factorization"), ({"restitution": 2.0}, "restitution"),
-                       ({"sigma": 1e-3}, "unknown")]:
-        with pytest.raises(ParameterError, match=word):
-            make_contact_solver("incp", sim.model, opts)
-
-
 def _capture(sim):
     """Wrap the solver's contact-space iteration to keep (space, result) of every step."""
     seen = []
@@ -219,25 +209,6 @@ def test_pushed_box_statistics_and_certificate():
         iters.append(st.iterations)
     assert sim.last_solve.extra["slip"] == sim.contacts.count
     print("pushed box iterations per step:", iters)
-
-
-@pytest.mark.parametrize("integrator", ["euler", "midpoint"])
-def test_prescribed_nodes_keep_their_velocity(integrator):
-    """A soft cube pressed onto the ground by its driven top: the driven nodes keep v̂ exactly and the
-    ground carries the push."""
-    scene = fc.Scene(dt=1e-2, integrator=integrator, solver="incp")
-    body = scene.add_fem_body(fc.meshes.box((0.1, 0.1, 0.1), 2), fc.Material(1e5, 0.3, 1000.0),
-                              position=(0, 0, 0.05), name="cube")
-    top = body.drive("z > 0.099", velocity=lambda t: (0.0, 0.0, -0.05))
-    scene.add_obstacle(fc.shapes.HalfSpace(normal=(0, 0, 1)), friction=0.5, name="ground")
-    sim = fc.Simulator(scene)
-    for _ in range(10):
-        sim.step()
-        assert sim.last_solve.converged
-        np.testing.assert_allclose(sim.v_hat.to_numpy()[top], np.tile([0, 0, -0.05], (len(top), 1)), atol=1e-12)
-    c = sim.contacts.to_numpy()
-    assert c["impulse"][:, 2].sum() > sim.model.mass_np.sum() * 9.81 * sim.scene.dt
-    assert sim.body_positions("cube")[:, 2].min() > -1e-3
 
 
 # --------------------------------------------------------------------------- iteration counts

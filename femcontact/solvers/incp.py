@@ -404,7 +404,6 @@ def solve_implicit_complementarity(prob: ScaledContactProblem, x0: np.ndarray, t
                                    max_iter: int = 100, init: str = "given") -> IncpResult:
     """Non-smooth Gauss–Newton on ℓ(x) = ½‖r(x)‖² (§III, pseudocode §III-E) from x0."""
     c = prob.count
-    n = 3 * c
     x = np.asarray(x0, np.float64).copy()
     R, F = prob.residuals(x[None])
     r, f = R[0], F[0]
