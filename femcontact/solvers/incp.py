@@ -3,11 +3,11 @@ factorized A (``delassus.py``, shared with NCP-PGS). Theory in ``docs/INCP.md``;
 are the paper's (``shared/papers/todorov-implicit-complementarity.md``).
 
 Contact space: ``u = G λ + q`` (rows t1, t2, n per contact, COND's normal targets folded into q,
-so the paper's b is 0). Each contact is rescaled by ``T = diag(μ1, μ2, 1)/√ω`` (ω: its normal
-diagonal of G): ``λ = T f``, ``û = T u``, so ``û = Â f + q̂`` with ``Â = T G T``, ``q̂ = T q``. In
+so the paper's b is 0). Each contact is rescaled by ``T = diag(μ1, μ2, 1)/√ω`` (ω: the largest
+diagonal entry of ``diag(μ1, μ2, 1) G_kk diag(μ1, μ2, 1)``): ``λ = T f``, ``û = T u``, so ``û = Â f + q̂`` with ``Â = T G T``, ``q̂ = T q``. In
 these coordinates every cone is the circular cone of μ = 1 (the ellipsoidal one of μ1 ≠ μ2
-becomes circular; maximal dissipation is preserved since ``û·f = u·λ``) and Â has a unit normal
-diagonal.
+becomes circular; maximal dissipation is preserved since ``û·f = u·λ``) and each diagonal block
+of Â has largest diagonal entry 1.
 
 The unknown x ∈ R^{3c} is unconstrained; the impulse and velocity are functions of it (eqs. 10,
 12-14): ``f_n = max(0, −x_n)``, ``s = min(1, f_n/‖x_t‖)``, ``f_t = −s x_t``, ``v = f + x``; they
@@ -52,7 +52,7 @@ BREAK_REGION, STICK_REGION, SLIP_REGION = 0, 1, 2
 _EDGE_TOL = 1e-9            # a contact is on an edge within this fraction of ‖x_k‖
 _DAMPING_MIN, _DAMPING_MAX = 1e-14, 1e12
 _SQRT_HALF = math.sqrt(0.5)
-_PROXIMAL_EPS = 1e-2        # proximal weight against Â's unit normal diagonal
+_PROXIMAL_EPS = 1e-2        # proximal weight against Â's unit diagonal scale
 _STALL_WINDOW = 6           # stalled: ‖r‖ not halved in this many iterations
 
 
@@ -113,7 +113,8 @@ class ScaledContactProblem:
     @classmethod
     def from_delassus(cls, G: np.ndarray, q: np.ndarray, mu: np.ndarray) -> "ScaledContactProblem":
         c = len(mu)
-        omega = np.diagonal(G)[2::3].copy()
+        diag = np.diagonal(G).reshape(c, 3) * np.column_stack([mu[:, 0] ** 2, mu[:, 1] ** 2, np.ones(c)])
+        omega = diag.max(axis=1)                          # Â_kk's largest diagonal entry becomes 1
         pos = omega > 0.0
         omega[~pos] = omega[pos].mean() if pos.any() else 1.0
         T = np.column_stack([mu[:, 0], mu[:, 1], np.ones(c)]) / np.sqrt(omega)[:, None]
