@@ -78,7 +78,8 @@ def test_dropped_cube_does_not_bounce_and_rests_without_penetration():
     assert sim.body_positions("cube")[:, 2].min() > -0.01 * mesh_edge
 
 
-@pytest.mark.parametrize("solver", ["cond", pytest.param("pgs", marks=pytest.mark.slow), "incp"])
+@pytest.mark.parametrize("solver", ["cond", pytest.param("pgs", marks=pytest.mark.slow),
+                                    pytest.param("incp", marks=pytest.mark.slow)])
 def test_stacked_cubes_carry_their_weight_without_jitter(solver):
     module = load_scene("cube_stack")
     sim = fc.Simulator(module.build(solver=solver))
