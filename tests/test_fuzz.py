@@ -192,7 +192,7 @@ def test_scene_parameters(dt, gravity, duration, frame_dt, friction, margin, int
                      linear_tol=linear_tol)
     if scene is not None:
         assert 0 < scene.dt < math.inf and np.isfinite(scene.gravity).all() and scene.gravity.shape == (3,)
-        assert scene.solver in ("cond", "sap", "lagged", "similar")
+        assert scene.solver in ("cond", "sap", "lagged", "similar", "pgs", "incp")
 
 
 @FUZZ
