@@ -63,9 +63,9 @@ def _compare_resumed(solver: str, folder: Path) -> dict:
 def test_resume_is_bit_identical(tmp_path):
     env = {**os.environ, "FEMCONTACT_DETERMINISTIC": "1", "FEMCONTACT_ARCH": "cpu"}
     out = tmp_path / "result.json"
-    subprocess.run([sys.executable, __file__, str(out), "cond", "lagged", "sap", "pgs"], env=env, check=True, timeout=1200)
+    subprocess.run([sys.executable, __file__, str(out), "cond", "lagged", "sap", "pgs", "incp"], env=env, check=True, timeout=1200)
     result = json.loads(out.read_text())
-    for solver in ("cond", "lagged", "sap", "pgs"):
+    for solver in ("cond", "lagged", "sap", "pgs", "incp"):
         r = result[solver]
         assert r["contacts"] > 0 and r["resumed_at"] == [12, True]
         assert r["path"] == f"{solver}.npz" and r["temporaries"] == 0

@@ -26,7 +26,7 @@ def centre(sim, name):
     return (m[:, None] * sim.body_positions(name)).sum(0) / m.sum()
 
 
-@pytest.mark.parametrize("solver", ["cond", "pgs"])
+@pytest.mark.parametrize("solver", ["cond", "pgs", "incp"])
 @pytest.mark.parametrize("ratio", [2.0, 0.5])
 def test_pushed_cube_follows_coulomb(ratio, solver):
     mu, t0 = 0.5, 0.2
@@ -43,7 +43,7 @@ def test_pushed_cube_follows_coulomb(ratio, solver):
         assert abs(dx) < 1e-4, dx
 
 
-@pytest.mark.parametrize("solver", ["cond", "pgs"])
+@pytest.mark.parametrize("solver", ["cond", "pgs", "incp"])
 @pytest.mark.parametrize("theta_deg, mu", [(20.0, 0.2), (20.0, 0.5)])
 def test_block_on_incline(theta_deg, mu, solver):
     """The incline is the floor with gravity tilted by theta (same physics, simpler geometry)."""
@@ -78,7 +78,8 @@ def test_dropped_cube_does_not_bounce_and_rests_without_penetration():
     assert sim.body_positions("cube")[:, 2].min() > -0.01 * mesh_edge
 
 
-@pytest.mark.parametrize("solver", ["cond", pytest.param("pgs", marks=pytest.mark.slow)])
+@pytest.mark.parametrize("solver", ["cond", pytest.param("pgs", marks=pytest.mark.slow),
+                                    pytest.param("incp", marks=pytest.mark.slow)])
 def test_stacked_cubes_carry_their_weight_without_jitter(solver):
     module = load_scene("cube_stack")
     sim = fc.Simulator(module.build(solver=solver))
@@ -121,7 +122,8 @@ def test_squeezed_ball_slips_out_with_low_friction():
     assert centre(sim, "ball")[2] < module.RADIUS + 0.02
 
 
-@pytest.mark.parametrize("solver", ["cond", pytest.param("pgs", marks=pytest.mark.slow)])
+@pytest.mark.parametrize("solver", ["cond", pytest.param("pgs", marks=pytest.mark.slow),
+                                    pytest.param("incp", marks=pytest.mark.slow)])
 def test_anisotropic_box_is_slow_along_the_high_friction_axis(solver):
     module = load_scene("anisotropic_box")
     sim = fc.Simulator(module.build(solver=solver))

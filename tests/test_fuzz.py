@@ -183,7 +183,7 @@ def test_material_parameters(e, nu, rho, alpha, beta):
 @given(dt=st.one_of(NUMBER, ANY), gravity=ANY, duration=NUMBER, frame_dt=st.one_of(st.none(), NUMBER),
        friction=st.one_of(NUMBER, ANY, st.tuples(NUMBER, NUMBER)), margin=st.one_of(st.none(), NUMBER),
        integrator=st.sampled_from(["midpoint", "euler", "rk4", "", 3]),
-       solver=st.sampled_from(["cond", "SAP", "lagged", "similar", "pgs", "magic", None, 1]),
+       solver=st.sampled_from(["cond", "SAP", "lagged", "similar", "pgs", "incp", "magic", None, 1]),
        linear=st.sampled_from(["auto", "pcg", "direct", "qr"]), linear_tol=NUMBER)
 def test_scene_parameters(dt, gravity, duration, frame_dt, friction, margin, integrator, solver, linear,
                           linear_tol):
@@ -192,7 +192,7 @@ def test_scene_parameters(dt, gravity, duration, frame_dt, friction, margin, int
                      linear_tol=linear_tol)
     if scene is not None:
         assert 0 < scene.dt < math.inf and np.isfinite(scene.gravity).all() and scene.gravity.shape == (3,)
-        assert scene.solver in ("cond", "sap", "lagged", "similar")
+        assert scene.solver in ("cond", "sap", "lagged", "similar", "pgs", "incp")
 
 
 @FUZZ

@@ -54,13 +54,14 @@ def test_local_solve_satisfies_signorini_coulomb_exactly(mus):
     assert seen == {OPEN, STICK, SLIP}
 
 
-def test_options_are_checked():
-    sim = fc.Simulator(load_scene("rigid_box_push").build(solver="pgs"))
+@pytest.mark.parametrize("solver", ["pgs", "incp"])
+def test_options_are_checked(solver):
+    sim = fc.Simulator(load_scene("rigid_box_push").build(solver=solver))
     for opts, word in [({"tol": 0.0}, "tol"), ({"max_iter": 0}, "max_iter"),
                        ({"linear_solver": "pcg"}, "factorization"), ({"restitution": 2.0}, "restitution"),
                        ({"sigma": 1e-3}, "unknown")]:
         with pytest.raises(ParameterError, match=word):
-            make_contact_solver("pgs", sim.model, opts)
+            make_contact_solver(solver, sim.model, opts)
 
 
 def test_step_statistics_and_warm_start():
@@ -83,11 +84,12 @@ def test_step_statistics_and_warm_start():
     assert sim.last_solve.iterations > warm
 
 
+@pytest.mark.parametrize("solver", ["pgs", "incp"])
 @pytest.mark.parametrize("integrator", ["euler", "midpoint"])
-def test_prescribed_nodes_keep_their_velocity(integrator):
+def test_prescribed_nodes_keep_their_velocity(integrator, solver):
     """A soft cube pressed onto the ground by its driven top: the driven nodes keep v̂ exactly and the
     ground carries the push (J's prescribed columns are zero in the Delassus operator)."""
-    scene = fc.Scene(dt=1e-2, integrator=integrator, solver="pgs")
+    scene = fc.Scene(dt=1e-2, integrator=integrator, solver=solver)
     body = scene.add_fem_body(fc.meshes.box((0.1, 0.1, 0.1), 2), fc.Material(1e5, 0.3, 1000.0),
                               position=(0, 0, 0.05), name="cube")
     top = body.drive("z > 0.099", velocity=lambda t: (0.0, 0.0, -0.05))

@@ -105,7 +105,7 @@ def _rolling_onset(sim, radius, steps):
     return t[k] + slip[k] / rate, v[0]
 
 
-@pytest.mark.parametrize("solver", ["lagged", "similar", "cond", "pgs"])
+@pytest.mark.parametrize("solver", ["lagged", "similar", "cond", "pgs", "incp"])
 def test_thrown_sphere_starts_rolling_at_2v0_over_7_mu_g(solver):
     """A solid sphere thrown sliding with v0 and no spin rolls from t = 2 v0 / (7 mu g) at 5 v0 / 7."""
     v0, mu = 2.0, 0.3
@@ -138,7 +138,7 @@ def _pushed_box(solver, force_ratio, mu=0.5, steps=50):
     return sim, sim.rigid_pose("box")[0] - x0, sim.state.time - t0, mu
 
 
-@pytest.mark.parametrize("solver", ["lagged", "similar", "cond", "pgs"])
+@pytest.mark.parametrize("solver", ["lagged", "similar", "cond", "pgs", "incp"])
 def test_rigid_box_pushed_harder_than_friction_slides_at_coulomb_acceleration(solver):
     """x = (F/m - mu g) t^2 / 2 (implicit Euler's exact discrete answer is t (t + dt) / 2, see
     test_integrators). (SAP glides: see test_sap_thrown_sphere_hops_by_its_known_gliding_velocity.)"""
@@ -150,7 +150,7 @@ def test_rigid_box_pushed_harder_than_friction_slides_at_coulomb_acceleration(so
         assert abs(dx[2]) < 1e-4
 
 
-@pytest.mark.parametrize("solver", ["lagged", "sap", "cond", "pgs"])
+@pytest.mark.parametrize("solver", ["lagged", "sap", "cond", "pgs", "incp"])
 def test_rigid_box_pushed_below_friction_stays(solver):
     sim, dx, T, mu = _pushed_box(solver, 0.5, steps=100)
     assert abs(dx[0]) < 1e-3   # within the Newton models' stiction regularization over 1 s

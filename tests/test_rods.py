@@ -383,7 +383,8 @@ def _rolling_rod(solver, mu=0.3, v0=1.0, r=0.01):
     return np.array(t), np.array(slip), np.array(speed)
 
 
-@pytest.mark.parametrize("solver", ["lagged", "sap", "cond", pytest.param("pgs", marks=pytest.mark.slow)])
+@pytest.mark.parametrize("solver", ["lagged", "sap", "cond", pytest.param("pgs", marks=pytest.mark.slow),
+                                    pytest.param("incp", marks=pytest.mark.slow)])
 def test_cable_thrown_sliding_starts_rolling(solver):
     """Contacts see the segment's spin (J_v = [.., −[r]×] on its rotational block): a rod lying on
     the ground, thrown sideways at v0 with no spin, slides, then rolls like a solid cylinder

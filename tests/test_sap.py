@@ -205,7 +205,8 @@ _PGS_STIFF_CUBE = pytest.mark.xfail(strict=True, reason="PGS does not converge i
 @pytest.mark.parametrize("kind,integrator", [("lagged", "euler"), ("sap", "euler"), ("similar", "euler"),
                                              ("lagged", "midpoint"), ("sap", "midpoint"),
                                              pytest.param("pgs", "euler", marks=_PGS_STIFF_CUBE),
-                                             pytest.param("pgs", "midpoint", marks=_PGS_STIFF_CUBE)])
+                                             pytest.param("pgs", "midpoint", marks=_PGS_STIFF_CUBE),
+                                             ("incp", "euler"), ("incp", "midpoint")])
 def test_cube_rests_with_weight_supported(kind, integrator):
     sim, _ = _cube_sim(kind, integrator)
     contacts = ContactSet(sim.model.n_nodes)
@@ -249,7 +250,7 @@ def _pushed(kind, ratio, steps=10, integrator="euler", options=None):
     return sim, np.array(vx), F, m, mu
 
 
-@pytest.mark.parametrize("kind", ["lagged", "sap", "similar", "pgs"])
+@pytest.mark.parametrize("kind", ["lagged", "sap", "similar", "pgs", "incp"])
 def test_pushed_box_slides_with_coulomb_acceleration(kind):
     sim, vx, F, m, mu = _pushed(kind, 2.0, steps=12)
     dt = sim.scene.dt
@@ -352,7 +353,7 @@ def _ground_scene(kind, mu=0.5, belt=None, margin=0.05, motion=None):
     return scene, body
 
 
-@pytest.mark.parametrize("kind", ["lagged", "sap", "pgs"])
+@pytest.mark.parametrize("kind", ["lagged", "sap", "pgs", "incp"])
 def test_end_to_end_pushed_box_on_half_space(kind):
     """Settle 0.2 s, then push with F = 1.5 μ m g for 1 s: x = a dt² N(N+1)/2 (implicit Euler's exact
     discrete answer of ½ (F/m − μ g) t²) within 1%."""

@@ -102,12 +102,14 @@ def _check_stack(integrator, solver="cond", **kw):
     assert abs(cop_c - cop_l) < 1e-3 and abs(cop_c - 0.005) < 1e-3, (cop_c, cop_l)
 
 
-@pytest.mark.parametrize("solver", ["cond", pytest.param("pgs", marks=pytest.mark.slow)])
+@pytest.mark.parametrize("solver", ["cond", pytest.param("pgs", marks=pytest.mark.slow),
+                                    pytest.param("incp", marks=pytest.mark.slow)])
 def test_held_ball_grip_force_agrees_with_lagged(solver):
     _check_grip("euler", solver)
 
 
-@pytest.mark.parametrize("solver", ["cond", pytest.param("pgs", marks=pytest.mark.slow)])
+@pytest.mark.parametrize("solver", ["cond", pytest.param("pgs", marks=pytest.mark.slow),
+                                    pytest.param("incp", marks=pytest.mark.slow)])
 def test_stacked_cubes_normal_forces_agree_with_lagged(solver):
     _check_stack("euler", solver)
 

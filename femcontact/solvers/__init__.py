@@ -14,9 +14,9 @@ import importlib
 
 from ..errors import ParameterError
 
-SOLVER_NAMES = ("cond", "sap", "lagged", "similar", "pgs")
-SOLVER_MODULES = ("cond", "sap", "pgs")  # cond: "cond"; sap: "sap", "lagged", "similar"; pgs: "pgs"
-PLANNED_SOLVERS = ("incp",)
+SOLVER_NAMES = ("cond", "sap", "lagged", "similar", "pgs", "incp")
+SOLVER_MODULES = ("cond", "sap", "pgs", "incp")  # sap: "sap", "lagged", "similar"; the others their own name
+PLANNED_SOLVERS: tuple[str, ...] = ()
 CONTACT_SOLVERS: dict = {}
 
 

@@ -1,18 +1,9 @@
 """NCP projected Gauss–Seidel (``solver="pgs"``): the baseline of COND §V-D/E, Table I.
 
-The step system ``A v̂ = b + Jᵀλ`` is reduced to contact space with a sparse direct factorization
-of A (the Newton path's CHOLMOD / SuperLU, ``newton_linear``):
-
-    v* = A⁻¹ b,    X = A⁻¹ J_fᵀ,    G = J_f X    (the Delassus operator, dense 3c × 3c)
-    u(λ) = G λ + q,   q = J v* + u_world + [bias_t, −t_m]
-
-(``J_f``: J with the prescribed DOFs' columns zeroed: a drive absorbs the contact's reaction;
-their prescribed v̂ still enters ``J v*``). ``u`` is the contact velocity of the condition COND
-imposes (``cond/targets.py``): ``u_n = J_n v̂ − t_m ≥ 0`` with the velocity-level normal target
-``t_m`` from the gap (``−φ/dt`` for a speculative gap, a capped recovery speed for a
-penetration, restitution), and under the midpoint rule the tangential bias ``−½ J_t v_k`` so that
-stick means ``v_{k+1,t} = 0``. The NCP per contact m (strict Coulomb cone, ellipsoidal when
-μ1 ≠ μ2 on the frame's axes t1, t2):
+The step system ``A v̂ = b + Jᵀλ`` is reduced to contact space, ``u(λ) = G λ + q`` with the dense
+Delassus operator ``G = J_f A⁻¹ J_fᵀ`` from a sparse direct factorization of A and COND's normal
+targets and midpoint bias in q (``delassus.py``, shared with ``incp.py``). The NCP per contact m
+(strict Coulomb cone, ellipsoidal when μ1 ≠ μ2 on the frame's axes t1, t2):
 
     λ_n ≥ 0 ⊥ u_n ≥ 0,   (λ_1/μ1)² + (λ_2/μ2)² ≤ λ_n²,   λ_t maximizes −u_t·λ_t on that ellipse.
 
@@ -43,22 +34,14 @@ Options: ``tol`` (1e-6), ``max_iter`` (500 sweeps), ``warm_start`` (True), ``res
 from __future__ import annotations
 
 import math
-import time
 
 import numpy as np
-import scipy.sparse as sp
 
-from .. import backend
-from ..contact.contacts import CONTACT_PARAM_COLUMNS, OPEN, SLIP, STICK
-from ..errors import ParameterError, SimulationError
+from ..contact.contacts import OPEN, SLIP, STICK
 from . import CONTACT_SOLVERS
-from .base import SolveStats, StepProblem, solve_without_contacts
-from .cond.targets import normal_targets
-from .newton_linear import make_newton_linear_solver
-from .sap import momentum_error
+from .delassus import COMMON_DEFAULTS, ContactIterate, ContactSpace, DelassusSolver
 
-DEFAULTS = {"tol": 1e-6, "max_iter": 500, "warm_start": True, "restitution": 0.0, "recovery": 0.2,
-            "max_recovery_speed": 0.05, "linear_solver": "direct"}
+DEFAULTS = dict(COMMON_DEFAULTS)
 _SCAN = np.linspace(-math.pi, math.pi, 721)
 
 
@@ -199,155 +182,19 @@ def _pick(cands, a, rn, al, be, ga):
 
 
 # --------------------------------------------------------------------------- the solver
-class PgsSolver:
+class PgsSolver(DelassusSolver):
     """NCP projected Gauss–Seidel on the Delassus operator of a factorized A (module docstring)."""
 
     name = "pgs"
+    defaults = DEFAULTS
+    iteration_word = "sweep"
 
-    def __init__(self, model, options: dict):
-        unknown = set(options) - set(DEFAULTS)
-        if unknown:
-            raise ParameterError(f"unknown option(s) {sorted(unknown)} for solver 'pgs'; "
-                                 f"known: {', '.join(sorted(DEFAULTS))}")
-        o = self.opt = {**DEFAULTS, **options}
-        if not (isinstance(o["tol"], (int, float)) and math.isfinite(o["tol"]) and o["tol"] > 0):
-            raise ParameterError(f"pgs option tol must be a positive number, got {o['tol']!r}")
-        if isinstance(o["max_iter"], bool) or not isinstance(o["max_iter"], (int, np.integer)) or o["max_iter"] < 1:
-            raise ParameterError(f"pgs option max_iter must be a positive integer, got {o['max_iter']!r}")
-        if not isinstance(o["warm_start"], (bool, np.bool_)):
-            raise ParameterError(f"pgs option warm_start must be True or False, got {o['warm_start']!r}")
-        for key, hi in (("restitution", 1.0), ("recovery", 1.0), ("max_recovery_speed", math.inf)):
-            v = o[key]
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not (0.0 <= v <= hi):
-                raise ParameterError(f"pgs option {key} must be in [0, {hi:g}], got {v!r}")
-        if o["linear_solver"] not in ("direct", "cholmod", "splu"):
-            raise ParameterError(f"pgs option linear_solver must be 'direct', 'cholmod' or 'splu' (PGS needs a "
-                                 f"factorization of A), got {o['linear_solver']!r}")
-        self.model = model
-        self.factor = make_newton_linear_solver(o["linear_solver"], model.n_dofs)
-        self._keys = np.zeros(0, np.int64)      # warm start: contact keys and world-frame λ of the last solve
-        self._lam_world = np.zeros((0, 3))
-        self._points = np.zeros((0, 3))
-        self.history: list[float] = []          # relative impulse change per sweep, last solve
-        self.last_stats = None
-
-    # ------------------------------------------------------------------ memory
-    def memory(self) -> dict:
-        """The last solve's impulses (λ, world frame) and their contacts' keys: the warm start."""
-        return {"keys": self._keys.copy(), "lambdas_world": self._lam_world.copy(), "points": self._points.copy()}
-
-    def restore(self, memory: dict) -> None:
-        self._keys = np.asarray(memory["keys"], dtype=np.int64).copy()
-        self._lam_world = np.asarray(memory["lambdas_world"], dtype=np.float64).reshape(-1, 3).copy()
-        self._points = np.asarray(memory["points"], dtype=np.float64).reshape(-1, 3).copy()
-
-    # ------------------------------------------------------------------ helpers
-    def _contact_keys(self, contacts, cd: dict, n: int) -> np.ndarray:
-        """One integer per contact from its two sides (world -1, real node, or a virtual node's first
-        link as n + node): the same contact of the next step gets the same key (several contacts of
-        one rigid body or triangle share one; ``_warm_start`` tells them apart by their points)."""
-        ids = []
-        for side in ("node_a", "node_b"):
-            node = cd[side].astype(np.int64)
-            virt = node >= n
-            if virt.any():
-                first = backend.read(contacts.vn_node, int(contacts.n_virtual))[:, 0].astype(np.int64)
-                node = node.copy()
-                node[virt] = n + first[node[virt] - n]
-            ids.append(node)
-        return (ids[0] + 1) * (2 * n + 2) + (ids[1] + 1)
-
-    def _warm_start(self, keys: np.ndarray, points: np.ndarray) -> np.ndarray:
-        """Per contact the index of the last solve's contact with the same key and the nearest point
-        (-1: none). Contacts are matched in blocks so the distance table stays small."""
-        out = np.full(len(keys), -1, np.int64)
-        order = np.argsort(self._keys, kind="stable")
-        sk = self._keys[order]
-        lo = np.searchsorted(sk, keys, "left")
-        hi = np.searchsorted(sk, keys, "right")
-        single = (hi - lo) == 1
-        out[single] = order[lo[single]]
-        for m in np.flatnonzero(hi - lo > 1):
-            cand = order[lo[m]:hi[m]]
-            d = self._points[cand] - points[m]
-            out[m] = cand[np.argmin(np.einsum("ki,ki->k", d, d))]
-        return out
-
-    def _restitution(self, param: np.ndarray) -> np.ndarray:
-        e = np.full(len(param), float(self.opt["restitution"]))
-        table = self.model.contact_params
-        if table is not None:
-            T = np.asarray(table, dtype=np.float64)
-            k = CONTACT_PARAM_COLUMNS.index("restitution")
-            if T.ndim == 2 and len(T) and T.shape[1] > k:
-                ok = (param >= 0) & (param < len(T))
-                col = np.full(len(param), np.nan)
-                col[ok] = T[param[ok], k]
-                e = np.where(np.isnan(col), e, np.clip(col, 0.0, 1.0))
-        return e
-
-    # ------------------------------------------------------------------ the solve
-    def solve(self, problem: StepProblem) -> SolveStats:
-        if int(problem.contacts.count) == 0:
-            self._keys, self._lam_world, self._points = np.zeros(0, np.int64), np.zeros((0, 3)), np.zeros((0, 3))
-            return solve_without_contacts(problem)
-        t_start = time.perf_counter()
+    def iterate(self, space: ContactSpace) -> ContactIterate:
+        """Gauss–Seidel sweeps of ``local_solve`` over the contacts until the relative impulse change
+        of a sweep is below ``tol`` (module docstring)."""
         o = self.opt
-        model, contacts, coef = problem.model, problem.contacts, problem.coef
-        n, c, dt = model.n_nodes, int(contacts.count), float(problem.dt)
-        midpoint = problem.integrator == "midpoint"
-        rd = backend.read
-        blocks = problem.A.blocks_numpy()
-        A = problem.A.to_scipy(blocks).tocsc()
-        b = rd(problem.b, n).astype(np.float64, copy=False).ravel()
-        vk = rd(problem.state.v, n).astype(np.float64, copy=False).ravel()
-        fixed = rd(problem.fixed, n) != 0
-        dof_fixed = np.repeat(fixed, 3)
-
-        cd = contacts.to_numpy()
-        J = contacts.jacobian(expand_virtual=True, data=cd).tocsr()
-        if J.shape != (3 * c, 3 * n):
-            raise SimulationError(f"contact Jacobian has shape {J.shape}, expected {(3 * c, 3 * n)}")
-        Jf = (J @ sp.diags((~dof_fixed).astype(np.float64))).tocsr() if fixed.any() else J
-        frame = cd["frame"]
-        world_v = np.einsum("mij,mj->mi", frame, cd["v_world"])
-        off = np.where((cd["node_a"] < 0)[:, None], -world_v, 0.0) + np.where((cd["node_b"] < 0)[:, None],
-                                                                                   world_v, 0.0)
-
-        # factorization, free velocity, Delassus operator
-        t0 = time.perf_counter()
-        F = self.factor.factorize(A)
-        v_star = F.solve(b)
-        ta = time.perf_counter()
-        X = F.solve(Jf.T.toarray())                       # (3n, 3c) = A⁻¹ J_fᵀ
-        Gd = np.asarray(Jf @ X)
-        Gd = 0.5 * (Gd + Gd.T)
-        ms_factor = 1e3 * (ta - t0)
-        ms_delassus = 1e3 * (time.perf_counter() - ta)
-
-        # normal targets and biases (COND's rule, cond/targets.py), q = u(λ = 0)
-        vck = (J @ vk).reshape(c, 3) + off
-        e = self._restitution(cd["param"].astype(np.int64))
-        t_m = normal_targets(cd["phi"], vck[:, 2], e, dt, float(o["recovery"]), float(o["max_recovery_speed"]),
-                             midpoint)
-        q = (J @ v_star).reshape(c, 3) + off
-        q[:, 2] -= t_m
-        if midpoint:
-            q[:, :2] -= 0.5 * vck[:, :2]
-        q = q.ravel()
-        mu = cd["mu"]
-
-        # warm start
-        keys = self._contact_keys(contacts, cd, n)
-        lam = np.zeros((c, 3))
-        if o["warm_start"] and len(self._keys):
-            prev = self._warm_start(keys, cd["point"])
-            hit = prev >= 0
-            lam[hit] = np.einsum("mij,mj->mi", frame[hit], self._lam_world[prev[hit]])
-        lam = lam.ravel()
-
-        # sweeps
-        t1 = time.perf_counter()
+        Gd, q, mu, c = space.G, space.q, space.mu, space.count
+        lam = space.lam_warm.ravel().copy()
         Gmm = np.stack([Gd[3 * m:3 * m + 3, 3 * m:3 * m + 3] for m in range(c)])
         det = np.linalg.det(Gmm)
         good = det > 1e-12 * np.einsum("mii->m", Gmm) ** 3
@@ -357,7 +204,7 @@ class PgsSolver:
         mu1, mu2 = mu[:, 0].tolist(), mu[:, 1].tolist()
         Gl, Gil, goodl = Gmm.tolist(), Ginv.tolist(), good.tolist()
         status = np.full(c, OPEN, np.int32)
-        self.history = []
+        history = []
         theta, converged, sweeps = math.inf, False, 0
         cols = [np.ascontiguousarray(Gd[:, 3 * m:3 * m + 3]) for m in range(c)]
         for sweeps in range(1, int(o["max_iter"]) + 1):
@@ -378,43 +225,13 @@ class PgsSolver:
             dn = float(np.linalg.norm(lam - old))
             ln = float(np.linalg.norm(lam))
             theta = dn / ln if ln > 0 else (0.0 if dn == 0 else math.inf)
-            self.history.append(theta)
+            history.append(theta)
             if not math.isfinite(theta):
                 break
             if theta < o["tol"]:
                 converged = True
                 break
-        ms_iter = 1e3 * (time.perf_counter() - t1)
-
-        # outputs
-        v_hat = v_star + X @ lam
-        if fixed.any():
-            Dfix = problem.A.diagonal_blocks(blocks)[fixed]
-            v_hat.reshape(n, 3)[fixed] = np.linalg.solve(Dfix, b.reshape(n, 3)[fixed][:, :, None])[:, :, 0]
-        L = lam.reshape(c, 3)
-        u = (Gd @ lam + q).reshape(c, 3)
-        backend.write(problem.v_hat, v_hat.reshape(n, 3))
-        backend.write(contacts.impulse, float(coef.impulse_scale) * L)
-        backend.write(contacts.status, status)
-        self._keys, self._points = keys, cd["point"].copy()
-        self._lam_world = np.einsum("mij,mi->mj", frame, L)
-        t2 = time.perf_counter()
-        e_m = momentum_error(problem)
-        ms_cert = 1e3 * (time.perf_counter() - t2)
-        scale_u = max(float(np.abs(u).max()), 1e-300)
-        stats = SolveStats(sweeps, theta, converged and math.isfinite(theta), {
-            "contacts": c, "momentum_error": e_m, "residuals": list(self.history),
-            "normal_violation": float(max(0.0, -u[:, 2].min())),            # m/s: Signorini u_n >= 0
-            "complementarity_normal": float(np.abs(L[:, 2] * u[:, 2]).sum() / max(
-                float(np.abs(L[:, 2]).sum()) * scale_u, 1e-300)),
-            "open": int(np.sum(status == OPEN)), "stick": int(np.sum(status == STICK)),
-            "slip": int(np.sum(status == SLIP)), "linear_solver": self.factor.name,
-            "ms_factorization": ms_factor, "ms_delassus": ms_delassus, "ms_iteration": ms_iter,
-            "ms_certificate": ms_cert,
-            "ms": 1e3 * (t2 - t_start), "us_per_sweep": 1e3 * ms_iter / max(sweeps, 1),
-        })
-        self.last_stats = stats
-        return stats
+        return ContactIterate(lam.reshape(c, 3), status, sweeps, theta, converged, history)
 
 
 def make_pgs_solver(model, options: dict) -> PgsSolver:

@@ -1,0 +1,283 @@
+"""Contact-space reduction shared by the Delassus-operator solvers (NCP-PGS ``pgs.py``, Todorov's
+implicit complementarity ``incp.py``).
+
+The step system ``A v̂ = b + Jᵀλ`` is reduced to contact space with a sparse direct factorization
+of A (the Newton path's CHOLMOD / SuperLU, ``newton_linear``):
+
+    v* = A⁻¹ b,    X = A⁻¹ J_fᵀ,    G = J_f X    (the Delassus operator, dense 3c × 3c)
+    u(λ) = G λ + q,   q = J v* + u_world + [bias_t, −t_m]
+
+(``J_f``: J with the prescribed DOFs' columns zeroed: a drive absorbs the contact's reaction;
+their prescribed v̂ still enters ``J v*``). ``u`` is the contact velocity of the condition COND
+imposes (``cond/targets.py``): ``u_n = J_n v̂ − t_m ≥ 0`` with the velocity-level normal target
+``t_m`` from the gap, and under the midpoint rule the tangential bias ``−½ J_t v_k`` so that
+stick means ``v_{k+1,t} = 0``. Rows per contact: t1, t2, n.
+
+``DelassusSolver`` holds what both solvers share: option checks, the reduction
+(``reduce`` → ``ContactSpace``), the warm start by contact key and nearest point (``memory`` /
+``restore``), and writing the result back with the common statistics (``finish``). A subclass
+implements ``iterate(space) -> ContactIterate``.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.sparse as sp
+
+from .. import backend
+from ..contact.contacts import CONTACT_PARAM_COLUMNS, OPEN, SLIP, STICK
+from ..errors import ParameterError, SimulationError
+from .base import SolveStats, StepProblem, solve_without_contacts
+from .cond.targets import normal_targets
+from .newton_linear import make_newton_linear_solver
+from .sap import momentum_error
+
+COMMON_DEFAULTS = {"tol": 1e-6, "max_iter": 500, "warm_start": True, "restitution": 0.0, "recovery": 0.2,
+                   "max_recovery_speed": 0.05, "linear_solver": "direct"}
+
+
+@dataclass
+class ContactSpace:
+    """One step reduced to contact space: ``u = G λ + q`` for c contacts (rows t1, t2, n each).
+
+    G: (3c, 3c) Delassus operator; q: (3c,) contact velocity at λ = 0; mu: (c, 2) friction on t1, t2;
+    lam_warm: (c, 3) warm-start impulses in this step's frames (zeros where none); has_warm: whether
+    any contact found its predecessor. X, v_star: v̂ = v* + X λ. The rest is bookkeeping for
+    ``finish``."""
+
+    G: np.ndarray
+    q: np.ndarray
+    mu: np.ndarray
+    lam_warm: np.ndarray
+    has_warm: bool
+    X: np.ndarray
+    v_star: np.ndarray
+    frame: np.ndarray
+    keys: np.ndarray
+    points: np.ndarray
+    ms_factorization: float
+    ms_delassus: float
+    t_start: float
+
+    @property
+    def count(self) -> int:
+        return len(self.mu)
+
+
+@dataclass
+class ContactIterate:
+    """What a contact-space iteration returns: impulses λ (c, 3), per-contact status (OPEN, STICK,
+    SLIP), iterations, final residual and its history, convergence, and extra statistics."""
+
+    lam: np.ndarray
+    status: np.ndarray
+    iterations: int
+    residual: float
+    converged: bool
+    history: list = field(default_factory=list)
+    extra: dict = field(default_factory=dict)
+
+
+class DelassusSolver:
+    """Base of the solvers on the dense Delassus operator of a factorized A (module docstring)."""
+
+    name = "delassus"
+    defaults: dict = COMMON_DEFAULTS
+    iteration_word = "iteration"            # statistics key ``us_per_<word>``
+
+    def __init__(self, model, options: dict):
+        name = self.name
+        unknown = set(options) - set(self.defaults)
+        if unknown:
+            raise ParameterError(f"unknown option(s) {sorted(unknown)} for solver {name!r}; "
+                                 f"known: {', '.join(sorted(self.defaults))}")
+        o = self.opt = {**self.defaults, **options}
+        if not (isinstance(o["tol"], (int, float)) and math.isfinite(o["tol"]) and o["tol"] > 0):
+            raise ParameterError(f"{name} option tol must be a positive number, got {o['tol']!r}")
+        if isinstance(o["max_iter"], bool) or not isinstance(o["max_iter"], (int, np.integer)) or o["max_iter"] < 1:
+            raise ParameterError(f"{name} option max_iter must be a positive integer, got {o['max_iter']!r}")
+        if not isinstance(o["warm_start"], (bool, np.bool_)):
+            raise ParameterError(f"{name} option warm_start must be True or False, got {o['warm_start']!r}")
+        for key, hi in (("restitution", 1.0), ("recovery", 1.0), ("max_recovery_speed", math.inf)):
+            v = o[key]
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not (0.0 <= v <= hi):
+                raise ParameterError(f"{name} option {key} must be in [0, {hi:g}], got {v!r}")
+        if o["linear_solver"] not in ("direct", "cholmod", "splu"):
+            raise ParameterError(f"{name} option linear_solver must be 'direct', 'cholmod' or 'splu' ({name} needs a "
+                                 f"factorization of A), got {o['linear_solver']!r}")
+        self.model = model
+        self.factor = make_newton_linear_solver(o["linear_solver"], model.n_dofs)
+        self._keys = np.zeros(0, np.int64)      # warm start: contact keys and world-frame λ of the last solve
+        self._lam_world = np.zeros((0, 3))
+        self._points = np.zeros((0, 3))
+        self.history: list[float] = []          # residual per iteration, last solve
+        self.last_stats = None
+
+    def iterate(self, space: ContactSpace) -> ContactIterate:
+        raise NotImplementedError
+
+    # ------------------------------------------------------------------ memory
+    def memory(self) -> dict:
+        """The last solve's impulses (λ, world frame) and their contacts' keys: the warm start."""
+        return {"keys": self._keys.copy(), "lambdas_world": self._lam_world.copy(), "points": self._points.copy()}
+
+    def restore(self, memory: dict) -> None:
+        self._keys = np.asarray(memory["keys"], dtype=np.int64).copy()
+        self._lam_world = np.asarray(memory["lambdas_world"], dtype=np.float64).reshape(-1, 3).copy()
+        self._points = np.asarray(memory["points"], dtype=np.float64).reshape(-1, 3).copy()
+
+    # ------------------------------------------------------------------ helpers
+    def _contact_keys(self, contacts, cd: dict, n: int) -> np.ndarray:
+        """One integer per contact from its two sides (world -1, real node, or a virtual node's first
+        link as n + node): the same contact of the next step gets the same key (several contacts of
+        one rigid body or triangle share one; ``_warm_start`` tells them apart by their points)."""
+        ids = []
+        for side in ("node_a", "node_b"):
+            node = cd[side].astype(np.int64)
+            virt = node >= n
+            if virt.any():
+                first = backend.read(contacts.vn_node, int(contacts.n_virtual))[:, 0].astype(np.int64)
+                node = node.copy()
+                node[virt] = n + first[node[virt] - n]
+            ids.append(node)
+        return (ids[0] + 1) * (2 * n + 2) + (ids[1] + 1)
+
+    def _warm_start(self, keys: np.ndarray, points: np.ndarray) -> np.ndarray:
+        """Per contact the index of the last solve's contact with the same key and the nearest point
+        (-1: none). Contacts are matched in blocks so the distance table stays small."""
+        out = np.full(len(keys), -1, np.int64)
+        order = np.argsort(self._keys, kind="stable")
+        sk = self._keys[order]
+        lo = np.searchsorted(sk, keys, "left")
+        hi = np.searchsorted(sk, keys, "right")
+        single = (hi - lo) == 1
+        out[single] = order[lo[single]]
+        for m in np.flatnonzero(hi - lo > 1):
+            cand = order[lo[m]:hi[m]]
+            d = self._points[cand] - points[m]
+            out[m] = cand[np.argmin(np.einsum("ki,ki->k", d, d))]
+        return out
+
+    def _restitution(self, param: np.ndarray) -> np.ndarray:
+        e = np.full(len(param), float(self.opt["restitution"]))
+        table = self.model.contact_params
+        if table is not None:
+            T = np.asarray(table, dtype=np.float64)
+            k = CONTACT_PARAM_COLUMNS.index("restitution")
+            if T.ndim == 2 and len(T) and T.shape[1] > k:
+                ok = (param >= 0) & (param < len(T))
+                col = np.full(len(param), np.nan)
+                col[ok] = T[param[ok], k]
+                e = np.where(np.isnan(col), e, np.clip(col, 0.0, 1.0))
+        return e
+
+    # ------------------------------------------------------------------ the solve
+    def solve(self, problem: StepProblem) -> SolveStats:
+        if int(problem.contacts.count) == 0:
+            self._keys, self._lam_world, self._points = np.zeros(0, np.int64), np.zeros((0, 3)), np.zeros((0, 3))
+            return solve_without_contacts(problem)
+        space = self.reduce(problem)
+        t1 = time.perf_counter()
+        result = self.iterate(space)
+        ms_iter = 1e3 * (time.perf_counter() - t1)
+        return self.finish(problem, space, result, ms_iter)
+
+    def reduce(self, problem: StepProblem) -> ContactSpace:
+        """Factorize A, form v*, X, the Delassus operator G, q and the warm-start impulses."""
+        t_start = time.perf_counter()
+        o = self.opt
+        model, contacts = problem.model, problem.contacts
+        n, c, dt = model.n_nodes, int(contacts.count), float(problem.dt)
+        midpoint = problem.integrator == "midpoint"
+        rd = backend.read
+        A = problem.A.to_scipy(problem.A.blocks_numpy()).tocsc()
+        b = rd(problem.b, n).astype(np.float64, copy=False).ravel()
+        vk = rd(problem.state.v, n).astype(np.float64, copy=False).ravel()
+        fixed = rd(problem.fixed, n) != 0
+        dof_fixed = np.repeat(fixed, 3)
+
+        cd = contacts.to_numpy()
+        J = contacts.jacobian(expand_virtual=True, data=cd).tocsr()
+        if J.shape != (3 * c, 3 * n):
+            raise SimulationError(f"contact Jacobian has shape {J.shape}, expected {(3 * c, 3 * n)}")
+        Jf = (J @ sp.diags((~dof_fixed).astype(np.float64))).tocsr() if fixed.any() else J
+        frame = cd["frame"]
+        world_v = np.einsum("mij,mj->mi", frame, cd["v_world"])
+        off = np.where((cd["node_a"] < 0)[:, None], -world_v, 0.0) + np.where((cd["node_b"] < 0)[:, None],
+                                                                                   world_v, 0.0)
+
+        # factorization, free velocity, Delassus operator
+        t0 = time.perf_counter()
+        F = self.factor.factorize(A)
+        v_star = F.solve(b)
+        ta = time.perf_counter()
+        X = F.solve(Jf.T.toarray())                       # (3n, 3c) = A⁻¹ J_fᵀ
+        Gd = np.asarray(Jf @ X)
+        Gd = 0.5 * (Gd + Gd.T)
+        ms_factor = 1e3 * (ta - t0)
+        ms_delassus = 1e3 * (time.perf_counter() - ta)
+
+        # normal targets and biases (COND's rule, cond/targets.py), q = u(λ = 0)
+        vck = (J @ vk).reshape(c, 3) + off
+        e = self._restitution(cd["param"].astype(np.int64))
+        t_m = normal_targets(cd["phi"], vck[:, 2], e, dt, float(o["recovery"]), float(o["max_recovery_speed"]),
+                             midpoint)
+        q = (J @ v_star).reshape(c, 3) + off
+        q[:, 2] -= t_m
+        if midpoint:
+            q[:, :2] -= 0.5 * vck[:, :2]
+
+        # warm start
+        keys = self._contact_keys(contacts, cd, n)
+        lam = np.zeros((c, 3))
+        hit = np.zeros(c, bool)
+        if o["warm_start"] and len(self._keys):
+            prev = self._warm_start(keys, cd["point"])
+            hit = prev >= 0
+            lam[hit] = np.einsum("mij,mj->mi", frame[hit], self._lam_world[prev[hit]])
+        return ContactSpace(G=Gd, q=q.ravel(), mu=np.asarray(cd["mu"], np.float64), lam_warm=lam,
+                            has_warm=bool(hit.any()), X=X, v_star=v_star, frame=frame, keys=keys,
+                            points=cd["point"].copy(), ms_factorization=ms_factor, ms_delassus=ms_delassus,
+                            t_start=t_start)
+
+    def finish(self, problem: StepProblem, space: ContactSpace, result: ContactIterate, ms_iter: float) -> SolveStats:
+        """Write v̂ = v* + X λ (prescribed blocks keep their v̂), the impulses and statuses; return the
+        statistics every Delassus solver reports (plus ``result.extra``)."""
+        model, contacts, coef = problem.model, problem.contacts, problem.coef
+        n, c = model.n_nodes, space.count
+        lam = np.asarray(result.lam, np.float64).reshape(c, 3)
+        status = np.asarray(result.status, np.int32)
+        v_hat = space.v_star + space.X @ lam.ravel()
+        fixed = backend.read(problem.fixed, n) != 0
+        if fixed.any():
+            b = backend.read(problem.b, n).astype(np.float64, copy=False)
+            Dfix = problem.A.diagonal_blocks()[fixed]
+            v_hat.reshape(n, 3)[fixed] = np.linalg.solve(Dfix, b[fixed][:, :, None])[:, :, 0]
+        u = (space.G @ lam.ravel() + space.q).reshape(c, 3)
+        backend.write(problem.v_hat, v_hat.reshape(n, 3))
+        backend.write(contacts.impulse, float(coef.impulse_scale) * lam)
+        backend.write(contacts.status, status)
+        self._keys, self._points = space.keys, space.points
+        self._lam_world = np.einsum("mij,mi->mj", space.frame, lam)
+        self.history = list(result.history)
+        t2 = time.perf_counter()
+        e_m = momentum_error(problem)
+        ms_cert = 1e3 * (time.perf_counter() - t2)
+        scale_u = max(float(np.abs(u).max()), 1e-300)
+        res = result.residual
+        stats = SolveStats(result.iterations, res, bool(result.converged and math.isfinite(res)), {
+            "contacts": c, "momentum_error": e_m, "residuals": list(result.history),
+            "normal_violation": float(max(0.0, -u[:, 2].min())),            # m/s: Signorini u_n >= 0
+            "complementarity_normal": float(np.abs(lam[:, 2] * u[:, 2]).sum() / max(
+                float(np.abs(lam[:, 2]).sum()) * scale_u, 1e-300)),
+            "open": int(np.sum(status == OPEN)), "stick": int(np.sum(status == STICK)),
+            "slip": int(np.sum(status == SLIP)), "linear_solver": self.factor.name,
+            "ms_factorization": space.ms_factorization, "ms_delassus": space.ms_delassus, "ms_iteration": ms_iter,
+            "ms_certificate": ms_cert, "ms": 1e3 * (t2 - space.t_start),
+            f"us_per_{self.iteration_word}": 1e3 * ms_iter / max(result.iterations, 1), **result.extra,
+        })
+        self.last_stats = stats
+        return stats
