@@ -169,7 +169,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="simulated time in s (default: the scene's own duration)")
     length.add_argument("--steps", type=int, default=None, metavar="N", help="number of steps instead of a duration")
     run.add_argument("--dt", type=float, default=None, help="override the scene's step size, s")
-    run.add_argument("--solver", default=None, help="override the contact solver (cond, sap, lagged, similar or pgs)")
+    run.add_argument("--solver", default=None, help="override the contact solver (cond, sap, lagged, similar, pgs or incp)")
     run.add_argument("--arch", default=None, choices=["auto", "cpu", "cuda", "vulkan", "metal"],
                      help="Taichi backend (default: $FEMCONTACT_ARCH or auto = CUDA, then Vulkan/Metal, then CPU)")
     run.add_argument("--precision", default=None, choices=["f64", "f32"],

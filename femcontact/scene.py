@@ -28,7 +28,7 @@ class Scene:
 
     dt: step size in s. gravity: (3,) m/s^2. integrator: "midpoint" (passive midpoint,
     COND eq. 9) or "euler" (implicit Euler, SAP eq. 15). solver: contact solver name (one of
-    ``femcontact.solvers.SOLVER_NAMES``: "cond", "sap", "lagged", "similar", "pgs"); solver_options: its options.
+    ``femcontact.solvers.SOLVER_NAMES``: "cond", "sap", "lagged", "similar", "pgs", "incp"); solver_options: its options.
     duration: default simulated time in s when a run does not say. frame_dt: time between
     written frames in s (None: every step). friction: default friction coefficient mu (or
     (mu1, mu2)) of body-body contacts and of obstacles added without one. contact_margin:
