@@ -176,3 +176,30 @@ def test_spring_names_are_unique():
     scene.add_spring("r", "s", stiffness=1.0, name="link")
     with pytest.raises(ParameterError, match="already exists"):
         scene.add_spring("r", "s", stiffness=1.0, name="link")
+
+
+def _spinning_pair_energy_error(dt):
+    """Two spinning balls on a pre-stretched spring with off-centre anchors (k 50 N/m, ℓ₀ 0.3 m: it
+    stretches and compresses, the anchors swing round): the largest |E − E₀| over 1 s."""
+    scene = fc.Scene(dt=dt, gravity=(0, 0, 0), integrator="midpoint")
+    scene.add_rigid_body(fc.shapes.Sphere(0.08), density=1000.0, position=(0, 0, 0), velocity=(0.3, 0.1, 0),
+                         angular_velocity=(0, 0, 2.0), name="a")
+    scene.add_rigid_body(fc.shapes.Sphere(0.1), density=1000.0, position=(0.5, 0.1, 0), velocity=(-0.2, 0, 0.4),
+                         name="b")
+    scene.add_spring("a", "b", anchor_a=(0.05, 0.02, 0), anchor_b=(0.47, 0.1, 0.02), stiffness=50.0, rest_length=0.3)
+    sim = fc.Simulator(scene)
+    E0 = sim.energy()["total"]
+    err = 0.0
+    for _ in range(round(1.0 / dt)):
+        sim.step()
+        err = max(err, abs(sim.energy()["total"] - E0))
+    return err / E0
+
+
+def test_spring_on_turning_bodies_keeps_the_energy_to_second_order():
+    """The spring is linearized about the configuration predicted half a step ahead (levers and
+    direction turned with the bodies): the energy error is second order in dt (measured 0.025% at
+    dt 0.01, a quarter of that at 0.005; about x_k it was 2% and first order)."""
+    coarse, fine = _spinning_pair_energy_error(0.01), _spinning_pair_energy_error(0.005)
+    assert coarse < 5e-4
+    assert coarse / fine > 3.0
