@@ -15,6 +15,7 @@ from . import backend
 from .assembly.sparse import BlockPattern
 from .dofs import DofGroups, DofGroupsBuilder
 from .bodies.joints import JointSystem
+from .bodies.springs import spring_system
 from .bodies.rigid import quat_from_matrix
 from .contact.setup import build_contact_data
 from .scene import Scene
@@ -77,6 +78,9 @@ class Model:
         if scene.joints or scene.attachments:
             self.joints = JointSystem(self, scene.joints, scene.attachments)
             self.coupling_pairs.append(self.joints.coupling_pairs)
+        self.springs = spring_system(self, scene.springs)      # None without springs
+        if self.springs is not None:
+            self.coupling_pairs.append(self.springs.coupling_pairs)
         self.pattern = self._build_pattern()
         self.dofs = self._build_dof_groups()
         self._build_contact()

@@ -19,6 +19,7 @@ from .spec.joint import Attachment, JointSpec, make_attachment, make_joint
 from .spec.material import Material
 from .spec.rigid import RigidBodySpec, make_rigid_body
 from .spec.rod import RodSpec, make_rod
+from .spec.spring import SpringSpec, make_spring
 from .spec.selection import NodeSelector
 from .spec.validation import as_rotation_matrix, check_drive, non_negative, positive, vec3  # noqa: F401 (likewise)
 
@@ -60,6 +61,7 @@ class Scene:
         self.joints: list[JointSpec] = []
         self.robots: list = []          # femcontact.robots.Robot handles (their bodies and joints are above)
         self.attachments: list[Attachment] = []
+        self.springs: list[SpringSpec] = []
         # contact: obstacles, per-pair settings, defaults for body-body pairs
         self.obstacles: list[ObstacleSpec] = []
         self.contact_pairs: list[ContactPair] = []
@@ -135,6 +137,26 @@ class Scene:
                            stiffness, damping, name, names)
         self.joints.append(joint)
         return joint
+
+    def add_spring(self, body_a: str, body_b: Optional[str] = None, *, anchor_a=None, anchor_b=None,
+                   stiffness: float, damping: float = 0.0, rest_length: Optional[float] = None,
+                   name: Optional[str] = None) -> SpringSpec:
+        """A linear spring–damper between rigid body ``body_a`` and rigid body ``body_b`` (None: the world).
+
+        anchor_a, anchor_b: world points at build time (m) fixed in each body from then on (default:
+        the body's centre of mass; required for the world). stiffness k (N/m) and damping c (N s/m),
+        both >= 0: force ``k (ℓ − ℓ₀)`` along the line between the anchors plus ``c`` times the rate
+        of ℓ. rest_length ℓ₀ (m; None: the anchors' distance now, so the spring starts unloaded; 0:
+        a zero-length spring, force ``−k d``, which is how coincident anchors are handled).
+        Implicit in the step like a joint (``femcontact.bodies.springs``). Returns the SpringSpec."""
+        bodies = {b.name: (kind, b) for kind, group in (("fem", self.fem_bodies), ("rigid", self.rigid_bodies),
+                                                        ("rod", self.rods)) for b in group}
+        name = name or f"spring{len(self.springs)}"
+        if name in {s.name for s in self.springs}:
+            raise ParameterError(f"a spring named {name!r} already exists in the scene")
+        spec = make_spring(name, body_a, body_b, anchor_a, anchor_b, stiffness, damping, rest_length, bodies)
+        self.springs.append(spec)
+        return spec
 
     def add_robot(self, source: str | os.PathLike, *, base_pose=None, joint_positions=None, fixed_base: bool = True,
                   name: Optional[str] = None, kp=None, kd=None, drive_time_constant: float = 0.05,

@@ -59,8 +59,35 @@ def mass_properties(shape, density: float) -> tuple[float, np.ndarray, np.ndarra
         return mc + ms, np.zeros(3), np.diag([ixx, ixx, izz])
     if isinstance(shape, S.TriangleMesh):
         return _mesh_mass_properties(shape.vertices, shape.faces, rho)
+    if isinstance(shape, S.Compound):
+        return _compound_mass_properties(shape, rho)
     raise ParameterError(f"a rigid body cannot have shape {type(shape).__name__} (it has no finite volume); "
                          "use Box, Sphere, Capsule, Cylinder or TriangleMesh")
+
+
+def _compound_mass_properties(shape, rho: float):
+    """Sum of the parts' mass properties (each rotated and moved into the compound's frame, inertia
+    moved to the common centre of mass by the parallel-axis theorem); overlaps count once per part."""
+    parts = []
+    for part, t, R in shape.parts:
+        m, c, I = mass_properties(part, rho)
+        parts.append((m, t + R @ c, R @ I @ R.T))
+    m = sum(p[0] for p in parts)
+    com = sum(p[0] * p[1] for p in parts) / m
+    inertia = np.zeros((3, 3))
+    for mi, ci, Ii in parts:
+        d = ci - com
+        inertia += Ii + mi * (d @ d * np.eye(3) - np.outer(d, d))
+    return m, com, inertia
+
+
+def _outside_other_parts(shape, k: int, points: np.ndarray, radius: np.ndarray) -> np.ndarray:
+    """Mask of compound part k's points (balls of ``radius``) not buried inside another part."""
+    if len(shape.parts) == 1 or not len(points):
+        return np.ones(len(points), bool)
+    phi, _ = shape.part_sdf(points)
+    phi[:, k] = np.inf
+    return phi.min(1) >= -radius - 1e-9 * (1.0 + shape.bounding_radius())
 
 
 def _mesh_mass_properties(v: np.ndarray, f: np.ndarray, rho: float):
@@ -139,6 +166,14 @@ def contact_proxies(shape) -> dict:
         add(pts[on_surface] * hx)
     elif isinstance(shape, S.TriangleMesh):
         add(np.unique(shape.vertices[shape.faces.ravel()], axis=0))
+    elif isinstance(shape, S.Compound):                  # the parts' proxies, those buried in another left out
+        for k, (part, t, R) in enumerate(shape.parts):
+            px = contact_proxies(part)
+            keep = _outside_other_parts(shape, k, px["point"] @ R.T + t,
+                                        np.where(px["kind"] == PROXY_SPHERE, px["radius"], np.inf))
+            for pt, rad, kd, ax, ag in zip(px["point"][keep] @ R.T + t, px["radius"][keep], px["kind"][keep],
+                                           px["axis"][keep] @ R.T, px["against"][keep]):
+                add(pt, rad, kd, ax, ag)
     else:
         mass_properties(shape, 1.0)  # raises the clear error
     return {"point": np.concatenate(P), "radius": np.concatenate(r), "kind": np.concatenate(kind).astype(np.int32),
@@ -151,7 +186,16 @@ def surface_samples(shape, n_sphere: int = 32) -> tuple[np.ndarray, np.ndarray, 
     holds the surface's outward normals there (its normal cone: one direction on a smooth or flat
     part, the faces' normals at an edge, corner or mesh vertex). Points: the radius-0 contact
     proxies (box corners, edge midpoints, face centres; mesh vertices; cylinder rims, sides, caps);
-    a sphere gets ``n_sphere`` Fibonacci points, a capsule those on its end caps plus rings of 12."""
+    a sphere gets ``n_sphere`` Fibonacci points, a capsule those on its end caps plus rings of 12; a
+    compound its parts' (those inside another part left out)."""
+    if isinstance(shape, S.Compound):
+        out = []
+        for k, (part, t, R) in enumerate(shape.parts):
+            p, g, c = surface_samples(part, n_sphere)
+            p, g = p @ R.T + t, g @ R.T
+            keep = _outside_other_parts(shape, k, p, np.zeros(len(p)))
+            out.append((p[keep], g[keep], c[keep]))
+        return tuple(np.concatenate(z) for z in zip(*out))
     if isinstance(shape, (S.Sphere, S.Capsule)):
         k = np.arange(n_sphere) + 0.5
         z = 1 - 2 * k / n_sphere

@@ -26,10 +26,12 @@ class BodySystem(Protocol):
 
 
 def body_systems(model) -> list:
-    """The Model's body systems in assembly order: joints, FEM elements, rods."""
+    """The Model's body systems in assembly order: joints, springs, FEM elements, rods."""
     systems: list = []
     if model.joints is not None:
         systems.append(model.joints)
+    if model.springs is not None:
+        systems.append(model.springs)
     if model.n_tets:
         systems.append(FemSystem(model))
     if model.rod_specs:

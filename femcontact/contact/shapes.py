@@ -9,9 +9,11 @@ Every shape knows, in its local frame (metres):
 - ``surface(extent)``: a triangle surface (vertices, faces) for output (a half-space is a
   finite square patch of half-size ``extent``).
 
-Shapes: HalfSpace, Box, Sphere, Capsule (axis local z), Cylinder (axis local z) and
+Shapes: HalfSpace, Box, Sphere, Capsule (axis local z), Cylinder (axis local z),
 TriangleMesh (a closed triangle surface turned into a signed-distance grid at build time,
-trilinear lookup at run time). Pose (position, rotation, motion) belongs to the obstacle,
+trilinear lookup at run time) and Compound (several finite shapes placed in one frame: a rigid
+body made of parts; the kernels read it as a signed-distance grid of the min over its parts, like
+a TriangleMesh, while the host's ``sdf`` is exact). Pose (position, rotation, motion) belongs to the obstacle,
 not to the shape (``scene.add_obstacle``).
 """
 from __future__ import annotations
@@ -24,7 +26,7 @@ from ..errors import ParameterError
 
 HALFSPACE, BOX, SPHERE, CAPSULE, CYLINDER, MESH = range(6)
 
-__all__ = ["Shape", "HalfSpace", "Box", "Sphere", "Capsule", "Cylinder", "TriangleMesh",
+__all__ = ["Shape", "HalfSpace", "Box", "Sphere", "Capsule", "Cylinder", "TriangleMesh", "Compound",
            "closest_point_on_triangles"]
 
 
@@ -307,7 +309,41 @@ def closest_point_on_triangles(p, a, b, c):
     return q, w
 
 
-class TriangleMesh(Shape):
+class GridShape(Shape):
+    """A shape the detection kernels read as a signed-distance grid (kind MESH): ``origin`` (3,),
+    ``spacing`` (m), ``dims`` (3,) and ``grid`` (dims) of distances at the grid nodes."""
+
+    kind = MESH
+
+    def packed(self):
+        return np.array([*self.origin, self.spacing, *self.dims.astype(float), 0.0], float)
+
+    def _trilinear(self, p):
+        g, h = self.grid, self.spacing
+        hi = (self.dims - 1) * h + self.origin
+        pc = np.clip(p, self.origin, hi)
+        extra = np.linalg.norm(p - pc, axis=1)
+        u = (pc - self.origin) / h
+        i = np.clip(np.floor(u).astype(int), 0, self.dims - 2)
+        f = u - i
+        phi = np.zeros(len(p))
+        grad = np.zeros((len(p), 3))
+        for dx in (0, 1):
+            for dy in (0, 1):
+                for dz in (0, 1):
+                    val = g[i[:, 0] + dx, i[:, 1] + dy, i[:, 2] + dz]
+                    wx = f[:, 0] if dx else 1 - f[:, 0]
+                    wy = f[:, 1] if dy else 1 - f[:, 1]
+                    wz = f[:, 2] if dz else 1 - f[:, 2]
+                    phi += wx * wy * wz * val
+                    grad[:, 0] += (1 if dx else -1) * wy * wz * val / h
+                    grad[:, 1] += wx * (1 if dy else -1) * wz * val / h
+                    grad[:, 2] += wx * wy * (1 if dz else -1) * val / h
+        n = np.where((extra > 0)[:, None], p - pc, grad)
+        return phi + extra, _safe_normalize(n)
+
+
+class TriangleMesh(GridShape):
     """A closed, outward-oriented triangle surface (vertices (n,3) m, faces (k,3)) as an obstacle.
 
     At construction its signed distance is sampled on a regular grid (``resolution`` cells along
@@ -391,33 +427,6 @@ class TriangleMesh(Shape):
         sign = np.where(crossings % 2 == 1, -1.0, 1.0)
         return (sign * best).reshape(nx, ny, nz)
 
-    def packed(self):
-        return np.array([*self.origin, self.spacing, *self.dims.astype(float), 0.0], float)
-
-    def _trilinear(self, p):
-        g, h = self.grid, self.spacing
-        hi = (self.dims - 1) * h + self.origin
-        pc = np.clip(p, self.origin, hi)
-        extra = np.linalg.norm(p - pc, axis=1)
-        u = (pc - self.origin) / h
-        i = np.clip(np.floor(u).astype(int), 0, self.dims - 2)
-        f = u - i
-        phi = np.zeros(len(p))
-        grad = np.zeros((len(p), 3))
-        for dx in (0, 1):
-            for dy in (0, 1):
-                for dz in (0, 1):
-                    val = g[i[:, 0] + dx, i[:, 1] + dy, i[:, 2] + dz]
-                    wx = f[:, 0] if dx else 1 - f[:, 0]
-                    wy = f[:, 1] if dy else 1 - f[:, 1]
-                    wz = f[:, 2] if dz else 1 - f[:, 2]
-                    phi += wx * wy * wz * val
-                    grad[:, 0] += (1 if dx else -1) * wy * wz * val / h
-                    grad[:, 1] += wx * (1 if dy else -1) * wz * val / h
-                    grad[:, 2] += wx * wy * (1 if dz else -1) * val / h
-        n = np.where((extra > 0)[:, None], p - pc, grad)
-        return phi + extra, _safe_normalize(n)
-
     def sdf(self, points):
         return self._trilinear(np.asarray(points, float).reshape(-1, 3))
 
@@ -426,3 +435,111 @@ class TriangleMesh(Shape):
 
     def bounding_radius(self):
         return float(np.linalg.norm(self.vertices, axis=1).max())
+
+
+# ---------------------------------------------------------------- compound shapes
+def _rotation(value, what: str) -> np.ndarray:
+    """None (identity), a 3x3 rotation matrix, a quaternion (w, x, y, z) or a scipy Rotation."""
+    if value is None:
+        return np.eye(3)
+    if hasattr(value, "as_matrix"):
+        return np.asarray(value.as_matrix(), float).reshape(3, 3)
+    try:
+        a = np.asarray(value, float)
+    except (TypeError, ValueError):
+        a = np.zeros(0)
+    if a.shape == (4,) and np.isfinite(a).all() and np.linalg.norm(a) > 0:
+        w, x, y, z = a / np.linalg.norm(a)
+        return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
+                         [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
+                         [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)]])
+    if a.shape == (3, 3) and np.isfinite(a).all() and np.allclose(a @ a.T, np.eye(3), atol=1e-6) \
+            and np.linalg.det(a) > 0:
+        return a
+    raise ParameterError(f"{what}: rotation must be None, a 3x3 rotation matrix, a quaternion (w, x, y, z) or a "
+                         f"scipy Rotation, got {value!r}")
+
+
+class Compound(GridShape):
+    """A rigid shape made of parts ``[(shape, position, rotation), ...]`` placed in its own frame
+    (each part rotated by ``rotation``, then moved to ``position``, m; rotation None, 3x3,
+    quaternion wxyz or scipy Rotation; a bare shape is a part at the origin). Parts are finite shapes (Box, Sphere, Capsule, Cylinder,
+    TriangleMesh), not half-spaces or other compounds.
+
+    Signed distance: the minimum over the parts, with the nearest part's normal (``sdf``, exact
+    on the host); the detection kernels read it from a grid sampled at construction like a
+    TriangleMesh's (``resolution`` cells along the longest side of the parts' bounding box,
+    ``padding`` m around it; the box holds each part's bounding ball), exact at the grid nodes and to about a cell between them. Surface
+    (output) and contact points (``bodies.rigid``): the parts', those inside another part left out.
+    Mass properties (``bodies.rigid.mass_properties``): the sum of the parts' (parallel-axis
+    theorem); where parts overlap, the overlap is counted once per part.
+    """
+
+    def __init__(self, parts, resolution: int = 32, padding: float | None = None):
+        try:
+            items = list(parts)
+        except TypeError:
+            items = None
+        if not items:
+            raise ParameterError("Compound needs a non-empty list of (shape, position, rotation) parts")
+        self.parts = []
+        for i, item in enumerate(items):
+            what = f"Compound part {i}"
+            if isinstance(item, Shape):
+                item = (item,)
+            if not isinstance(item, (tuple, list)) or not 1 <= len(item) <= 3:
+                raise ParameterError(f"{what}: expected (shape, position, rotation), got {item!r}")
+            shape, position, rotation = (*item, None, None)[:3]
+            if not isinstance(shape, Shape) or isinstance(shape, (HalfSpace, Compound)):
+                raise ParameterError(f"{what}: a part must be a Box, Sphere, Capsule, Cylinder or TriangleMesh, "
+                                     f"got {type(shape).__name__}")
+            try:
+                t = np.zeros(3) if position is None else np.asarray(position, float)
+            except (TypeError, ValueError):
+                t = np.zeros(0)
+            if t.shape != (3,) or not np.isfinite(t).all():
+                raise ParameterError(f"{what}: position must be 3 finite numbers (m), got {position!r}")
+            self.parts.append((shape, t, _rotation(rotation, what)))
+        if not isinstance(resolution, (int, np.integer)) or resolution < 4:
+            raise ParameterError(f"Compound resolution must be an integer >= 4, got {resolution!r}")
+        lo = np.min([t - s.bounding_radius() for s, t, _ in self.parts], axis=0)
+        hi = np.max([t + s.bounding_radius() for s, t, _ in self.parts], axis=0)
+        size = float((hi - lo).max())
+        h = size / resolution
+        pad = (0.1 * size + 2 * h) if padding is None else float(padding)
+        if not np.isfinite(pad) or pad < 0:
+            raise ParameterError(f"Compound padding must be a non-negative number, got {padding!r}")
+        self.origin = lo - pad
+        self.spacing = h
+        self.dims = np.ceil((hi + pad - self.origin) / h).astype(int) + 1
+        axes = [self.origin[i] + h * np.arange(self.dims[i]) for i in range(3)]
+        P = np.stack(np.meshgrid(*axes, indexing="ij"), -1).reshape(-1, 3)
+        self.grid = self.sdf(P)[0].reshape(tuple(self.dims))
+
+    def part_sdf(self, points) -> tuple[np.ndarray, np.ndarray]:
+        """(k, parts) signed distances of (k, 3) points to every part and (k, parts, 3) normals."""
+        p = np.asarray(points, float).reshape(-1, 3)
+        phis, normals = [], []
+        for shape, t, R in self.parts:
+            phi, n = shape.sdf((p - t) @ R)
+            phis.append(phi)
+            normals.append(n @ R.T)
+        return np.stack(phis, 1), np.stack(normals, 1)
+
+    def sdf(self, points):
+        phi, n = self.part_sdf(points)
+        k = np.argmin(phi, axis=1)
+        rows = np.arange(len(phi))
+        return phi[rows, k], n[rows, k]
+
+    def surface(self, extent: float = 1.0):
+        verts, faces, off = [], [], 0
+        for shape, t, R in self.parts:
+            v, f = shape.surface(extent)
+            verts.append(v @ R.T + t)
+            faces.append(f + off)
+            off += len(v)
+        return np.concatenate(verts), np.concatenate(faces)
+
+    def bounding_radius(self):
+        return float(max(np.linalg.norm(t) + s.bounding_radius() for s, t, _ in self.parts))
