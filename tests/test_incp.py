@@ -240,8 +240,7 @@ def _iteration_counts(scene, steps, label):
     return it, conv
 
 
-@pytest.mark.slow
-@pytest.mark.sample
+@pytest.mark.slow      # 36 s; CI runs incp through the parametrized known-answer tests
 def test_iteration_counts_on_the_stack_and_the_grasp():
     """The paper reports about 5 iterations per step without warm start on robotics scenes. Printed
     here for the resting FEM stack (cube_stack, 70 contacts) and the rigid gripper closing on the soft

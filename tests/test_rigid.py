@@ -156,7 +156,7 @@ def test_rigid_box_pushed_below_friction_stays(solver):
     assert abs(dx[0]) < 1e-3   # within the Newton models' stiction regularization over 1 s
 
 
-@pytest.mark.parametrize("acceleration", ["chebyshev", "anderson"])
+@pytest.mark.parametrize("acceleration", [pytest.param("chebyshev", marks=pytest.mark.slow), "anderson"])
 def test_cond_thrown_sphere_rolls_on_time_at_a_small_step(acceleration):
     """Issue 15: at dt = 1 ms (v0 = 1 m/s, μ = 0.3) COND's ball rolled 4% late: the contact law held
     on the virtual node, whose damper lets the body's point slip at λ/k_v. With the compliance
@@ -190,7 +190,7 @@ def _spring_cylinder(solver, integrator, dt, R_cyl=0.05, k=100.0, density=1000.0
     return sim
 
 
-@pytest.mark.parametrize("acceleration", ["chebyshev", "anderson"])
+@pytest.mark.parametrize("acceleration", [pytest.param("chebyshev", marks=pytest.mark.slow), "anderson"])
 def test_cond_spring_cylinder_keeps_its_energy_for_ten_seconds(acceleration):
     """Issue 15 / SAP §VI-B: m = 0.5 kg, R = 5 cm, k = 100 N/m, amplitude 0.1 m, μ 1, dt 0.02, midpoint
     rule. COND lost 6.7% of the energy in 10 s (a stuck rigid point slipped at λ_t/k_v relative
