@@ -36,24 +36,15 @@ def build(res, E=1e6, dt=1e-2):
     return sim, cs
 
 
-def _floor_kernels():
-    """An empty kernel and a bare BSR matvec, the floor one COND iteration is measured against."""
+def _empty_kernel():
+    """One launch of an empty kernel: the launch floor."""
     import taichi as ti
 
     @ti.kernel
     def empty(x: ti.types.ndarray()):
         pass
 
-    @ti.kernel
-    def matvec(indptr: ti.types.ndarray(), indices: ti.types.ndarray(), blocks: ti.types.ndarray(),
-               x: ti.types.ndarray(), y: ti.types.ndarray(), n: ti.i32):
-        for i in range(n):
-            acc = ti.Vector.zero(float, 3)
-            for k in range(indptr[i], indptr[i + 1]):
-                acc += blocks[k] @ x[indices[k]]
-            y[i] = acc
-
-    return empty, matvec
+    return empty
 
 
 def _time(f, reps=200):
@@ -75,7 +66,7 @@ def main():
 
     fc.backend.init(args.arch, "f64")
     from femcontact import backend
-    empty, matvec = _floor_kernels()
+    empty = _empty_kernel()
     for res, accel in ((r, a) for r in args.res for a in ("anderson", "chebyshev")):
         sim, cs = build(res)
         sol = CondSolver(sim.model, {"max_iter": 2000, "acceleration": accel})
@@ -95,7 +86,7 @@ def main():
         bare = (time.perf_counter() - t) / reps
         x, y = backend.vec3_array(n0), backend.vec3_array(n0)
         t_empty = _time(lambda: empty(x))
-        t_mv = _time(lambda: matvec(A.indptr, A.indices, A.blocks, x, y, n0))
+        t_mv = _time(lambda: A.matvec(x, y))
         us = st.extra["us_per_iteration"]
         print(f"arch {fc.backend.config()['arch']}  {accel:9s} DOF {3 * n0}  contacts {cs.count}  "
               f"iterations {st.iterations}  converged {st.converged}  solve {1e3 * wall:.2f} ms  {us:.0f} us/iteration "

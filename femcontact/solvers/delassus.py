@@ -20,6 +20,7 @@ implements ``iterate(space) -> ContactIterate``.
 """
 from __future__ import annotations
 
+import abc
 import math
 import time
 from dataclasses import dataclass, field
@@ -81,7 +82,7 @@ class ContactIterate:
     extra: dict = field(default_factory=dict)
 
 
-class DelassusSolver:
+class DelassusSolver(abc.ABC):
     """Base of the solvers on the dense Delassus operator of a factorized A (module docstring)."""
 
     name = "delassus"
@@ -116,8 +117,9 @@ class DelassusSolver:
         self.history: list[float] = []          # residual per iteration, last solve
         self.last_stats = None
 
+    @abc.abstractmethod
     def iterate(self, space: ContactSpace) -> ContactIterate:
-        raise NotImplementedError
+        """Solve the reduced problem ``space`` for the impulses (the subclass's method)."""
 
     # ------------------------------------------------------------------ memory
     def memory(self) -> dict:
