@@ -116,3 +116,25 @@ def test_anderson_agrees_with_chebyshev_and_beats_plain_on_stiff_multicontact():
     for accel in ("chebyshev", "anderson"):
         np.testing.assert_allclose(res[accel], res["none"], atol=1e-5 * scale)
     assert counts["anderson"] < 0.5 * counts["none"], counts
+
+
+def test_reading_the_residual_every_k_iterations_keeps_the_answer():
+    """check_every=k (GPU-ready: norms stay on the device, read every k iterations) stops at the first
+    read after θ < tol: the same solution, at most k − 1 iterations later, and the same θ history
+    (the iteration itself is unchanged)."""
+    runs = {}
+    for k in (1, 7):
+        sim, _ = _cube_sim(E=1e7, res=4, options={"acceleration": "anderson", "tol": 1e-9, "max_iter": 20000,
+                                                  "check_every": k, "compliance_passes": 0})
+        st = sim.contact_solver.solve(_one_step_problem(sim))
+        assert st.converged, k
+        runs[k] = (st.iterations, sim.contacts.to_numpy()["impulse"], list(sim.contact_solver.history))
+    (it1, lam1, h1), (it7, lam7, h7) = runs[1], runs[7]
+    assert it7 % 7 == 0 and it1 <= it7 < it1 + 7, (it1, it7)
+    np.testing.assert_allclose(h7[:it1], h1, rtol=1e-9, atol=0.0)
+    np.testing.assert_allclose(lam7, lam1, atol=1e-6 * np.abs(lam1).max())
+
+
+def test_check_every_is_refused_under_chebyshev():
+    with pytest.raises(fc.errors.ParameterError, match="check_every"):
+        _cube_sim(options={"acceleration": "chebyshev", "check_every": 4})

@@ -1,6 +1,6 @@
 """COND's iteration (Alg. 1-3) as kernels: start values, the fused iteration, the finish.
 
-One iteration (``cond_iterate``, one launch and one read-back):
+One iteration (``cond_iterate``, one launch, nothing read back):
 
     g       = Ã v̂ˡ − b                     (eq. 15: A plus the virtual damper, applied matrix-free)
     v*      = v̂ˡ − α W g                   (eq. 18; W scalar, block or rod block step; α = 1 or BB2)
@@ -8,7 +8,8 @@ One iteration (``cond_iterate``, one launch and one read-back):
     v̂**     = v* + W Jᵀ λ                  (eq. 22)
     v̂ˡ⁺¹    = ν (u (v̂** − v̂ˡ) + v̂ˡ − v̂ˡ⁻¹) + v̂ˡ⁻¹   (Alg. 3)
 
-returning (‖v̂ˡ⁺¹−v̂ˡ‖², ‖v̂ˡ⁺¹‖², α, ‖v̂**−v̂ˡ‖²). Unknowns are the real nodes 0..n0-1 then the
+writing (‖v̂ˡ⁺¹−v̂ˡ‖², ‖v̂ˡ⁺¹‖², α, ‖v̂**−v̂ˡ‖²) to a slot of a small device ring that the host
+reads every ``check_every`` iterations (on the CPU through a host view, at no cost). Unknowns are the real nodes 0..n0-1 then the
 virtual nodes; the velocity table V has the rows of ``layout.VROWS``, W the scalar step per row,
 RK the row's step kind and partner (``layout.ROW``).
 """
@@ -118,13 +119,18 @@ def _block_step(WB: ti.template(), RK: ti.template(), V: ti.template(), i, row: 
 def cond_iterate(P: ti.types.ndarray(), blocks: ti.types.ndarray(), V: ti.types.ndarray(), W: ti.types.ndarray(),
                  RK: ti.types.ndarray(), WB: ti.types.ndarray(), Cf: ti.types.ndarray(), Ci: ti.types.ndarray(),
                  VNf: ti.types.ndarray(), VNi: ti.types.ndarray(), rod_start: ti.types.ndarray(),
-                 rod_rows: ti.types.ndarray(), F: ti.types.ndarray(), n0: ti.i32, nv: ti.i32, nc: ti.i32,
-                 nrods: ti.i32, alpha_in: float, nu: float, u: float, omega: float, op: ti.template(),
-                 bb: ti.template(), has_blocks: ti.template(), rods: ti.template()) -> ti.math.vec4:
-    """One iteration (module docstring). Compile-time switches (a scene compiles only its variant):
-    ``op`` STRICT | PROXIMAL projection, ``bb`` Barzilai–Borwein α, ``has_blocks`` spin/rigid block
-    rows, ``rods`` rod rows."""
+                 rod_rows: ti.types.ndarray(), F: ti.types.ndarray(), S: ti.types.ndarray(), slot: ti.i32,
+                 n0: ti.i32, nv: ti.i32, nc: ti.i32, nrods: ti.i32, alpha_in: float, nu: float, u: float,
+                 omega: float, op: ti.template(), bb: ti.template(), has_blocks: ti.template(),
+                 rods: ti.template()):
+    """One iteration (module docstring); its norms and α go to ``S[slot]``. α is ``alpha_in`` when
+    positive, else the previous slot's (the iteration before, on the device). Compile-time switches
+    (a scene compiles only its variant): ``op`` STRICT | PROXIMAL projection, ``bb``
+    Barzilai–Borwein α, ``has_blocks`` spin/rigid block rows, ``rods`` rod rows."""
     n = n0 + nv
+    alpha = alpha_in
+    if alpha_in <= 0.0:
+        alpha = S[(slot + S.shape[0] - 1) % S.shape[0]][2]
     # gradient g = Ã v̂ − b, the virtual damper f_v = −k_v (J_v v̂_o − v̂_v) matrix-free (eq. 14/15)
     for i in range(n0):
         acc = -V[VROWS.b, i]
@@ -146,7 +152,6 @@ def cond_iterate(P: ti.types.ndarray(), blocks: ti.types.ndarray(), V: ti.types.
     # rod rows: d = Ã_rod⁻¹ g (exact block step, before BB, which needs W z = d − d_prev)
     if ti.static(rods):
         rod_solve(V, RK, rod_start, rod_rows, F, nrods)
-    alpha = alpha_in
     if ti.static(bb):
         # Barzilai–Borwein (BB2, preconditioned by W_F): α = sᵀz / zᵀ W_F z, s = v̂ˡ−v̂ˡ⁻¹, z = g − g_prev
         sz = 0.0
@@ -224,7 +229,7 @@ def cond_iterate(P: ti.types.ndarray(), blocks: ti.types.ndarray(), V: ti.types.
         V[VROWS.v, i] = vn
         out += ti.Vector([(vn - vi).norm_sqr(), vn.norm_sqr(), 0.0, (vs - vi).norm_sqr()])
     out[2] = alpha
-    return out
+    S[slot] = out
 
 
 @ti.kernel

@@ -6,7 +6,8 @@ reused; acceleration "anderson" (default with step "frobenius") | "chebyshev" (d
 "none" with chebyshev_start, rho, rho_adapt (Alg. 3,
 eq. 34; ``chebyshev.py``) or anderson_history (AA(m), ``anderson.py``; Frobenius step only);
 under_relaxation u; tol (None: ``DEFAULT_TOL`` of the acceleration) and max_iter (stopping, Alg. 1
-line 13); warm_start; restitution,
+line 13); check_every (iterations between reads of the residual: None = every one on the CPU, 8
+on a GPU; Chebyshev needs every θ); warm_start; restitution,
 recovery, max_recovery_speed (normal targets, ``targets.py``); virtual_gain, rigid_gain
 (virtual-node gains, ``virtual.py``); compliance_passes (re-solves with the targets shifted by the
 virtual dampers' compliance, ``virtual.cond_compliance_shift``); contact_free "linear" | "iterate": a step without contacts is
@@ -42,6 +43,7 @@ class CondOptions:
     under_relaxation: float = 0.9
     tol: Optional[float] = None
     max_iter: int = 500
+    check_every: Optional[int] = None
     warm_start: bool = True
     restitution: float = 0.0
     recovery: float = 0.2
@@ -106,6 +108,11 @@ class CondOptions:
             self.tol = DEFAULT_TOL[self.acceleration]
         num("tol", 0.0, lo_open=True)
         num("max_iter", 1, integer=True)
+        if self.check_every is not None:
+            num("check_every", 1, 64, integer=True)
+            if self.check_every > 1 and self.acceleration == "chebyshev":
+                raise ParameterError("COND option check_every > 1 needs acceleration 'anderson' or 'none': the "
+                                     "Chebyshev schedule adapts ϱ from every iteration's residual")
         num("restitution", 0.0, 1.0)
         num("recovery", 0.0, 1.0)
         num("max_recovery_speed", 0.0)

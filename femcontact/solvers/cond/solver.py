@@ -64,6 +64,11 @@ class CondSolver:
         self._WB = ti.Matrix.ndarray(3, 3, float, shape=(2, max(n0, 1)))
         self._px, self._py = backend.vec3_array(n0), backend.vec3_array(n0)
         self._pout = backend.scalar_array(3)
+        # iteration norms ring (cond_iterate): read every check_every iterations; on the CPU a host
+        # view reads it for free, so there the default checks every iteration
+        self._check_every = self.options.check_every or (1 if backend.host_view(self._pout) is not None
+                                                         or self.options.acceleration == "chebyshev" else 8)
+        self._stats = ti.Vector.ndarray(4, float, shape=self._check_every)
         self._cap = self._ccap = self._vcap = 0
         self._alloc(n0 + 64)
         self._alloc_contacts(64)
@@ -251,24 +256,44 @@ class CondSolver:
 
     def _iterate(self, A, nvx: int, nc: int, alpha: float, vscale: float, sched: ChebyshevSchedule,
                  mixer: Optional[AndersonMixer], max_iter: int) -> tuple[int, float, bool, float]:
-        """Iterate until θ < tol (or ``max_iter``): returns (iterations, θ, converged, α)."""
+        """Iterate until θ < tol (or ``max_iter``): returns (iterations, θ, converged, α).
+
+        The iteration norms stay on the device in the ring ``_stats`` and are read every
+        ``check_every`` iterations (every one under Chebyshev, whose schedule needs each θ); the
+        test then looks at the last θ read, so a solve may run up to check_every − 1 iterations
+        past the first θ < tol."""
         o = self.options
-        theta, it = math.inf, 0
+        k = self._check_every
+        theta, it, last = math.inf, 0, 0
         for it in range(1, max_iter + 1):
             l = it - 1
-            out = self.iterate_once(A, nvx, nc, alpha, sched.weight(l))
-            dv2, vv2, alpha = float(out[0]), float(out[1]), float(out[2])
-            dn = math.sqrt(max(dv2, 0.0))
-            theta = dn / max(math.sqrt(max(vv2, 0.0)), vscale)
-            self.history.append(theta)
-            if not math.isfinite(theta):
-                return it, theta, False, alpha
+            self.iterate_once(A, nvx, nc, alpha if it == 1 else -1.0, sched.weight(l), l % k)
+            if it % k and it < max_iter:
+                if mixer is not None:
+                    mixer.advance(self.V, self.n0 + nvx)
+                continue
+            stats = self._read_stats()
+            for j in range(last, it):           # the iterations since the last read, in order
+                dv2, vv2, alpha = (float(x) for x in stats[j % k, :3])
+                dn = math.sqrt(max(dv2, 0.0))
+                theta = dn / max(math.sqrt(max(vv2, 0.0)), vscale)
+                self.history.append(theta)
+                if not math.isfinite(theta):
+                    return it, theta, False, alpha
+                if j < it - 1:
+                    sched.record(j, theta, dn)
+            last = it
             if theta < o.tol and sched.may_stop(l):
                 return it, theta, True, alpha
             sched.record(l, theta, dn)
             if mixer is not None:
                 mixer.advance(self.V, self.n0 + nvx)
         return it, theta, False, alpha
+
+    def _read_stats(self) -> np.ndarray:
+        """The iteration-norm ring (check_every × 4): a host view on the CPU, else one copy."""
+        view = backend.host_view(self._stats)
+        return view if view is not None else self._stats.to_numpy()
 
     def _anderson(self, nvx: int) -> Optional[AndersonMixer]:
         """The AA(m) mixer for this solve (None unless acceleration='anderson'), history cleared."""
@@ -280,15 +305,14 @@ class CondSolver:
         self._mixer.reset()
         return self._mixer
 
-    def iterate_once(self, A, nvx: int, nc: int, alpha: float, nu: float):
+    def iterate_once(self, A, nvx: int, nc: int, alpha: float, nu: float, slot: int = 0) -> None:
         """One launch of ``cond_iterate`` on the set-up work arrays (nvx virtual nodes, nc contacts);
-        returns (‖v̂ˡ⁺¹−v̂ˡ‖², ‖v̂ˡ⁺¹‖², α, ‖v̂**−v̂ˡ‖²)."""
+        (‖v̂ˡ⁺¹−v̂ˡ‖², ‖v̂ˡ⁺¹‖², α, ‖v̂**−v̂ˡ‖²) go to ``_stats[slot]``; α ≤ 0: the previous slot's."""
         o = self.options
-        return cond_iterate(self._pattern(A), A.blocks, self.V, self._W, self._RK, self._WB, self._Cf, self._Ci,
-                            self._VNf, self._VNi, self._rod_start, self._rod_rows, self._F, self.n0, nvx, nc,
-                            self.n_rods, alpha, nu, float(o.under_relaxation), float(o.omega),
-                            STRICT if o.operator == "strict" else PROXIMAL, o.step == "bb", self._has_blocks,
-                            self.n_rods > 0)
+        cond_iterate(self._pattern(A), A.blocks, self.V, self._W, self._RK, self._WB, self._Cf, self._Ci,
+                     self._VNf, self._VNi, self._rod_start, self._rod_rows, self._F, self._stats, slot, self.n0, nvx,
+                     nc, self.n_rods, alpha, nu, float(o.under_relaxation), float(o.omega),
+                     STRICT if o.operator == "strict" else PROXIMAL, o.step == "bb", self._has_blocks, self.n_rods > 0)
 
     def _virtual_nodes(self, c, nc: int, nv: int) -> int:
         """Nodalize (``cond_nodalize``): contact sides on rod rows or on real rows already taken become
