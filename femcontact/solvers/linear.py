@@ -1,8 +1,8 @@
 """Linear solves of ``A x = b`` for the SPD step matrix.
 
 - ``BlockJacobiPCG``: preconditioned conjugate gradients with a 3x3 block-Jacobi
-  preconditioner in Taichi kernels (runs on any backend; three kernel launches and
-  one scalar read-back per iteration, no per-node Python work).
+  preconditioner in Taichi kernels (runs on any backend; three kernel launches per iteration,
+  the CG scalars kept on the device and read every few iterations, no per-node Python work).
 - ``DirectSolver``: sparse direct factorisation on the CPU of the exported matrix (CHOLMOD
   through cvxopt, else SciPy's SuperLU); exact, and faster than CG for small, stiff problems.
 
@@ -71,35 +71,48 @@ class BlockJacobiPCG:
         self.n, self.tol, self.max_iter = n, tol, max_iter
         self.r, self.z, self.p, self.q = (backend.vec3_array(n) for _ in range(4))
         self.pinv = backend.mat3_array(n)
+        self.S = backend.scalar_array(8)
+        self.check_every = 1 if backend.host_view(self.S) is not None else 8
 
     def solve(self, A: BlockSparseMatrix, b, x) -> LinearSolveStats:
-        """Solve A x = b in place, starting from the current x (warm start)."""
-        n = self.n
-        bb = pcg_start(A.indptr, A.indices, A.blocks, A.diag, b, x, self.r, self.z, self.p, self.pinv, n)
-        bnorm2, rz = float(bb[0]), float(bb[1])
-        if bnorm2 == 0.0:
+        """Solve A x = b in place, starting from the current x (warm start).
+
+        The CG scalars (r·z, p·A p, r·r) stay on the device in ``S``; the host reads ``S`` every
+        ``check_every`` iterations (every one on the CPU, where a host view reads it for free).
+        Past convergence or a breakdown (p·A p ≤ 0) the kernels stop changing x on their own."""
+        n, S = self.n, self.S
+        pcg_start(A.indptr, A.indices, A.blocks, A.diag, b, x, self.r, self.z, self.p, self.pinv, S, self.tol**2, n)
+        s = self._read()
+        if s[BNORM2] == 0.0:
             pcg_zero(x, n)
             return LinearSolveStats(0, 0.0, True)
-        rr = float(bb[2])
-        it = 0
-        while rr > self.tol**2 * bnorm2 and it < self.max_iter:
-            pq = pcg_matvec_dot(A.indptr, A.indices, A.blocks, self.p, self.q, n)
-            if not (pq > 0.0) or not math.isfinite(pq):
-                break
-            out = pcg_update(x, self.r, self.z, self.p, self.q, self.pinv, rz / pq, n)
-            rr, rz_new = float(out[0]), float(out[1])
-            pcg_direction(self.z, self.p, rz_new / rz, n)
-            rz = rz_new
-            it += 1
-        rel = math.sqrt(max(rr, 0.0) / bnorm2)
-        return LinearSolveStats(it, rel, rel <= self.tol)
+        done = 0
+        while s[RR] > s[THRESHOLD] and s[STOP] == 0.0 and done < self.max_iter:
+            for _ in range(min(self.check_every, self.max_iter - done)):
+                pcg_matvec_dot(A.indptr, A.indices, A.blocks, self.p, self.q, S, n)
+                pcg_update(x, self.r, self.z, self.p, self.q, self.pinv, S, n)
+                pcg_direction(self.z, self.p, S, n)
+                done += 1
+            s = self._read()
+        rel = math.sqrt(max(float(s[RR]), 0.0) / float(s[BNORM2]))
+        return LinearSolveStats(int(s[COUNT]), rel, rel <= self.tol)
+
+    def _read(self) -> np.ndarray:
+        view = backend.host_view(self.S)
+        return view if view is not None else self.S.to_numpy()
+
+
+# the CG scalars in S (pcg_* kernels): r·z, p·Ap, r·r, r·z of the new residual, b·b, the stop flag
+# (set on convergence or breakdown), iterations done, and tol² b·b
+RZ, PQ, RR, RZ_NEW, BNORM2, STOP, COUNT, THRESHOLD = range(8)
 
 
 @ti.kernel
 def pcg_start(indptr: ti.types.ndarray(), indices: ti.types.ndarray(), blocks: ti.types.ndarray(),
               diag: ti.types.ndarray(), b: ti.types.ndarray(), x: ti.types.ndarray(), r: ti.types.ndarray(),
-              z: ti.types.ndarray(), p: ti.types.ndarray(), pinv: ti.types.ndarray(), n: ti.i32) -> ti.math.vec3:
-    """Block-Jacobi inverse, r = b - A x, z = p = P r. Returns (b·b, r·z, r·r)."""
+              z: ti.types.ndarray(), p: ti.types.ndarray(), pinv: ti.types.ndarray(), S: ti.types.ndarray(),
+              tol2: float, n: ti.i32):
+    """Block-Jacobi inverse, r = b - A x, z = p = P r; S = (r·z, 0, r·r, 0, b·b, 0, 0, tol² b·b)."""
     out = ti.Vector.zero(float, 3)
     for i in range(n):
         acc = ti.Vector.zero(float, 3)
@@ -113,13 +126,26 @@ def pcg_start(indptr: ti.types.ndarray(), indices: ti.types.ndarray(), blocks: t
         z[i] = zi
         p[i] = zi
         out += ti.Vector([b[i].norm_sqr(), ri.dot(zi), ri.norm_sqr()])
-    return out
+    S[RZ] = out[1]
+    S[PQ] = 0.0
+    S[RR] = out[2]
+    S[RZ_NEW] = 0.0
+    S[BNORM2] = out[0]
+    S[STOP] = 0.0
+    S[COUNT] = 0.0
+    S[THRESHOLD] = tol2 * out[0]
+
+
+@ti.func
+def _running(S: ti.template()) -> ti.i32:
+    """1 while CG runs: not stopped and r·r above tol² b·b."""
+    return ti.i32(S[STOP] == 0.0 and S[RR] > S[THRESHOLD])
 
 
 @ti.kernel
 def pcg_matvec_dot(indptr: ti.types.ndarray(), indices: ti.types.ndarray(), blocks: ti.types.ndarray(),
-                   p: ti.types.ndarray(), q: ti.types.ndarray(), n: ti.i32) -> float:
-    """q = A p; returns p·q."""
+                   p: ti.types.ndarray(), q: ti.types.ndarray(), S: ti.types.ndarray(), n: ti.i32):
+    """q = A p; S[PQ] = p·q (a breakdown, p·q ≤ 0 or not finite, sets the stop flag)."""
     s = 0.0
     for i in range(n):
         acc = ti.Vector.zero(float, 3)
@@ -127,28 +153,47 @@ def pcg_matvec_dot(indptr: ti.types.ndarray(), indices: ti.types.ndarray(), bloc
             acc += blocks[k] @ p[indices[k]]
         q[i] = acc
         s += p[i].dot(acc)
-    return s
+    S[PQ] = s
+    if _running(S) and not (s > 0.0 and s < 1e300):
+        S[STOP] = 1.0
 
 
 @ti.kernel
 def pcg_update(x: ti.types.ndarray(), r: ti.types.ndarray(), z: ti.types.ndarray(), p: ti.types.ndarray(),
-               q: ti.types.ndarray(), pinv: ti.types.ndarray(), alpha: float, n: ti.i32) -> ti.math.vec2:
-    """x += alpha p; r -= alpha q; z = P r. Returns (r·r, r·z)."""
+               q: ti.types.ndarray(), pinv: ti.types.ndarray(), S: ti.types.ndarray(), n: ti.i32):
+    """While running: x += α p; r -= α q; z = P r with α = r·z / p·Ap; S[RR], S[RZ_NEW] updated."""
+    run = _running(S)
+    alpha = 0.0
+    if run:
+        alpha = S[RZ] / S[PQ]
     out = ti.Vector.zero(float, 2)
     for i in range(n):
-        x[i] += alpha * p[i]
-        ri = r[i] - alpha * q[i]
-        r[i] = ri
-        zi = pinv[i] @ ri
-        z[i] = zi
-        out += ti.Vector([ri.norm_sqr(), ri.dot(zi)])
-    return out
+        if run:
+            x[i] += alpha * p[i]
+            ri = r[i] - alpha * q[i]
+            r[i] = ri
+            zi = pinv[i] @ ri
+            z[i] = zi
+            out += ti.Vector([ri.norm_sqr(), ri.dot(zi)])
+    if run:
+        S[RR] = out[0]
+        S[RZ_NEW] = out[1]
+        S[COUNT] += 1.0
 
 
 @ti.kernel
-def pcg_direction(z: ti.types.ndarray(), p: ti.types.ndarray(), beta: float, n: ti.i32):
+def pcg_direction(z: ti.types.ndarray(), p: ti.types.ndarray(), S: ti.types.ndarray(), n: ti.i32):
+    """While running: p = z + β p, β = r·z (new) / r·z (old)."""
+    run = ti.i32(S[STOP] == 0.0 and S[RZ_NEW] != 0.0)
+    beta = 0.0
+    if run:
+        beta = S[RZ_NEW] / S[RZ]
     for i in range(n):
-        p[i] = z[i] + beta * p[i]
+        if run:
+            p[i] = z[i] + beta * p[i]
+    if run:
+        S[RZ] = S[RZ_NEW]
+        S[RZ_NEW] = 0.0
 
 
 @ti.kernel
