@@ -129,6 +129,27 @@ def _cube_in_ground():
     return scene
 
 
+def _rod_scene(z: float = 0.01, radius: float = 0.01):
+    """A straight 0.3 m cable of 30 segments along x at height z over the ground."""
+    scene = fc.Scene()
+    pts = np.stack([np.linspace(-0.15, 0.15, 31), np.zeros(31), np.full(31, z)], axis=1)
+    scene.add_rod(pts, radius, youngs_modulus=1e6, density=1000.0, name="cable")
+    scene.add_obstacle(fc.shapes.HalfSpace(), name="ground")
+    return scene, pts
+
+
+def _rod_through_cube():
+    scene, _ = _rod_scene(z=0.2)
+    scene.add_fem_body(fc.meshes.box((0.1, 0.1, 0.1), 3), MAT, position=(0, 0, 0.2), name="cube")
+    return scene
+
+
+def _crossing_rods():
+    scene, pts = _rod_scene(z=0.1)
+    scene.add_rod(pts[:, [1, 0, 2]], 0.01, youngs_modulus=1e6, density=1000.0, name="other")
+    return scene
+
+
 def _ball_in_cube():
     scene = fc.Scene()
     scene.add_fem_body(fc.meshes.box((0.1, 0.1, 0.1), 3), MAT, position=(0, 0, 0.05), name="cube")
@@ -237,6 +258,12 @@ CASES = [
      r"body 'cube' and obstacle 'ground' overlap at the start: .* m inside 'ground'"),
     ("scene-rigid-inside-body", lambda t: _sim(_ball_in_cube()), ParameterError,
      r"rigid body 'ball' and body 'cube' overlap at the start"),
+    ("scene-rod-in-ground", lambda t: _sim(_rod_scene(z=-0.05)[0]), ParameterError,
+     r"rod 'cable' and obstacle 'ground' overlap at the start: .* 0\.06 m inside 'ground'"),
+    ("scene-rod-through-body", lambda t: _sim(_rod_through_cube()), ParameterError,
+     r"rod 'cable' and body 'cube' overlap at the start"),
+    ("scene-rods-crossing", lambda t: _sim(_crossing_rods()), ParameterError,
+     r"rod 'cable' and rod 'other' overlap at the start"),
     ("scene-selection-matches-nothing", lambda t: _cube_scene()[1].pin("x < -1"), ParameterError,
      r"pin on 'cube': the node selection 'x < -1' matches no node; the body spans x in \[-0\.05, 0\.05\]"),
     ("scene-force-selection-empty", lambda t: _cube_scene()[1].add_force((0, 0, 1), nodes=[]), ParameterError,
@@ -349,4 +376,16 @@ def test_touching_and_excused_bodies_are_not_called_overlapping():
     scene.set_contact("ghost", "bottom", enabled=False)
     scene.set_contact("ghost", "ground", enabled=False)
     scene.set_contact("ghost", "top", enabled=False)
+    check_initial_overlap(scene)
+
+
+def test_rods_resting_or_excused_are_not_called_overlapping():
+    """A cable lying on the ground (centre line one radius up, or on the ground plane: its radius
+    is within the tolerance) passes; a crossing pair passes once their contact is disabled."""
+    from femcontact.spec.overlap import check_initial_overlap
+
+    for z in (0.01, 0.0):
+        check_initial_overlap(_rod_scene(z=z)[0])
+    scene = _crossing_rods()
+    scene.set_contact("cable", "other", enabled=False)
     check_initial_overlap(scene)

@@ -4,7 +4,10 @@ A body placed inside another (or below the ground) cannot be pushed out by a con
 step or two: the first steps explode or the bodies stay fused. ``check_initial_overlap`` refuses
 such a scene, naming the pair and the depth. Resting contact (depth 0) and shallow overlaps (below
 half an edge length of the meshes involved, or a tenth of a rigid shape's size) pass, as do pairs
-whose contact is disabled, attached or joined pairs, and pairs of two prescribed bodies.
+whose contact is disabled, attached or joined pairs, and pairs of two prescribed bodies. A rod
+(cable) overlaps where its surface — its centreline points widened by its radius — reaches more
+than half a segment length, or its radius if that is larger, into a body, an obstacle or another
+rod.
 """
 from __future__ import annotations
 
@@ -86,6 +89,51 @@ def _refuse(kind_a: str, a: str, kind_b: str, b: str, depth: float, tol: float, 
         f"scene.set_contact({a!r}, {b!r}, enabled=False)")
 
 
+class _Rod:
+    """What the check needs of one rod: centreline points (nodes and midpoints), radius, tolerance."""
+
+    def __init__(self, spec):
+        self.name, self.r = spec.name, float(spec.radius)
+        self.x = np.asarray(spec.positions, float)
+        nodes = np.asarray(spec.points, float)
+        seg = np.linalg.norm(np.diff(nodes, axis=0), axis=1)
+        self.tol = max(0.5 * float(seg.max()) if len(seg) else 0.0, self.r)
+        self.lo, self.hi = self.x.min(axis=0) - self.r, self.x.max(axis=0) + self.r
+
+
+def _check_rods(rods: list, fems: list, rigids: list, obstacles: list, skip: set) -> None:
+    """Rod surfaces against FEM bodies, rigid bodies, obstacles and other rods (module docstring)."""
+    for i, a in enumerate(rods):
+        for b in fems:
+            if frozenset((a.name, b.name)) in skip or (a.hi < b.lo).any() or (b.hi < a.lo).any():
+                continue
+            d = b.depth_inside(a.x)
+            pen = np.where(d > 0.0, d + a.r, 0.0)
+            tol = max(a.tol, 0.5 * b.h)
+            if pen.max() > tol:
+                k = int(np.argmax(pen))
+                _refuse("rod", a.name, "body", b.name, float(pen[k]), tol, a.x[k])
+        shapes = [(o.name, "obstacle", o.shape, c, R) for o, c, R in obstacles]
+        shapes += [(r.name, "rigid body", r.shape, c, R) for r, c, R in rigids]
+        for name, kind, shape, c, R in shapes:
+            if frozenset((a.name, name)) in skip:
+                continue
+            phi, _ = shape.sdf((a.x - c) @ np.asarray(R))
+            pen = a.r - np.asarray(phi, float)
+            if pen.max() > a.tol:
+                k = int(np.argmax(pen))
+                _refuse("rod", a.name, kind, name, float(pen[k]), a.tol, a.x[k])
+        for b in rods[i + 1:]:
+            if frozenset((a.name, b.name)) in skip or (a.hi < b.lo).any() or (b.hi < a.lo).any():
+                continue
+            dist, k = cKDTree(b.x).query(a.x)
+            pen = a.r + b.r - dist
+            tol = max(a.tol, b.tol)
+            if pen.max() > tol:
+                j = int(np.argmax(pen))
+                _refuse("rod", a.name, "rod", b.name, float(pen[j]), tol, a.x[j])
+
+
 def check_initial_overlap(scene) -> None:
     """Raise ParameterError if two bodies, or a body and an obstacle, overlap at t = 0 (module docstring)."""
     skip = {frozenset((p.a, p.b)) for p in scene.contact_pairs if not p.enabled}
@@ -148,3 +196,5 @@ def check_initial_overlap(scene) -> None:
             if d.max() > tol:
                 i = int(np.argmax(d))
                 _refuse("rigid body", r.name, kind, name, float(d[i]), tol, pts[i])
+
+    _check_rods([_Rod(s) for s in scene.rods], fems, rigids, obstacles, skip)
