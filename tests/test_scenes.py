@@ -12,7 +12,8 @@
   cable_coil (test_rods), hinge_pendulum at 0.05 rad and gripper_ball, soft_fingers_cylinder
   (test_joints), sphere_roll after settling and rigid_box_push (test_rigid), cube_drop,
   cube_stack, ball_squeeze, anisotropic_box, mat_drag (test_contact_physics), ball_squeeze and
-  cube_stack across solvers (test_solver_agreement), spring_cylinder (test_springs).
+  cube_stack across solvers (test_solver_agreement), spring_cylinder (test_springs), the papers'
+  experiments (conveyor_belt, …: test_paper_scenes).
 """
 import numpy as np
 import pytest
@@ -34,6 +35,7 @@ SMOKE = {
     "cable_winding": ({"segments": 40}, 3, True, False),
     "cantilever": ({"resolution": (20, 2, 2)}, 3, False, True),
     "capstan": ({}, 3, True, False),
+    "conveyor_belt": ({}, 3, True, False),
     "cube_drop": ({}, 3, False, True),
     "cube_push": ({}, 3, True, False),
     "cube_stack": ({}, 3, True, True),
