@@ -72,3 +72,57 @@ def test_conveyor_belt_sap_glides_while_sliding_and_lands_when_stuck(solver):
     stuck = (vt < 1e-4) & (np.arange(len(r)) >= 5)     # stuck (not about to slide), settled
     stuck[2:] &= ~slip[:-2]                             # and landed: two steps after a slide
     assert np.count_nonzero(stuck) > 20 and np.abs(gap[stuck]).max() < 1e-6      # back on the belt
+
+
+def _sphere_run(solver: str, steps: int = 175):
+    """scenes/steel_sphere.py: per step t, height, v_x, v_z, slip speed v_x − ω_y r."""
+    mod = load_scene("steel_sphere")
+    sim = fc.Simulator(mod.build(solver=solver))
+    rows = []
+    for _ in range(steps):
+        sim.step()
+        (p, _), (v, w) = sim.rigid_pose("ball"), sim.rigid_velocity("ball")
+        rows.append((sim.state.time, p[2], v[0], v[2], v[0] - w[1] * mod.RADIUS))
+    return np.array(rows), sim.scene.dt, mod.RADIUS
+
+
+STEEL = dict(v0=2.0, mu=0.3, h=0.05)
+
+
+def _sphere_answers():
+    v0, mu, h = STEEL["v0"], STEEL["mu"], STEEL["h"]
+    t_land, vz = math.sqrt(2 * h / G), math.sqrt(2 * G * h)
+    return t_land, t_land + (2 * v0 / 7 - mu * vz) / (mu * G), 5 * v0 / 7
+
+
+@pytest.mark.parametrize("solver", ["lagged", pytest.param("cond", marks=pytest.mark.slow)])
+def test_steel_sphere_lands_slides_and_rolls_on_time(solver):
+    """ICF §XI-B: lands at √(2h/g), slides at −μ g, rolls from t_i + (2v0/7 − μ v_z)/(μ g) (within 3
+    steps: the landing is resolved by one step) at 5 v0/7, with no vertical motion after landing."""
+    r, dt, radius = _sphere_run(solver)
+    mu = STEEL["mu"]
+    t_land, t_roll, v_roll = _sphere_answers()
+    rolling = (np.abs(r[:, 4]) < 1e-3) & (r[:, 0] > t_land)
+    t_rolls = r[np.argmax(rolling), 0]
+    assert abs(t_rolls - t_roll) <= 3 * dt, (t_rolls, t_roll)
+    assert rolling[r[:, 0] > t_roll + 3 * dt].all()                  # and keeps rolling
+    assert r[-1, 2] == pytest.approx(v_roll, rel=1e-3)
+    sliding = (r[:, 0] > t_land + 0.02) & (r[:, 0] < t_roll - 2 * dt)       # after the landing transient
+    a = np.diff(r[:, 2]) / dt
+    np.testing.assert_allclose(a[sliding[1:] & sliding[:-1]], -mu * G, rtol=1e-2)
+    landed = r[:, 0] > t_land + 0.02
+    assert np.abs(r[landed, 3]).max() < 1e-5                         # no bounce, no gliding
+    assert np.ptp(r[landed, 1]) < 1e-6
+
+
+def test_steel_sphere_glides_under_sap_until_it_rolls():
+    """ICF §XI-B, Fig. 6: SAP keeps the sliding ball off the ground (its normal velocity tied to the
+    slip) and sets it down only when it rolls; it still ends rolling at 5 v0/7."""
+    r, dt, radius = _sphere_run("sap")
+    t_land, t_roll, v_roll = _sphere_answers()
+    z_rest = r[-1, 1]
+    sliding = (r[:, 0] > t_land + 0.01) & (r[:, 0] < t_roll - 4 * dt)
+    assert (r[sliding, 1] - z_rest > 1e-5).all(), (r[sliding, 1] - z_rest).min()
+    late = r[:, 0] > t_roll + 10 * dt
+    assert np.abs(r[late, 1] - z_rest).max() < 1e-6 and np.abs(r[late, 3]).max() < 1e-4   # set down
+    assert r[-1, 2] == pytest.approx(v_roll, rel=1e-3)

@@ -48,6 +48,7 @@ SMOKE = {
     "rod_cantilever": ({}, 3, False, True),
     "soft_fingers_cylinder": ({"resolution": 2}, 3, True, False),
     "sphere_roll": ({}, 3, True, True),
+    "steel_sphere": ({}, 3, False, True),
     # rolls from 1 cm (the paper's 0.1 m spins its 5 cm wheel ~0.3 rad in 3 steps, past the bound on block motion)
     "spring_cylinder": ({"x0": 0.01}, 3, True, True),
 }
