@@ -43,6 +43,7 @@ SMOKE = {
     "gripper_ball": ({"resolution": 2}, 3, True, False),
     "hinge_pendulum": ({}, 3, False, True),
     "mat_drag": ({"resolution": 6}, 3, True, False),
+    "painleve_rod": ({}, 3, True, False),
     "pile": ({"layers": 1, "per_side": 2}, 3, None, True),
     "rigid_box_push": ({}, 3, True, False),
     "rod_cantilever": ({}, 3, False, True),
