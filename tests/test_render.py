@@ -128,3 +128,19 @@ def test_missing_opengl_gives_a_clear_error(tmp_path):
         assert "osmesa" in r.stdout
     else:
         assert "apt-get install libegl1" in r.stdout and "Tried:" in r.stdout
+
+
+def test_camera_frames_the_bodies_not_the_ground(tmp_path):
+    """A small rigid ball on a half-space: the picture frames the ball (its shaded surface fills
+    a good part of the image), not the ground's patch."""
+    import femcontact as fc
+
+    scene = fc.Scene(dt=1e-2)
+    scene.add_obstacle(fc.shapes.HalfSpace(), name="ground")
+    scene.add_rigid_body(fc.shapes.Sphere(0.02), density=1000.0, position=(0, 0, 0.02), name="ball")
+    sim = fc.Simulator(scene)
+    sim.run(steps=2, out=tmp_path / "run")
+    png = render_series(tmp_path / "run" / "run.pvd", tmp_path / "ball.png", window_size=(320, 240), camera="xz")
+    img = np.asarray(Image.open(png).convert("RGB")).astype(float)
+    blue = (img[..., 2] > img[..., 0] + 40) & (img[..., 2] > img[..., 1] + 10)     # the ball's colour
+    assert blue.mean() > 0.03, blue.mean()

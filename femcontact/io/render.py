@@ -8,9 +8,12 @@ How pieces are drawn (chosen from the cells of each piece):
 - volume cells (an FEM body): opaque, with edges, coloured by ``scalars`` if it has them;
 - only vertex cells / no cells (contact points, point clouds): glyph spheres;
 - only line cells (rods, cables): tubes, radius from the ``radius`` point data when present;
-- surface cells (obstacles, surfaces): semi-transparent.
+- surface cells with point data (a rigid body's surface, which carries ``velocity``): opaque, shaded;
+- bare surface cells (obstacles: the ground's patch, a drum): semi-transparent.
 
-The camera is fixed for the whole movie: z up, framing the bounding box of all frames.
+The camera is fixed for the whole movie: z up, framing the bounding box of all frames' bodies,
+rods and contacts (obstacles only when there is nothing else: a half-space's patch is as large as
+the scene and would shrink the bodies to dots).
 
 Headless machines: no display is needed. Before the first render this module checks,
 in a child process (a failing OpenGL start can crash the process), which offscreen
@@ -171,6 +174,11 @@ def _kind(ds) -> str:
     return {3: "volume", 2: "surface", 1: "lines"}.get(top, "points")
 
 
+def _is_obstacle(ds) -> bool:
+    """An obstacle's piece: a bare triangle surface (bodies' surfaces carry ``velocity``)."""
+    return _kind(ds) == "surface" and not (set(ds.point_data) - {"TimeValue"})
+
+
 def _scalar_values(ds, name: str) -> np.ndarray | None:
     for data in (ds.point_data, ds.cell_data):
         if name in data:
@@ -198,19 +206,26 @@ def _load(entries: list[dict[str, Any]]) -> list[tuple[dict[str, Any], Any]]:
 
 
 def _scan(frames, scalars: str | None):
-    """Bounds over all frames, the scalar range, and the pieces' kinds."""
+    """Bounds over all frames (of the bodies, rods and contacts: an obstacle such as the ground's
+    patch only where nothing else is), and the scalar range."""
     lo, hi = np.full(3, np.inf), np.full(3, -np.inf)
+    olo, ohi = np.full(3, np.inf), np.full(3, -np.inf)
     srange = [np.inf, -np.inf]
     for _, entries in frames:
         for _, ds in _load(entries):
             if ds.n_points == 0:
                 continue
             b = np.asarray(ds.bounds).reshape(3, 2)
+            if _is_obstacle(ds):
+                olo, ohi = np.minimum(olo, b[:, 0]), np.maximum(ohi, b[:, 1])
+                continue
             lo, hi = np.minimum(lo, b[:, 0]), np.maximum(hi, b[:, 1])
             if scalars:
                 v = _scalar_values(ds, scalars)
                 if v is not None and v.size:
                     srange = [min(srange[0], float(np.nanmin(v))), max(srange[1], float(np.nanmax(v)))]
+    if not np.all(np.isfinite(lo)):
+        lo, hi = olo, ohi
     if not np.all(np.isfinite(lo)):
         lo, hi = -np.ones(3), np.ones(3)
     return lo, hi, (srange if np.isfinite(srange[0]) else None)
@@ -254,10 +269,12 @@ def _add_frame(p, loaded, *, scalars, clim, diag, time):
             kw.update(color=color)
         if kind == "volume":
             p.add_mesh(ds, show_edges=True, edge_color="#303030", line_width=0.5, **kw)
-        elif kind == "surface":
+        elif kind == "surface" and _is_obstacle(ds):
             if not has_s:
                 kw["color"] = "lightgray"
             p.add_mesh(ds, opacity=0.35, show_edges=False, **kw)
+        elif kind == "surface":                  # a rigid body's surface
+            p.add_mesh(ds, show_edges=False, smooth_shading=True, **kw)
         elif kind == "lines":
             if isinstance(ds, pv.PolyData):
                 poly = ds
@@ -448,7 +465,7 @@ def add_render_command(subparsers: "argparse._SubParsersAction") -> argparse.Arg
         description="Render a femcontact .pvd result series offscreen with PyVista: a picture of one "
                     "frame (OUTPUT ending in .png/.jpg) or a movie over all frames (.gif, or .mp4 "
                     "with imageio-ffmpeg installed). FEM bodies are drawn with edges, contact points "
-                    "as spheres, rods as tubes, obstacles semi-transparent; the camera frames all frames.")
+                    "as spheres, rods as tubes, rigid bodies shaded, obstacles semi-transparent; the camera frames the bodies over all frames.")
     p.add_argument("pvd", metavar="PVD", help="the .pvd collection file written by a run")
     p.add_argument("output", metavar="OUTPUT", help="picture (.png, .jpg) or movie (.gif, .mp4) to write")
     p.add_argument("--frame", type=int, default=None, metavar="N",
