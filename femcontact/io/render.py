@@ -318,12 +318,20 @@ def _setup_camera(p, lo, hi, camera) -> None:
     else:
         p.camera_position = [tuple(map(float, v)) for v in camera]
         return
-    up = (0.0, 1.0, 0.0) if camera in ("xy", "top") else (0.0, 0.0, 1.0)
-    diag = float(np.linalg.norm(hi - lo)) or 1.0
-    p.camera_position = [tuple(center + direction / np.linalg.norm(direction) * 3 * diag),
-                         tuple(center), up]
-    p.renderer.ResetCamera(*[float(x) for pair in zip(lo, hi) for x in pair])
-    p.camera.zoom(1.3)  # ResetCamera frames the bounding sphere: tighten to the box
+    up = np.array([0.0, 1.0, 0.0] if camera in ("xy", "top") else [0.0, 0.0, 1.0])
+    # fit the box's corners as seen along the view: half-width and half-height on the view plane
+    f = direction / np.linalg.norm(direction)
+    upv = up - np.dot(up, f) * f
+    upv /= np.linalg.norm(upv)
+    right = np.cross(f, upv)
+    corners = np.array([[x, y, z] for x in (lo[0], hi[0]) for y in (lo[1], hi[1]) for z in (lo[2], hi[2])])
+    rel = corners - center
+    w, h, depth = np.abs(rel @ right).max(), np.abs(rel @ upv).max(), (rel @ f).max()
+    width, height = p.window_size
+    half = max(h, w * height / width, 1e-6) * 1.1          # a 10% margin
+    dist = half / np.tan(np.radians(p.camera.view_angle) / 2) + depth
+    p.camera_position = [tuple(center + f * dist), tuple(center), tuple(up)]
+    p.reset_camera_clipping_range()
 
 
 def _grab(p) -> np.ndarray:
