@@ -138,3 +138,19 @@ def test_reading_the_residual_every_k_iterations_keeps_the_answer():
 def test_check_every_is_refused_under_chebyshev():
     with pytest.raises(fc.errors.ParameterError, match="check_every"):
         _cube_sim(options={"acceleration": "chebyshev", "check_every": 4})
+
+
+def test_default_tolerance_is_floored_in_float32():
+    """θ stalls at ~1e-7..1e-6 in float32 on stiff contact, so an unset tol never goes below 1e-6 there
+    (an explicit tol is kept); float64 keeps DEFAULT_TOL. Checked in a fresh float32 process."""
+    import subprocess
+    import sys
+
+    from femcontact.solvers.cond.options import CondOptions, DEFAULT_TOL, F32_TOL_FLOOR
+
+    assert CondOptions.from_dict({}).tol == DEFAULT_TOL["anderson"] < F32_TOL_FLOOR
+    code = ("import femcontact as fc; fc.backend.init('cpu', 'f32'); "
+            "from femcontact.solvers.cond.options import CondOptions as O; "
+            "print(O.from_dict({}).tol, O.from_dict({'tol': 1e-8}).tol, O.from_dict({'acceleration': 'chebyshev'}).tol)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert [float(x) for x in out[-3:]] == [F32_TOL_FLOOR, 1e-8, max(DEFAULT_TOL["chebyshev"], F32_TOL_FLOOR)]

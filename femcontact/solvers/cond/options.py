@@ -5,7 +5,7 @@ units of J v̂ per λ); step "frobenius" | "bb" (§IV-C.1 / §IV-C.2); recycle: 
 reused; acceleration "anderson" (default with step "frobenius") | "chebyshev" (default with "bb") |
 "none" with chebyshev_start, rho, rho_adapt (Alg. 3,
 eq. 34; ``chebyshev.py``) or anderson_history (AA(m), ``anderson.py``; Frobenius step only);
-under_relaxation u; tol (None: ``DEFAULT_TOL`` of the acceleration) and max_iter (stopping, Alg. 1
+under_relaxation u; tol (None: ``DEFAULT_TOL`` of the acceleration, at least ``F32_TOL_FLOOR`` in float32) and max_iter (stopping, Alg. 1
 line 13); check_every (iterations between reads of the residual: None = every one on the CPU, 8
 on a GPU; Chebyshev needs every θ); warm_start; restitution,
 recovery, max_recovery_speed (normal targets, ``targets.py``); virtual_gain, rigid_gain
@@ -20,6 +20,7 @@ from typing import Optional
 
 import numpy as np
 
+from ... import backend
 from ...errors import ParameterError
 from .anderson import HISTORY_MAX
 
@@ -27,6 +28,8 @@ ACCELERATIONS = ("chebyshev", "anderson", "none")
 # θ is the accelerated step under Chebyshev but the plain fixed-point residual under Anderson and
 # "none"; these thresholds give about the same SAP eq. 32 momentum error (docs/COND.md, "Anderson")
 DEFAULT_TOL = {"chebyshev": 1e-6, "anderson": 1e-7, "none": 1e-7}
+# in float32 θ stalls at ~1e-7..1e-6 on stiff contact (round-off of the step norm): no default below
+F32_TOL_FLOOR = 1e-6
 
 
 @dataclass
@@ -106,6 +109,8 @@ class CondOptions:
         num("under_relaxation", 0.0, 1.0, lo_open=True)
         if self.tol is None:
             self.tol = DEFAULT_TOL[self.acceleration]
+            if backend.ensure_init()["precision"] == "f32":
+                self.tol = max(self.tol, F32_TOL_FLOOR)
         num("tol", 0.0, lo_open=True)
         num("max_iter", 1, integer=True)
         if self.check_every is not None:
