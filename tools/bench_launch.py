@@ -13,7 +13,9 @@ cost shows), passed five ways:
   by name in C++ at ``run``);
 - ``scalars``: N float scalar arguments (the marshalling floor per argument).
 
-Prints the median µs per launch and per argument. Also checks that an argpack with ndarrays
+Prints the median µs per launch and per argument, and what a kernel *return value* costs against
+writing the same four numbers into a small ndarray (why COND's iteration and PCG write their norms
+to device arrays, docs/PERFORMANCE.md). Also checks that an argpack with ndarrays
 inside works with the offline cache (run twice: the second run reports a cache hit through a
 fast first launch).
 """
@@ -117,6 +119,24 @@ def _empty():
     pass
 
 
+@ti.kernel
+def _returns(a: ti.types.ndarray(), x: float) -> ti.math.vec4:
+    out = ti.Vector.zero(float, 4)
+    for i in range(a.shape[0]):
+        a[i] += x
+        out += ti.Vector([a[i], 0.0, 0.0, 0.0])
+    return out
+
+
+@ti.kernel
+def _writes(a: ti.types.ndarray(), s: ti.types.ndarray(), x: float):
+    out = ti.Vector.zero(float, 4)
+    for i in range(a.shape[0]):
+        a[i] += x
+        out += ti.Vector([a[i], 0.0, 0.0, 0.0])
+    s[0] = out
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--n", type=int, nargs="+", default=[1, 8, 32])
@@ -125,6 +145,9 @@ def main():
     cache = os.environ.get("FEMCONTACT_CACHE_DIR", "/tmp/ticache_bench_launch")
     ti.init(arch=ti.cpu, default_fp=ti.f64, offline_cache=True, offline_cache_file_path=cache, log_level=ti.ERROR)
     print(f"empty kernel: {med_us(_empty, a.reps):.1f} us")
+    arr, ring = ti.ndarray(ti.f64, 16), ti.Vector.ndarray(4, ti.f64, 1)
+    print(f"kernel returning a vec4: {med_us(lambda: _returns(arr, 1.0), a.reps):.1f} us; "
+          f"writing it to an ndarray instead: {med_us(lambda: _writes(arr, ring, 1.0), a.reps):.1f} us")
     print(f"{'N':>3s} " + " ".join(f"{k:>18s}" for k in ("ndarray", "graph", "argpack", "fields", "template", "scalars")))
     for N in a.n:
         t_first = {}
