@@ -34,7 +34,7 @@ import os
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping, Optional, Sequence, Union
+from typing import Callable, Mapping, Optional, Sequence, Union
 
 import numpy as np
 from scipy.spatial.transform import Rotation
@@ -53,6 +53,8 @@ KNOWN_ROBOTS = {
     "panda": ("example-robot-data",
               "cmeel.prefix/share/example-robot-data/robots/panda_description/urdf/panda.urdf"),
 }
+# the links whose contact force a known robot reports as its end effector's (output)
+KNOWN_END_EFFECTORS = {"panda": ("panda_hand", "panda_leftfinger", "panda_rightfinger")}
 # the Panda's "ready" pose (rad; fingers 4 cm open each)
 PANDA_READY = (0.0, -0.785398, 0.0, -2.356194, 0.0, 1.570796, 0.785398, 0.04)
 JOINT_TYPES = ("revolute", "continuous", "prismatic", "fixed")
@@ -127,6 +129,18 @@ class Robot:
     q0: dict[str, float]                           # every non-fixed joint's build position
     bodies: list[str] = field(default_factory=list)
     com_local: dict[str, np.ndarray] = field(default_factory=dict)
+    end_effector: Optional[list[str]] = None       # URDF links whose contact force is reported (output)
+    link_geometry: str = "collision"               # what the output draws per link: "collision" or "visual"
+    geometry: dict[str, tuple] = field(default_factory=dict, repr=False)   # link -> (visuals, collisions)
+    resolve: Optional[Callable] = field(default=None, repr=False)          # package:// resolver
+    _link_meshes: Optional[dict] = field(default=None, repr=False)
+
+    @property
+    def end_effector_bodies(self) -> list[str]:
+        """The bodies holding the ``end_effector`` links (every body of the robot when None)."""
+        if self.end_effector is None:
+            return list(self.bodies)
+        return list(dict.fromkeys(self.link_body[link][0] for link in self.end_effector))
 
     @property
     def joint_names(self) -> list[str]:
@@ -207,6 +221,22 @@ class Robot:
             return float(T[:3, 3] @ j.axis)
         return float(Rotation.from_matrix(T[:3, :3]).as_rotvec() @ j.axis)
 
+    def joint_velocity(self, sim, joint: str) -> float:
+        """Rate (rad/s or m/s) of any moving joint now in ``sim``: the child's angular velocity relative
+        to the parent about the joint axis (hinge), or the relative velocity of the joint origin along
+        it (prismatic)."""
+        if joint not in self.all_joints:
+            raise ParameterError(f"robot {self.name!r}: no moving joint {joint!r} ({sorted(self.all_joints)})")
+        j = self.all_joints[joint]
+        T = self.link_pose(sim, j.parent) @ j.origin
+        axis, point = T[:3, :3] @ j.axis, T[:3, 3]
+        rel = []
+        for link in (j.parent, j.child):
+            body = self.link_body[link][0]
+            (c, _), (v, w) = sim.rigid_pose(body), sim.rigid_velocity(body)
+            rel.append(w if j.kind != "prismatic" else v + np.cross(w, point - c))
+        return float(axis @ (rel[1] - rel[0]))
+
     def joint_positions(self, sim) -> np.ndarray:
         """URDF positions (rad, m) of ``joints`` now in ``sim``."""
         return np.array([self.joint_position(sim, jn) for jn in self.joints])
@@ -227,6 +257,47 @@ class Robot:
     def set_gravity_compensation(self, control, on: bool = True) -> None:
         """Gravity compensation of every joint of the robot on or off from the next step on."""
         control.set_gravity_compensation([j.name for j in self.all_joints.values()], on)
+
+    def link_meshes(self) -> dict[str, tuple[np.ndarray, np.ndarray, str]]:
+        """Per URDF link with geometry: ``(vertices (n, 3) in the link frame, triangles, source)``.
+        ``link_geometry = "collision"`` (default): the link's own collision meshes and primitives, as
+        the URDF gives them (a few hundred triangles per Panda link); ``"visual"``: its visual meshes
+        (the Panda's: 150k triangles, 2.5 s to read, 4 MB per frame), the collision ones for a link
+        whose visual mesh cannot be read. Read on the first call, then kept (source says which)."""
+        if self.link_geometry not in ("collision", "visual"):
+            raise ParameterError(f"robot {self.name!r}: link_geometry must be 'collision' or 'visual', "
+                                 f"got {self.link_geometry!r}")
+        if self._link_meshes is None or self._link_meshes[0] != self.link_geometry:
+            import trimesh
+
+            out = {}
+            for link, (visuals, collisions) in self.geometry.items():
+                order = (("visual", visuals),) if self.link_geometry == "visual" else ()
+                for source, pieces in order + (("collision", collisions),):
+                    if not pieces:
+                        continue
+                    try:
+                        with warnings.catch_warnings():
+                            warnings.simplefilter("ignore")
+                            meshes = [_piece_mesh(g, T, self.resolve, f"robot {self.name!r}: link {link!r}")
+                                      for g, T in pieces]
+                        mesh = trimesh.util.concatenate(meshes)
+                        mesh.merge_vertices()
+                    except (ParameterError, ValueError, ImportError):
+                        continue
+                    if len(mesh.faces):
+                        out[link] = (np.asarray(mesh.vertices, float), np.asarray(mesh.faces, np.int64), source)
+                        break
+            self._link_meshes = (self.link_geometry, out)
+        return self._link_meshes[1]
+
+    def link_surfaces(self, sim) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        """Every link with geometry (``link_meshes``) in its pose now: {link: (world vertices, triangles)}."""
+        out = {}
+        for link, (v, f, _) in self.link_meshes().items():
+            T = self.link_pose(sim, link)
+            out[link] = (v @ T[:3, :3].T + T[:3, 3], f)
+        return out
 
 
 # ---------------------------------------------------------------------------------------------- loading
@@ -356,7 +427,7 @@ def _gains(value: Gains, joints: list[str], default: dict, what: str) -> dict:
 def load_robot(scene, source: Union[str, os.PathLike], *, base_pose=None, joint_positions=None,
                fixed_base: bool = True, name: Optional[str] = None, kp: Gains = None, kd: Gains = None,
                drive_time_constant: float = 0.05, gravity_compensation: bool = True,
-               package_dirs: Sequence[str] = ()) -> Robot:
+               package_dirs: Sequence[str] = (), end_effector: Union[str, Sequence[str], None] = None) -> Robot:
     """Add the robot of URDF file ``source`` (or a ``KNOWN_ROBOTS`` name) to ``scene`` (module
     docstring); ``Scene.add_robot`` documents the arguments."""
     try:
@@ -432,7 +503,7 @@ def load_robot(scene, source: Union[str, os.PathLike], *, base_pose=None, joint_
         if T_base.shape != (4, 4) or not np.isfinite(T_base).all():
             raise ParameterError(f"{what}: base_pose must be (position, rotation) or a 4x4 pose")
         T_base = _transform(as_rotation_matrix(T_base[:3, :3]), T_base[:3, 3])
-    robot = Robot(rname, path, base, T_base, actuated, rjoints, {}, tree, {})
+    robot = Robot(rname, path, base, T_base, actuated, rjoints, {}, tree, {}, resolve=resolve)
     q0 = {}
     if isinstance(joint_positions, Mapping):
         for k in joint_positions:
@@ -490,6 +561,9 @@ def load_robot(scene, source: Union[str, os.PathLike], *, base_pose=None, joint_
             for col in L.collisions:
                 Tc = T @ (np.eye(4) if col.origin is None else np.asarray(col.origin, float))
                 pieces.append((col.geometry, Tc))
+            robot.geometry[link] = tuple([(p.geometry, np.eye(4) if p.origin is None else np.asarray(p.origin, float))
+                                          for p in group_ if p.geometry is not None]
+                                         for group_ in (L.visuals, L.collisions))
         kinematic = fixed_base and top == base
         if m_tot <= 0 and not kinematic:
             raise ParameterError(f"{what}: link {top!r} has zero mass and inertia; a moving link needs a positive "
@@ -522,6 +596,15 @@ def load_robot(scene, source: Union[str, os.PathLike], *, base_pose=None, joint_
         for link in members:
             robot.link_body[link] = (spec.name, np.linalg.inv(T_world_body) @ world[link])
     robot.bodies = [specs[t].name for t in tops]
+    if end_effector is None:
+        end_effector = KNOWN_END_EFFECTORS.get(source_name)
+    if end_effector is not None:
+        ee = [end_effector] if isinstance(end_effector, str) else list(end_effector)
+        unknown = [link for link in ee if link not in robot.link_body]
+        if unknown or not ee:
+            raise ParameterError(f"{what}: end_effector names {unknown or ee!r}, not links of the robot "
+                                 f"(links: {sorted(robot.link_body)})")
+        robot.end_effector = ee
     for spec in specs.values():
         scene.rigid_bodies.append(spec)
         body_names[spec.name] = "rigid"
