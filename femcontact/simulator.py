@@ -215,7 +215,7 @@ class Simulator:
         """Write everything the next step depends on (state, warm start, the prescribed groups'
         positions, the contact solver's memory) to ``path`` (.npz, written atomically); a fresh
         Simulator of the same scene continues from it bit for bit (``load_checkpoint``)."""
-        self.state.host = self.drives.memory()
+        self.state.host = {**self.state.host, **self.drives.memory()}   # with the joints' unwrapped angles
         self.state.solver_memory = self.contact_solver.memory()
         return self.state.save(path)
 

@@ -19,7 +19,8 @@ Errors and Jacobians (world frame; body A may be the world; ``r = p − x_com``)
 - orientation attachment of rod segments (a clamp to a rigid body or the world): the weld's
   orientation row on (ω_A, ω_segment).
 
-Joint coordinates ``s`` (hinge angle about its axis, rad; prismatic slide along it, m) with
+Joint coordinates ``s`` (hinge angle about its axis, rad, unwrapped: continuous through ±π, each
+step taking the branch nearest the last, kept in ``State.host``; prismatic slide along it, m) with
 rate ``ṡ = jᵀ v`` carry one-sided limits (engaged when ``s + dt ṡ`` leaves ``[lower, upper]``: a stiff damper
 toward the rate that ends the step at rest on the limit, an inelastic stop under either
 integrator, plus 20 % recovery of any overshoot) and PD drives
@@ -49,6 +50,7 @@ from ..spec.joint import JOINT_KINDS, Attachment, JointSpec, locate_points, make
 from .rigid import quat_to_matrix
 
 STIFFNESS_FACTOR = 1e4
+HINGE_ANGLES = "hinge_angles"     # State.host key: each hinge's unwrapped angle at the last assembly
 
 
 def _skew(r: np.ndarray) -> np.ndarray:
@@ -283,7 +285,9 @@ class JointSystem:
                     if c >= 0:
                         terms[(a, c)] = terms.get((a, c), 0.0) + scale_k * (Ja.T @ K @ Jc)
 
-        for it in self.items:
+        angles = state.host.get(HINGE_ANGLES)
+        angles = np.zeros(len(self.items)) if angles is None or len(angles) != len(self.items) else np.array(angles)
+        for i, it in enumerate(self.items):
             A_, B_ = it["A"], it["B"]
             (cA, RA), (cB, RB) = pose(A_), pose(B_)
             (aA, axA, _), (aB, axB, _) = it["loc"]
@@ -330,6 +334,7 @@ class JointSystem:
                     uA = RA @ it["perp_A"] if not A_.world else it["perp_A"]
                     uB = RB @ it["perp_B"]
                     s = float(np.arctan2(np.cross(uA, uB) @ wA, uA @ uB))
+                    s = angles[i] = s + 2 * np.pi * np.round((angles[i] - s) / (2 * np.pi))   # unwrapped
                     j = [np.zeros((1, 3)), -wA[None], np.zeros((1, 3)), wA[None]]
                 else:
                     s = float(wA @ e_pos)
@@ -345,6 +350,7 @@ class JointSystem:
                 if effort != 0.0:
                     add_rows(blocks, j, np.zeros((1, 1)), np.zeros(1), 0.0, 0.0, extra_b=np.array([coef.b_f * effort]))
                 self.actuation[spec.name] = (const + effort, slope, j, blocks)
+        state.host[HINGE_ANGLES] = angles
         for it in self.items:
             if it["mimic"] is not None:      # e = s − m s_leader − offset, a stiff joint-space spring
                 mim = it["spec"].mimic
@@ -450,6 +456,17 @@ class JointSystem:
         # the force these rows apply: −kp (e + (a_k/b_f) ṡ̂) − kd (a_kb/b_f)(ṡ̂ − ṡ*) + gravity
         return (-kp * float(e[0]) + d.kd * vel * coef.a_kb / coef.b_f + gravity,
                 -(kp * coef.a_k + d.kd * coef.a_kb) / coef.b_f)
+
+    def hinge_coordinate(self, state, joint: str) -> Optional[float]:
+        """The unwrapped coordinate (rad, ``position0`` included) of hinge ``joint`` at the last
+        assembly (None before the first): a reading from the poses lies within π of it."""
+        angles = state.host.get(HINGE_ANGLES)
+        if angles is None or len(angles) != len(self.items):
+            return None
+        for i, it in enumerate(self.items):
+            if it["spec"].name == joint and it["kind"] == "hinge":
+                return float(angles[i]) + it["spec"].position0
+        return None
 
     def actuator_forces(self, state) -> dict:
         """Generalized force (N m or N) each driven or compensated joint's actuator applied over the

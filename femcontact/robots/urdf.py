@@ -18,8 +18,8 @@ A URDF is read with ``yourdfpy`` (its collision meshes with ``trimesh``; the opt
   critically damped at ``drive_time_constant`` unless gains are given, and gravity compensation;
 - a fixed base is a kinematic body; links of one robot never collide with each other.
 
-Limits of this version: a hinge's coordinate is measured within ±π of its build pose (a
-continuous joint turning further wraps; velocity drives are unaffected); floating and planar
+Limits of this version: a hinge's coordinate is unwrapped step by step (a continuous joint may
+turn any number of times; it must turn less than π in one step); floating and planar
 joints are refused; the first load of a mesh samples its SDF (2.5 s of CPU for the Panda's ten
 links, sampled in parallel threads), later loads read it from the cache (about 0.15 s).
 
@@ -216,14 +216,18 @@ class Robot:
         return _transform(R, c - R @ self.com_local[body]) @ T_bl
 
     def joint_position(self, sim, joint: str) -> float:
-        """URDF position (rad or m) of any moving joint (mimics too) now in ``sim``, from its links' poses."""
+        """URDF position (rad or m) of any moving joint (mimics too) now in ``sim``, from its links' poses
+        (a hinge's on the branch of the simulator's unwrapped angle: 4 rad reads 4, not 4 − 2π)."""
         if joint not in self.all_joints:
             raise ParameterError(f"robot {self.name!r}: no moving joint {joint!r} ({sorted(self.all_joints)})")
         j = self.all_joints[joint]
         T = np.linalg.inv(self.link_pose(sim, j.parent) @ j.origin) @ self.link_pose(sim, j.child)
         if j.kind == "prismatic":
             return float(T[:3, 3] @ j.axis)
-        return float(Rotation.from_matrix(T[:3, :3]).as_rotvec() @ j.axis)
+        q = float(Rotation.from_matrix(T[:3, :3]).as_rotvec() @ j.axis)
+        ref = None if sim.model.joints is None else sim.model.joints.hinge_coordinate(sim.state, j.name)
+        ref = self.q0[joint] if ref is None else ref          # the hinge's unwrapped angle (turns counted)
+        return q + 2 * np.pi * round((ref - q) / (2 * np.pi))
 
     def joint_velocity(self, sim, joint: str) -> float:
         """Rate (rad/s or m/s) of any moving joint now in ``sim``: the child's angular velocity relative
