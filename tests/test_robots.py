@@ -129,6 +129,30 @@ def test_robot_self_contact_is_off_and_package_paths_resolve(tmp_path):
     assert [(p.a, p.b, p.enabled) for p in scene.contact_pairs] == [(*robot.bodies, False)]
 
 
+def test_a_first_load_samples_the_mesh_sdf_in_the_background_and_caches_it(tmp_path, monkeypatch):
+    """With an empty SDF cache, add_robot returns before the grid is sampled; the grid then read is the
+    one TriangleMesh samples itself (bit for bit), it is cached, and a second load reads it back."""
+    monkeypatch.setenv("FEMCONTACT_CACHE_DIR", str(tmp_path / "cache"))
+    pkg = tmp_path / "my_pkg"
+    (pkg / "meshes").mkdir(parents=True)
+    (pkg / "urdf").mkdir()
+    import trimesh
+    trimesh.creation.icosphere(subdivisions=2, radius=0.05).export(str(pkg / "meshes" / "ball.stl"))
+    mesh = '<collision><geometry><mesh filename="package://my_pkg/meshes/ball.stl"/></geometry></collision>'
+    text = PENDULUM.format(d=0.5, m=1.0, i=1e-3, jtype="revolute", extra="", jname="hinge").replace(
+        '<collision><geometry><box size="0.05 0.05 0.05"/></geometry></collision>', mesh)
+    path = _write(pkg / "urdf", text)
+    scene = fc.Scene()
+    scene.add_robot(path)
+    shape = scene.body("pendulum.base").shape
+    ref = fc.shapes.TriangleMesh(shape.vertices, shape.faces, resolution=24)
+    np.testing.assert_array_equal(shape.grid, ref.grid)
+    assert list((tmp_path / "cache_sdf").glob("*.npz"))
+    again = fc.Scene()
+    again.add_robot(path)
+    np.testing.assert_array_equal(again.body("pendulum.base").shape.grid, ref.grid)
+
+
 # ---------------------------------------------------------------------------------------------- control
 def test_gravity_compensation_and_a_joint_effort_hold_a_pendulum_off_vertical(tmp_path):
     """No drive gains: compensation alone holds the pendulum at 0.6 rad; without it, a constant

@@ -356,7 +356,9 @@ class TriangleMesh(GridShape):
 
     kind = MESH
 
-    def __init__(self, vertices, faces, resolution: int = 32, padding: float | None = None):
+    def __init__(self, vertices, faces, resolution: int = 32, padding: float | None = None, *,
+                 sample: bool = True):
+        """``sample=False``: the grid is sampled at its first read, or by whoever ``defer`` names."""
         v = np.asarray(vertices, float).reshape(-1, 3)
         f = np.asarray(faces, np.int64).reshape(-1, 3)
         if len(v) < 4 or len(f) < 4 or not np.isfinite(v).all():
@@ -377,11 +379,30 @@ class TriangleMesh(GridShape):
         self.origin = lo - pad
         self.spacing = h
         self.dims = np.ceil((hi + pad - self.origin) / h).astype(int) + 1
-        self.grid = self._sample()
-        if not (self.grid.min() < 0):
-            raise ParameterError("TriangleMesh has no inside: is the surface closed and outward-oriented?")
+        self._grid, self._pending = None, None
+        if sample:
+            self.grid = self.sample_grid()
 
-    def _sample(self) -> np.ndarray:
+    def defer(self, future) -> None:
+        """Let a ``concurrent.futures.Future`` that returns ``sample_grid()`` (sampling in the
+        background) provide the grid: its first read waits for it, and raises its errors then."""
+        self._pending = future
+
+    @property
+    def grid(self) -> np.ndarray:
+        """The sampled signed distances (``dims``), m."""
+        if self._grid is None:
+            self.grid = self._pending.result() if self._pending is not None else self.sample_grid()
+        return self._grid
+
+    @grid.setter
+    def grid(self, value: np.ndarray) -> None:
+        if not (value.min() < 0):
+            raise ParameterError("TriangleMesh has no inside: is the surface closed and outward-oriented?")
+        self._grid, self._pending = value, None
+
+    def sample_grid(self) -> np.ndarray:
+        """The signed distances at the grid nodes (the class docstring), computed now."""
         from scipy.spatial import cKDTree
 
         v, f, h = self.vertices, self.faces, self.spacing

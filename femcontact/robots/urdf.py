@@ -34,6 +34,7 @@ from __future__ import annotations
 import hashlib
 import importlib.metadata
 import os
+import threading
 import warnings
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -389,7 +390,9 @@ def _sdf_cache_dir() -> Path:
 
 def triangle_mesh(vertices, faces, resolution: int = MESH_RESOLUTION) -> TriangleMesh:
     """``TriangleMesh(vertices, faces, resolution)`` with its signed-distance grid cached on disk by
-    the mesh's content (next to the kernel cache), so a robot's second load skips the sampling."""
+    the mesh's content (next to the kernel cache), so a robot's second load skips the sampling; a
+    grid not in the cache is sampled by background threads while the caller goes on (the
+    Simulator's contact tables wait for it)."""
     v = np.ascontiguousarray(vertices, float)
     f = np.ascontiguousarray(faces, np.int64)
     key = hashlib.sha1(v.tobytes() + f.tobytes() + str((resolution, v.shape, f.shape)).encode()).hexdigest()
@@ -404,15 +407,32 @@ def triangle_mesh(vertices, faces, resolution: int = MESH_RESOLUTION) -> Triangl
                 return mesh
     except (OSError, KeyError, ValueError):
         pass
-    mesh = TriangleMesh(v, f, resolution=resolution)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp.npz")
-        np.savez(tmp, origin=mesh.origin, spacing=mesh.spacing, dims=mesh.dims, grid=mesh.grid)
-        os.replace(tmp, path)
-    except OSError:
-        pass                   # a read-only cache only costs time
+    mesh = TriangleMesh(v, f, resolution=resolution, sample=False)
+
+    def sample_and_cache() -> np.ndarray:
+        grid = mesh.sample_grid()
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp.npz")
+            np.savez(tmp, origin=mesh.origin, spacing=mesh.spacing, dims=mesh.dims, grid=grid)
+            os.replace(tmp, path)
+        except OSError:
+            pass               # a read-only cache only costs time
+        return grid
+
+    mesh.defer(_sampler().submit(sample_and_cache))     # sampled while the scene and Simulator are built
     return mesh
+
+
+_SAMPLER: list = []
+
+
+def _sampler() -> ThreadPoolExecutor:
+    """The threads that sample robot meshes' SDF grids in the background (one per core; numpy
+    releases the GIL in its loops)."""
+    if not _SAMPLER:
+        _SAMPLER.append(ThreadPoolExecutor(max_workers=os.cpu_count() or 1, thread_name_prefix="femcontact-sdf"))
+    return _SAMPLER[0]
 
 
 def _gains(value: Gains, joints: list[str], default: dict, what: str) -> dict:
@@ -553,9 +573,7 @@ def load_robot(scene, source: Union[str, os.PathLike], *, base_pose=None, joint_
                   for link in order if group[link] == top for col in links[link].collisions]
         return _collision_shape(pieces, resolve, f"{what}: link {top!r}")
 
-    # the SDF grids of a first load are sampled in parallel (numpy releases the GIL in its loops)
-    with ThreadPoolExecutor(max_workers=min(len(tops), os.cpu_count() or 1)) as pool:
-        shapes = dict(zip(tops, pool.map(group_shape, tops)))
+    shapes = {top: group_shape(top) for top in tops}        # new SDF grids sample in the background
     specs: dict[str, RigidBodySpec] = {}
     for top in tops:
         members = [link for link in order if group[link] == top]
