@@ -2,7 +2,9 @@
 
 One row per written frame: ``time`` (s, the frame's time as the ``.pvd`` lists it), then per moving
 URDF joint (URDF order, mimic joints too) ``<joint>.position`` (rad or m), ``<joint>.velocity``
-(rad/s or m/s) and ``<joint>.torque`` (hinge, N m) or ``<joint>.force`` (prismatic, N): the
+(rad/s or m/s; the State's end-of-step rate: under the midpoint integrator a stiff drive's can
+alternate in sign from step to step while the position holds, the step's mean rate being the
+position difference over dt) and ``<joint>.torque`` (hinge, N m) or ``<joint>.force`` (prismatic, N): the
 generalized force its actuator applied over the step that ended at the frame (PD drive plus gravity
 compensation, capped together at the URDF effort limit as applied, plus any feedforward effort;
 ``JointSystem.actuator_forces``; ``nan`` in the row at t = 0, before any step). Then the net
