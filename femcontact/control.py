@@ -8,7 +8,8 @@ them (copies) and is what the step reads for commands that may change during a r
   sim.control)``);
 - joint efforts (a feedforward force or torque on a joint coordinate, ``set_joint_effort``) and
   gravity compensation per joint (``set_gravity_compensation``: the joint adds the effort that
-  balances the weight of everything it carries, from the current poses); ``set_joint_targets``
+  balances the weight of everything it carries, from the current poses; drive plus compensation
+  stay within the drive's max_force); ``set_joint_targets``
   commands many drives at once (a robot's: ``femcontact.robots.Robot.set_targets``);
 - the external loads, by name: the ``add_force`` / ``add_torque`` calls of the specs (named
   ``"<body>:<k>"``, k counting that body's loads) and any a script sets with ``set_force`` /

@@ -160,7 +160,8 @@ class Scene:
 
     def add_robot(self, source: str | os.PathLike, *, base_pose=None, joint_positions=None, fixed_base: bool = True,
                   name: Optional[str] = None, kp=None, kd=None, drive_time_constant: float = 0.05,
-                  gravity_compensation: bool = True, package_dirs: Sequence[str] = ()):
+                  gravity_compensation: bool = True, package_dirs: Sequence[str] = (),
+                  end_effector: str | Sequence[str] | None = None):
         """Add a robot from a URDF file, or by name from an installed package (``"panda"``: the
         Franka Panda arm and hand of ``example-robot-data``, ``pip install 'femcontact[robots]'``).
 
@@ -174,13 +175,16 @@ class Scene:
         one per joint, or a dict), by default critically damped with time constant
         ``drive_time_constant`` s for the inertia it carries at the start; gravity_compensation:
         the joints also balance the weight they carry. Bodies are named ``"<name>.<link>"``, joints
-        ``"<name>.<joint>"``. Returns a ``Robot`` (joint names, ``link_pose``, ``joint_positions``,
+        ``"<name>.<joint>"``. end_effector: the URDF link(s) whose net contact force the run's
+        ``<name>_joints.csv`` reports (default: the Panda's hand and fingers; other robots: None, the
+        total over all links). Returns a ``Robot`` (joint names, ``link_pose``, ``joint_positions``,
         ``set_targets(sim.control, q)``, ``forward_kinematics``)."""
         from .robots.urdf import load_robot
 
         robot = load_robot(self, source, base_pose=base_pose, joint_positions=joint_positions, fixed_base=fixed_base,
                            name=name, kp=kp, kd=kd, drive_time_constant=drive_time_constant,
-                           gravity_compensation=gravity_compensation, package_dirs=package_dirs)
+                           gravity_compensation=gravity_compensation, package_dirs=package_dirs,
+                           end_effector=end_effector)
         self.robots.append(robot)
         return robot
 

@@ -215,7 +215,7 @@ class Simulator:
         """Write everything the next step depends on (state, warm start, the prescribed groups'
         positions, the contact solver's memory) to ``path`` (.npz, written atomically); a fresh
         Simulator of the same scene continues from it bit for bit (``load_checkpoint``)."""
-        self.state.host = self.drives.memory()
+        self.state.host = {**self.state.host, **self.drives.memory()}   # with the joints' unwrapped angles
         self.state.solver_memory = self.contact_solver.memory()
         return self.state.save(path)
 
@@ -381,11 +381,16 @@ class Simulator:
             if checkpoint is None and out is None:
                 raise ParameterError("checkpoint_every needs a checkpoint path or an out folder to write it to")
             checkpoint = Path(checkpoint) if checkpoint is not None else Path(out) / "checkpoint.npz"
-        writer = None
+        writer = robot_csv = None
         if out is not None:
             from .io.vtk import SeriesWriter
 
             writer = SeriesWriter(out, append=append, keep_until=self.state.time if append else None)
+            if self.scene.robots:           # <robot>_joints.csv beside the .pvd (robots/output.py)
+                from .robots.output import RobotCsvWriter
+
+                robot_csv = RobotCsvWriter(out, self.scene.robots, append=append,
+                                           keep_until=self.state.time if append else None)
         start = _time.perf_counter()
         it0 = len(self.stats)
         bar = None
@@ -395,14 +400,14 @@ class Simulator:
             bar = tqdm(total=n_steps, unit="step", dynamic_ncols=True, mininterval=0.5)
         try:
             if writer is not None and self.state.step == 0 and writer.n_frames == 0:
-                self._write(writer)
+                self._write(writer, robot_csv)
             for k in range(n_steps):
                 st = self.step()
                 if callback is not None:
                     callback(self)
                 last = k + 1 == n_steps
                 if writer is not None and (self.state.step % every == 0 or last):
-                    self._write(writer)
+                    self._write(writer, robot_csv)
                 if checkpoint_every is not None and (self.state.step % checkpoint_every == 0 or last):
                     t0 = _time.perf_counter()
                     self.save_checkpoint(checkpoint)
@@ -441,6 +446,7 @@ class Simulator:
         data ``normal``, ``impulse`` (world frame, N s), ``force`` (= impulse/dt, N), ``gap`` (m),
         ``state`` (0 open, 1 stick, 2 slip))."""
         pieces = self._body_pieces()
+        pieces.update(self._robot_pieces())
         if self.rods is not None:
             pieces.update(self._rod_pieces())
         if self.collision is not None:
@@ -497,6 +503,31 @@ class Simulator:
                                             point_data={"velocity": lin + np.cross(ang, pts - c)})
         return pieces
 
+    def _robot_pieces(self) -> dict:
+        """Every link of every robot with geometry (visual meshes, else collision meshes:
+        ``Robot.link_meshes``) as a triangle piece ``"<robot>/<link>"`` in its pose now."""
+        import meshio
+
+        return {f"{robot.name}/{link}": meshio.Mesh(v, [("triangle", f)])
+                for robot in self.scene.robots for link, (v, f) in robot.link_surfaces(self).items()}
+
+    def actuator_forces(self) -> dict[str, float]:
+        """Per joint (scene name) the generalized force (N m or N) its actuator applied over the last
+        step: drive and gravity compensation as capped, plus feedforward effort
+        (``JointSystem.actuator_forces``; empty before the first step)."""
+        joints = self.model.joints
+        return {} if joints is None else joints.actuator_forces(self.state)
+
+    def rigid_contact_forces(self) -> dict[str, np.ndarray]:
+        """Net contact force (N, world frame) on every rigid body over the last step: the body's
+        translational block of ``Jᵀλ / dt`` (λ: the contact impulses; bodies without contact: 0)."""
+        m = self.model
+        forces = np.zeros((m.n_nodes, 3))
+        if self.collision is not None and self.contacts.count:
+            d = self.contacts.to_numpy()
+            forces = (self.contacts.jacobian(True, d).T @ d["impulse"].ravel()).reshape(-1, 3) / self.scene.dt
+        return {spec.name: forces[int(m.rigid_lin[k])].copy() for k, spec in enumerate(m.rigid_specs)}
+
     def _rod_pieces(self) -> dict:
         """Each rod as a polyline: point data ``radius`` (m, for ParaView's tube filter) and
         ``velocity``; cell data per segment ``stretch`` (axial strain), ``shear``, ``bend`` (1/m),
@@ -537,10 +568,12 @@ class Simulator:
                 return r
         raise ParameterError(f"no rod named {name!r}; rods: {[s.name for s in self.model.rod_specs]}")
 
-    def _write(self, writer) -> None:
+    def _write(self, writer, robot_csv=None) -> None:
         t0 = _time.perf_counter()
         try:
             writer.write(self.state.time, self.frame_pieces())
+            if robot_csv is not None:       # after the frame: a row never precedes its frame
+                robot_csv.write(self)
         except OSError as exc:
             raise SimulationError(f"could not write the frame of step {self.state.step} (t = {self.state.time:.6g} s) "
                                   f"to {writer.out_dir}: {exc}. Frames written before are intact; free some space "

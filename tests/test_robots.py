@@ -129,6 +129,30 @@ def test_robot_self_contact_is_off_and_package_paths_resolve(tmp_path):
     assert [(p.a, p.b, p.enabled) for p in scene.contact_pairs] == [(*robot.bodies, False)]
 
 
+def test_a_first_load_samples_the_mesh_sdf_in_the_background_and_caches_it(tmp_path, monkeypatch):
+    """With an empty SDF cache, add_robot returns before the grid is sampled; the grid then read is the
+    one TriangleMesh samples itself (bit for bit), it is cached, and a second load reads it back."""
+    monkeypatch.setenv("FEMCONTACT_CACHE_DIR", str(tmp_path / "cache"))
+    pkg = tmp_path / "my_pkg"
+    (pkg / "meshes").mkdir(parents=True)
+    (pkg / "urdf").mkdir()
+    import trimesh
+    trimesh.creation.icosphere(subdivisions=2, radius=0.05).export(str(pkg / "meshes" / "ball.stl"))
+    mesh = '<collision><geometry><mesh filename="package://my_pkg/meshes/ball.stl"/></geometry></collision>'
+    text = PENDULUM.format(d=0.5, m=1.0, i=1e-3, jtype="revolute", extra="", jname="hinge").replace(
+        '<collision><geometry><box size="0.05 0.05 0.05"/></geometry></collision>', mesh)
+    path = _write(pkg / "urdf", text)
+    scene = fc.Scene()
+    scene.add_robot(path)
+    shape = scene.body("pendulum.base").shape
+    ref = fc.shapes.TriangleMesh(shape.vertices, shape.faces, resolution=24)
+    np.testing.assert_array_equal(shape.grid, ref.grid)
+    assert list((tmp_path / "cache_sdf").glob("*.npz"))
+    again = fc.Scene()
+    again.add_robot(path)
+    np.testing.assert_array_equal(again.body("pendulum.base").shape.grid, ref.grid)
+
+
 # ---------------------------------------------------------------------------------------------- control
 def test_gravity_compensation_and_a_joint_effort_hold_a_pendulum_off_vertical(tmp_path):
     """No drive gains: compensation alone holds the pendulum at 0.6 rad; without it, a constant
@@ -174,6 +198,37 @@ def test_pd_step_response_is_critically_damped_at_the_drive_time_constant(tmp_pa
     print(f"1-DOF step: time constant {t_tau:.4f} s (drive {tau} s), worst deviation "
           f"{np.abs(qs - expected).max() / step:.3g} of the step")
     assert t_tau == pytest.approx(tau, rel=0.03)
+
+
+def test_a_continuous_joint_reaches_a_target_beyond_pi_and_keeps_its_turns_in_a_checkpoint(tmp_path):
+    """A continuous joint about a vertical axis driven to 4 rad (> π) settles there: the angle is
+    unwrapped (not wrapped to 4 − 2π, where the drive would push forever), the bob sits at azimuth
+    4 rad, and a checkpoint carries the turn so a loaded run reads and holds 4 rad."""
+    d, target = 0.3, 4.0
+    text = PENDULUM.format(d=d, m=2.0, i=1e-3, jtype="continuous", extra="", jname="hinge").replace(
+        '<axis xyz="0 1 0"/>', '<axis xyz="0 0 1"/>').replace(f'xyz="0 0 -{d}"', f'xyz="{d} 0 0"')
+    path = _write(tmp_path, text)
+
+    def make():
+        scene = fc.Scene(dt=1e-2)
+        robot = scene.add_robot(path)
+        sim = fc.Simulator(scene)
+        robot.set_targets(sim.control, [target])
+        return robot, sim
+
+    robot, sim = make()
+    sim.run(duration=0.7, progress=False)
+    assert robot.joint_positions(sim)[0] == pytest.approx(target, abs=2e-3)
+    c = sim.rigid_pose("pendulum.bob")[0]
+    assert np.arctan2(c[1], c[0]) + 2 * np.pi == pytest.approx(target, abs=2e-3)     # the bob turned 4 rad
+    assert np.hypot(c[0], c[1]) == pytest.approx(d, rel=5e-3)
+    sim.save_checkpoint(tmp_path / "c.npz")
+    robot2, sim2 = make()
+    sim2.load_checkpoint(tmp_path / "c.npz")
+    assert robot2.joint_positions(sim2)[0] == pytest.approx(target, abs=2e-3)
+    for _ in range(10):                                   # holds there (wrapped, the drive would spin it)
+        sim2.step()
+        assert robot2.joint_positions(sim2)[0] == pytest.approx(target, abs=2e-3)
 
 
 @needs_panda

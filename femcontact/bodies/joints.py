@@ -19,13 +19,15 @@ Errors and Jacobians (world frame; body A may be the world; ``r = p − x_com``)
 - orientation attachment of rod segments (a clamp to a rigid body or the world): the weld's
   orientation row on (ω_A, ω_segment).
 
-Joint coordinates ``s`` (hinge angle about its axis, rad; prismatic slide along it, m) with
+Joint coordinates ``s`` (hinge angle about its axis, rad, unwrapped: continuous through ±π, each
+step taking the branch nearest the last, kept in ``State.host``; prismatic slide along it, m) with
 rate ``ṡ = jᵀ v`` carry one-sided limits (engaged when ``s + dt ṡ`` leaves ``[lower, upper]``: a stiff damper
 toward the rate that ends the step at rest on the limit, an inelastic stop under either
 integrator, plus 20 % recovery of any overshoot) and PD drives
 ``½ k_p (s − s*)² `` plus damping ``k_d (ṡ − ṡ*)`` toward targets that may be functions of time;
-with an effort limit the drive force ``−k_p (s − s*) − k_d (ṡ − ṡ*)``, evaluated at the start of
-the step, is clamped to ``±max_force`` and then applied as a constant force (the saturated drive).
+with an effort limit the drive force ``−k_p (s − s*) − k_d (ṡ − ṡ*)`` plus the joint's gravity
+compensation, evaluated at the start of the step, is clamped to ``±max_force`` and then applied as a
+constant force (the saturated drive; a feedforward effort is added outside the cap).
 
 Default stiffness ``k = stiffness_factor · m / dt²`` with ``m`` the smaller mass (or inertia for
 rotation rows) of the two sides, so the joint error under a load F is about ``F dt² / (1e4 m)``;
@@ -48,6 +50,7 @@ from ..spec.joint import JOINT_KINDS, Attachment, JointSpec, locate_points, make
 from .rigid import quat_to_matrix
 
 STIFFNESS_FACTOR = 1e4
+HINGE_ANGLES = "hinge_angles"     # State.host key: each hinge's unwrapped angle at the last assembly
 
 
 def _skew(r: np.ndarray) -> np.ndarray:
@@ -220,6 +223,8 @@ class JointSystem:
         self.coupling_pairs = (np.array(pairs_r, np.int64), np.array(pairs_c, np.int64))
         self.count = len(self.items) + len(self.attach) + len(self.orient)
         self._cap = (0, 0)     # sizes of the scatter transfer arrays (allocated by _scatter)
+        self.actuation: dict = {}   # joint name -> the last step's actuator force terms (actuator_forces)
+        self._actuation_until = -1.0
 
     def _setup_robot_terms(self, model) -> None:
         """Per joint: its mimic leader's item and the (rigid index, mass) of the bodies it carries
@@ -259,6 +264,7 @@ class JointSystem:
              else np.zeros((0, 3, 3)))
         terms: dict = {}
         rhs: dict = {}
+        self.actuation, self._actuation_until = {}, t + dt
         coords: dict = {}            # joint name -> (coordinate, its Jacobian rows, their blocks)
 
         def pose(side):
@@ -279,7 +285,9 @@ class JointSystem:
                     if c >= 0:
                         terms[(a, c)] = terms.get((a, c), 0.0) + scale_k * (Ja.T @ K @ Jc)
 
-        for it in self.items:
+        angles = state.host.get(HINGE_ANGLES)
+        angles = np.zeros(len(self.items)) if angles is None or len(angles) != len(self.items) else np.array(angles)
+        for i, it in enumerate(self.items):
             A_, B_ = it["A"], it["B"]
             (cA, RA), (cB, RB) = pose(A_), pose(B_)
             (aA, axA, _), (aB, axB, _) = it["loc"]
@@ -326,6 +334,7 @@ class JointSystem:
                     uA = RA @ it["perp_A"] if not A_.world else it["perp_A"]
                     uB = RB @ it["perp_B"]
                     s = float(np.arctan2(np.cross(uA, uB) @ wA, uA @ uB))
+                    s = angles[i] = s + 2 * np.pi * np.round((angles[i] - s) / (2 * np.pi))   # unwrapped
                     j = [np.zeros((1, 3)), -wA[None], np.zeros((1, 3)), wA[None]]
                 else:
                     s = float(wA @ e_pos)
@@ -333,14 +342,15 @@ class JointSystem:
                 s += spec.position0
                 sdot = sum(float((jj @ v[blk])[0]) for jj, blk in zip(j, blocks) if blk >= 0)
                 coords[spec.name] = (s, j, blocks)
-                self._coordinate_terms(spec, control.joint_drive(spec.name), s, sdot, j, blocks, add_rows, coef, t,
-                                       dt, it["k_lin"]
-                                       if kind == "prismatic" else it["k_rot"])
+                gravity = -self._gravity_effort(it, x, pB, wA) if control.gravity_compensated(spec.name) else 0.0
+                const, slope = self._coordinate_terms(spec, control.joint_drive(spec.name), s, sdot, j, blocks,
+                                                      add_rows, coef, t, dt, it["k_lin"]
+                                                      if kind == "prismatic" else it["k_rot"], gravity)
                 effort = control.joint_effort(spec.name, t)
-                if control.gravity_compensated(spec.name):
-                    effort -= self._gravity_effort(it, x, pB, wA)
                 if effort != 0.0:
                     add_rows(blocks, j, np.zeros((1, 1)), np.zeros(1), 0.0, 0.0, extra_b=np.array([coef.b_f * effort]))
+                self.actuation[spec.name] = (const + effort, slope, j, blocks)
+        state.host[HINGE_ANGLES] = angles
         for it in self.items:
             if it["mimic"] is not None:      # e = s − m s_leader − offset, a stiff joint-space spring
                 mim = it["spec"].mimic
@@ -411,7 +421,10 @@ class JointSystem:
             total += m * float(g @ lever)
         return total
 
-    def _coordinate_terms(self, spec, d, s, sdot, j, blocks, add_rows, coef, t, dt, k_limit):
+    def _coordinate_terms(self, spec, d, s, sdot, j, blocks, add_rows, coef, t, dt, k_limit, gravity=0.0):
+        """Limit rows, and the actuator's drive plus gravity compensation ``gravity`` (N or N m), whose sum
+        is capped at the drive's max_force. Returns the actuator force of the step as ``(c, g)``:
+        ``c + g ṡ̂`` with ``ṡ̂`` the solved coordinate rate (the implicit PD terms are linear in it)."""
         one = np.ones((1, 1))
         if spec.limits is not None:
             lo, hi = spec.limits
@@ -424,19 +437,50 @@ class JointSystem:
                 c = k_limit * dt
                 add_rows(blocks, j, c * one, np.zeros(1), coef.a_kb, 0.0, extra_b=np.array([coef.a_kb * c * rate]))
         if d is None:
-            return
+            if gravity != 0.0:
+                add_rows(blocks, j, 0.0 * one, np.zeros(1), 0.0, 0.0, extra_b=np.array([coef.b_f * gravity]))
+            return gravity, 0.0
         target, vel = d.values(t)
-        force = -d.kd * (sdot - vel) - (0.0 if target is None else d.kp * (s - target))
+        force = -d.kd * (sdot - vel) - (0.0 if target is None else d.kp * (s - target)) + gravity
         if d.max_force is not None and abs(force) > d.max_force:
             # saturated: a constant effort along the coordinate (impulse units: b_f)
-            add_rows(blocks, j, 0.0 * one, np.zeros(1), 0.0, 0.0,
-                     extra_b=np.array([coef.b_f * np.sign(force) * d.max_force]))
-            return
+            capped = float(np.sign(force) * d.max_force)
+            add_rows(blocks, j, 0.0 * one, np.zeros(1), 0.0, 0.0, extra_b=np.array([coef.b_f * capped]))
+            return capped, 0.0
         kp = 0.0 if target is None else d.kp
         e = np.array([0.0 if target is None else s - target])
         # stiffness kp (a_k), damping kd (a_kb as Rayleigh damping enters A), its target rate in b
         add_rows(blocks, j, kp * one, e, coef.a_k, coef.b_f)
-        add_rows(blocks, j, d.kd * one, np.zeros(1), coef.a_kb, 0.0, extra_b=np.array([coef.a_kb * d.kd * vel]))
+        add_rows(blocks, j, d.kd * one, np.zeros(1), coef.a_kb, 0.0,
+                 extra_b=np.array([coef.a_kb * d.kd * vel + coef.b_f * gravity]))
+        # the force these rows apply: −kp (e + (a_k/b_f) ṡ̂) − kd (a_kb/b_f)(ṡ̂ − ṡ*) + gravity
+        return (-kp * float(e[0]) + d.kd * vel * coef.a_kb / coef.b_f + gravity,
+                -(kp * coef.a_k + d.kd * coef.a_kb) / coef.b_f)
+
+    def hinge_coordinate(self, state, joint: str) -> Optional[float]:
+        """The unwrapped coordinate (rad, ``position0`` included) of hinge ``joint`` at the last
+        assembly (None before the first): a reading from the poses lies within π of it."""
+        angles = state.host.get(HINGE_ANGLES)
+        if angles is None or len(angles) != len(self.items):
+            return None
+        for i, it in enumerate(self.items):
+            if it["spec"].name == joint and it["kind"] == "hinge":
+                return float(angles[i]) + it["spec"].position0
+        return None
+
+    def actuator_forces(self, state) -> dict:
+        """Generalized force (N m or N) each driven or compensated joint's actuator applied over the
+        last step: its PD drive and gravity compensation (capped together at the drive's max_force, as
+        applied) plus the feedforward effort, with the implicit terms at the solved rate ``ṡ̂ = j v̂``.
+        Empty before the first step (and after a checkpoint is loaded, until the next step)."""
+        if not self.actuation or abs(state.time - self._actuation_until) > 1e-9 * self.model.dt:
+            return {}
+        v_hat = backend.read(state.v_hat, self.model.n_nodes).astype(np.float64, copy=False)
+        out = {}
+        for name, (const, slope, j, blocks) in self.actuation.items():
+            rate = sum(float((jj @ v_hat[blk])[0]) for jj, blk in zip(j, blocks) if blk >= 0)
+            out[name] = const + slope * rate
+        return out
 
     def _scatter(self, parts: list, A, b) -> None:
         """Add all (row, col, 3x3) terms to A and (row, vec) terms to b with one kernel; the transfer

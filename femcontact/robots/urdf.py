@@ -18,10 +18,14 @@ A URDF is read with ``yourdfpy`` (its collision meshes with ``trimesh``; the opt
   critically damped at ``drive_time_constant`` unless gains are given, and gravity compensation;
 - a fixed base is a kinematic body; links of one robot never collide with each other.
 
-Limits of this version: a hinge's coordinate is measured within ±π of its build pose (a
-continuous joint turning further wraps; velocity drives are unaffected); floating and planar
-joints are refused; the first load of a mesh samples its SDF (about 4 s for the Panda's ten
-links), later loads read it from the cache (about 0.1 s).
+Limits of this version: a hinge's coordinate is unwrapped step by step (a continuous joint may
+turn any number of times; it must turn less than π in one step); floating and planar
+joints are refused; the first load of a mesh samples its SDF (2.5 s of CPU for the Panda's ten
+links) on background threads while the caller goes on (the Simulator's contact tables wait for
+it), later loads read it from the cache (about 0.15 s).
+
+Output (``robots/output.py``, ``Simulator.run(out=...)``): ``<robot>_joints.csv`` and the links'
+meshes (``Robot.link_meshes``: collision, or visual with ``link_geometry = "visual"``) as pieces.
 
 ``package://NAME/path`` resolves against an ancestor folder of the URDF named NAME (or holding
 NAME), then the folders in ``package_dirs`` and ``ROS_PACKAGE_PATH``. Nothing is downloaded.
@@ -31,10 +35,12 @@ from __future__ import annotations
 import hashlib
 import importlib.metadata
 import os
+import threading
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping, Optional, Sequence, Union
+from typing import Callable, Mapping, Optional, Sequence, Union
 
 import numpy as np
 from scipy.spatial.transform import Rotation
@@ -53,6 +59,8 @@ KNOWN_ROBOTS = {
     "panda": ("example-robot-data",
               "cmeel.prefix/share/example-robot-data/robots/panda_description/urdf/panda.urdf"),
 }
+# the links whose contact force a known robot reports as its end effector's (output)
+KNOWN_END_EFFECTORS = {"panda": ("panda_hand", "panda_leftfinger", "panda_rightfinger")}
 # the Panda's "ready" pose (rad; fingers 4 cm open each)
 PANDA_READY = (0.0, -0.785398, 0.0, -2.356194, 0.0, 1.570796, 0.785398, 0.04)
 JOINT_TYPES = ("revolute", "continuous", "prismatic", "fixed")
@@ -127,6 +135,18 @@ class Robot:
     q0: dict[str, float]                           # every non-fixed joint's build position
     bodies: list[str] = field(default_factory=list)
     com_local: dict[str, np.ndarray] = field(default_factory=dict)
+    end_effector: Optional[list[str]] = None       # URDF links whose contact force is reported (output)
+    link_geometry: str = "collision"               # what the output draws per link: "collision" or "visual"
+    geometry: dict[str, tuple] = field(default_factory=dict, repr=False)   # link -> (visuals, collisions)
+    resolve: Optional[Callable] = field(default=None, repr=False)          # package:// resolver
+    _link_meshes: Optional[dict] = field(default=None, repr=False)
+
+    @property
+    def end_effector_bodies(self) -> list[str]:
+        """The bodies holding the ``end_effector`` links (every body of the robot when None)."""
+        if self.end_effector is None:
+            return list(self.bodies)
+        return list(dict.fromkeys(self.link_body[link][0] for link in self.end_effector))
 
     @property
     def joint_names(self) -> list[str]:
@@ -198,14 +218,34 @@ class Robot:
         return _transform(R, c - R @ self.com_local[body]) @ T_bl
 
     def joint_position(self, sim, joint: str) -> float:
-        """URDF position (rad or m) of any moving joint (mimics too) now in ``sim``, from its links' poses."""
+        """URDF position (rad or m) of any moving joint (mimics too) now in ``sim``, from its links' poses
+        (a hinge's on the branch of the simulator's unwrapped angle: 4 rad reads 4, not 4 − 2π)."""
         if joint not in self.all_joints:
             raise ParameterError(f"robot {self.name!r}: no moving joint {joint!r} ({sorted(self.all_joints)})")
         j = self.all_joints[joint]
         T = np.linalg.inv(self.link_pose(sim, j.parent) @ j.origin) @ self.link_pose(sim, j.child)
         if j.kind == "prismatic":
             return float(T[:3, 3] @ j.axis)
-        return float(Rotation.from_matrix(T[:3, :3]).as_rotvec() @ j.axis)
+        q = float(Rotation.from_matrix(T[:3, :3]).as_rotvec() @ j.axis)
+        ref = None if sim.model.joints is None else sim.model.joints.hinge_coordinate(sim.state, j.name)
+        ref = self.q0[joint] if ref is None else ref          # the hinge's unwrapped angle (turns counted)
+        return q + 2 * np.pi * round((ref - q) / (2 * np.pi))
+
+    def joint_velocity(self, sim, joint: str) -> float:
+        """Rate (rad/s or m/s) of any moving joint now in ``sim``: the child's angular velocity relative
+        to the parent about the joint axis (hinge), or the relative velocity of the joint origin along
+        it (prismatic)."""
+        if joint not in self.all_joints:
+            raise ParameterError(f"robot {self.name!r}: no moving joint {joint!r} ({sorted(self.all_joints)})")
+        j = self.all_joints[joint]
+        T = self.link_pose(sim, j.parent) @ j.origin
+        axis, point = T[:3, :3] @ j.axis, T[:3, 3]
+        rel = []
+        for link in (j.parent, j.child):
+            body = self.link_body[link][0]
+            (c, _), (v, w) = sim.rigid_pose(body), sim.rigid_velocity(body)
+            rel.append(w if j.kind != "prismatic" else v + np.cross(w, point - c))
+        return float(axis @ (rel[1] - rel[0]))
 
     def joint_positions(self, sim) -> np.ndarray:
         """URDF positions (rad, m) of ``joints`` now in ``sim``."""
@@ -227,6 +267,47 @@ class Robot:
     def set_gravity_compensation(self, control, on: bool = True) -> None:
         """Gravity compensation of every joint of the robot on or off from the next step on."""
         control.set_gravity_compensation([j.name for j in self.all_joints.values()], on)
+
+    def link_meshes(self) -> dict[str, tuple[np.ndarray, np.ndarray, str]]:
+        """Per URDF link with geometry: ``(vertices (n, 3) in the link frame, triangles, source)``.
+        ``link_geometry = "collision"`` (default): the link's own collision meshes and primitives, as
+        the URDF gives them (a few hundred triangles per Panda link); ``"visual"``: its visual meshes
+        (the Panda's: 150k triangles, 2.5 s to read, 4 MB per frame), the collision ones for a link
+        whose visual mesh cannot be read. Read on the first call, then kept (source says which)."""
+        if self.link_geometry not in ("collision", "visual"):
+            raise ParameterError(f"robot {self.name!r}: link_geometry must be 'collision' or 'visual', "
+                                 f"got {self.link_geometry!r}")
+        if self._link_meshes is None or self._link_meshes[0] != self.link_geometry:
+            import trimesh
+
+            out = {}
+            for link, (visuals, collisions) in self.geometry.items():
+                order = (("visual", visuals),) if self.link_geometry == "visual" else ()
+                for source, pieces in order + (("collision", collisions),):
+                    if not pieces:
+                        continue
+                    try:
+                        with warnings.catch_warnings():
+                            warnings.simplefilter("ignore")
+                            meshes = [_piece_mesh(g, T, self.resolve, f"robot {self.name!r}: link {link!r}")
+                                      for g, T in pieces]
+                        mesh = trimesh.util.concatenate(meshes)
+                        mesh.merge_vertices()
+                    except (ParameterError, ValueError, ImportError):
+                        continue
+                    if len(mesh.faces):
+                        out[link] = (np.asarray(mesh.vertices, float), np.asarray(mesh.faces, np.int64), source)
+                        break
+            self._link_meshes = (self.link_geometry, out)
+        return self._link_meshes[1]
+
+    def link_surfaces(self, sim) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        """Every link with geometry (``link_meshes``) in its pose now: {link: (world vertices, triangles)}."""
+        out = {}
+        for link, (v, f, _) in self.link_meshes().items():
+            T = self.link_pose(sim, link)
+            out[link] = (v @ T[:3, :3].T + T[:3, 3], f)
+        return out
 
 
 # ---------------------------------------------------------------------------------------------- loading
@@ -310,7 +391,9 @@ def _sdf_cache_dir() -> Path:
 
 def triangle_mesh(vertices, faces, resolution: int = MESH_RESOLUTION) -> TriangleMesh:
     """``TriangleMesh(vertices, faces, resolution)`` with its signed-distance grid cached on disk by
-    the mesh's content (next to the kernel cache), so a robot's second load skips the sampling."""
+    the mesh's content (next to the kernel cache), so a robot's second load skips the sampling; a
+    grid not in the cache is sampled by background threads while the caller goes on (the
+    Simulator's contact tables wait for it)."""
     v = np.ascontiguousarray(vertices, float)
     f = np.ascontiguousarray(faces, np.int64)
     key = hashlib.sha1(v.tobytes() + f.tobytes() + str((resolution, v.shape, f.shape)).encode()).hexdigest()
@@ -325,15 +408,32 @@ def triangle_mesh(vertices, faces, resolution: int = MESH_RESOLUTION) -> Triangl
                 return mesh
     except (OSError, KeyError, ValueError):
         pass
-    mesh = TriangleMesh(v, f, resolution=resolution)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp.npz")
-        np.savez(tmp, origin=mesh.origin, spacing=mesh.spacing, dims=mesh.dims, grid=mesh.grid)
-        os.replace(tmp, path)
-    except OSError:
-        pass                   # a read-only cache only costs time
+    mesh = TriangleMesh(v, f, resolution=resolution, sample=False)
+
+    def sample_and_cache() -> np.ndarray:
+        grid = mesh.sample_grid()
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp.npz")
+            np.savez(tmp, origin=mesh.origin, spacing=mesh.spacing, dims=mesh.dims, grid=grid)
+            os.replace(tmp, path)
+        except OSError:
+            pass               # a read-only cache only costs time
+        return grid
+
+    mesh.defer(_sampler().submit(sample_and_cache))     # sampled while the scene and Simulator are built
     return mesh
+
+
+_SAMPLER: list = []
+
+
+def _sampler() -> ThreadPoolExecutor:
+    """The threads that sample robot meshes' SDF grids in the background (one per core; numpy
+    releases the GIL in its loops)."""
+    if not _SAMPLER:
+        _SAMPLER.append(ThreadPoolExecutor(max_workers=os.cpu_count() or 1, thread_name_prefix="femcontact-sdf"))
+    return _SAMPLER[0]
 
 
 def _gains(value: Gains, joints: list[str], default: dict, what: str) -> dict:
@@ -356,7 +456,7 @@ def _gains(value: Gains, joints: list[str], default: dict, what: str) -> dict:
 def load_robot(scene, source: Union[str, os.PathLike], *, base_pose=None, joint_positions=None,
                fixed_base: bool = True, name: Optional[str] = None, kp: Gains = None, kd: Gains = None,
                drive_time_constant: float = 0.05, gravity_compensation: bool = True,
-               package_dirs: Sequence[str] = ()) -> Robot:
+               package_dirs: Sequence[str] = (), end_effector: Union[str, Sequence[str], None] = None) -> Robot:
     """Add the robot of URDF file ``source`` (or a ``KNOWN_ROBOTS`` name) to ``scene`` (module
     docstring); ``Scene.add_robot`` documents the arguments."""
     try:
@@ -432,7 +532,7 @@ def load_robot(scene, source: Union[str, os.PathLike], *, base_pose=None, joint_
         if T_base.shape != (4, 4) or not np.isfinite(T_base).all():
             raise ParameterError(f"{what}: base_pose must be (position, rotation) or a 4x4 pose")
         T_base = _transform(as_rotation_matrix(T_base[:3, :3]), T_base[:3, 3])
-    robot = Robot(rname, path, base, T_base, actuated, rjoints, {}, tree, {})
+    robot = Robot(rname, path, base, T_base, actuated, rjoints, {}, tree, {}, resolve=resolve)
     q0 = {}
     if isinstance(joint_positions, Mapping):
         for k in joint_positions:
@@ -466,11 +566,20 @@ def load_robot(scene, source: Union[str, os.PathLike], *, base_pose=None, joint_
     for n in names.values():
         if n in body_names or n in {o.name for o in scene.obstacles}:
             raise ParameterError(f"{what}: a body named {n!r} already exists; give the robot another name=")
+    def group_shape(top: str):
+        """The collision shape of the links welded to ``top`` (their pieces in its frame)."""
+        T_top_inv = np.linalg.inv(world[top])
+        pieces = [(col.geometry, T_top_inv @ world[link] @ (np.eye(4) if col.origin is None
+                                                             else np.asarray(col.origin, float)))
+                  for link in order if group[link] == top for col in links[link].collisions]
+        return _collision_shape(pieces, resolve, f"{what}: link {top!r}")
+
+    shapes = {top: group_shape(top) for top in tops}        # new SDF grids sample in the background
     specs: dict[str, RigidBodySpec] = {}
     for top in tops:
         members = [link for link in order if group[link] == top]
         T_top_inv = np.linalg.inv(world[top])
-        m_tot, first, second, pieces = 0.0, np.zeros(3), [], []
+        m_tot, first, second = 0.0, np.zeros(3), []
         for link in members:
             T = T_top_inv @ world[link]
             L = links[link]
@@ -487,9 +596,9 @@ def load_robot(scene, source: Union[str, os.PathLike], *, base_pose=None, joint_
             m_tot += m
             first += m * T_in[:3, 3]
             second.append((m, T_in[:3, 3], T_in[:3, :3] @ I @ T_in[:3, :3].T))
-            for col in L.collisions:
-                Tc = T @ (np.eye(4) if col.origin is None else np.asarray(col.origin, float))
-                pieces.append((col.geometry, Tc))
+            robot.geometry[link] = tuple([(p.geometry, np.eye(4) if p.origin is None else np.asarray(p.origin, float))
+                                          for p in group_ if p.geometry is not None]
+                                         for group_ in (L.visuals, L.collisions))
         kinematic = fixed_base and top == base
         if m_tot <= 0 and not kinematic:
             raise ParameterError(f"{what}: link {top!r} has zero mass and inertia; a moving link needs a positive "
@@ -499,7 +608,7 @@ def load_robot(scene, source: Union[str, os.PathLike], *, base_pose=None, joint_
                      for mi, ci, Ii in second), np.zeros((3, 3)))
         if not kinematic:
             I_top = check_inertia(0.5 * (I_top + I_top.T), f"{what}: link {top!r} (with the links fixed to it)")
-        shape = _collision_shape(pieces, resolve, f"{what}: link {top!r}")
+        shape = shapes[top]
         if shape is None:
             r = 0.5 * np.sqrt(2.5 * np.linalg.eigvalsh(I_top)[0] / m_tot) if m_tot > 0 else 0.01
             warnings.warn(f"{what}: link {top!r} has no collision geometry; it collides as a sphere of radius "
@@ -522,6 +631,15 @@ def load_robot(scene, source: Union[str, os.PathLike], *, base_pose=None, joint_
         for link in members:
             robot.link_body[link] = (spec.name, np.linalg.inv(T_world_body) @ world[link])
     robot.bodies = [specs[t].name for t in tops]
+    if end_effector is None:
+        end_effector = KNOWN_END_EFFECTORS.get(source_name)
+    if end_effector is not None:
+        ee = [end_effector] if isinstance(end_effector, str) else list(end_effector)
+        unknown = [link for link in ee if link not in robot.link_body]
+        if unknown or not ee:
+            raise ParameterError(f"{what}: end_effector names {unknown or ee!r}, not links of the robot "
+                                 f"(links: {sorted(robot.link_body)})")
+        robot.end_effector = ee
     for spec in specs.values():
         scene.rigid_bodies.append(spec)
         body_names[spec.name] = "rigid"
