@@ -442,7 +442,7 @@ class Simulator:
     def frame_pieces(self) -> dict:
         """The current frame as meshio meshes, one per body (for writers); with contact, also one
         triangle piece per obstacle (its surface in the current pose; a half-space as a square patch
-        sized to the scene) and a ``contacts`` point cloud (vertex cells at the contact points, point
+        sized to the scene; point data ``obstacle`` = 1 marks it for renderers) and a ``contacts`` point cloud (vertex cells at the contact points, point
         data ``normal``, ``impulse`` (world frame, N s), ``force`` (= impulse/dt, N), ``gap`` (m),
         ``state`` (0 open, 1 stick, 2 slip))."""
         pieces = self._body_pieces()
@@ -471,7 +471,8 @@ class Simulator:
                 pts = v @ R.T + c + shift
             else:
                 pts = v @ R.T + c
-            pieces[ob.name] = meshio.Mesh(np.asarray(pts, float), [("triangle", np.asarray(f, np.int64))])
+            pieces[ob.name] = meshio.Mesh(np.asarray(pts, float), [("triangle", np.asarray(f, np.int64))],
+                                          point_data={"obstacle": np.ones(len(pts), np.int32)})
         d = self.contacts.to_numpy()
         k = len(d["phi"])
         imp = d["impulse_world"] if k else np.zeros((0, 3))

@@ -8,8 +8,9 @@ How pieces are drawn (chosen from the cells of each piece):
 - volume cells (an FEM body): opaque, with edges, coloured by ``scalars`` if it has them;
 - only vertex cells / no cells (contact points, point clouds): glyph spheres;
 - only line cells (rods, cables): tubes, radius from the ``radius`` point data when present;
-- surface cells with point data (a rigid body's surface, which carries ``velocity``): opaque, shaded;
-- bare surface cells (obstacles: the ground's patch, a drum): semi-transparent.
+- surface cells of an obstacle (marked by the point array ``obstacle``: the ground's patch, a
+  drum): semi-transparent;
+- other surface cells (rigid bodies, robot links): opaque, shaded.
 
 The camera is fixed for the whole movie: z up, framing the bounding box of all frames' bodies,
 rods and contacts (obstacles only when there is nothing else: a half-space's patch is as large as
@@ -175,8 +176,8 @@ def _kind(ds) -> str:
 
 
 def _is_obstacle(ds) -> bool:
-    """An obstacle's piece: a bare triangle surface (bodies' surfaces carry ``velocity``)."""
-    return _kind(ds) == "surface" and not (set(ds.point_data) - {"TimeValue"})
+    """An obstacle's piece: a surface marked by the point array ``obstacle`` (the simulator's output)."""
+    return _kind(ds) == "surface" and "obstacle" in ds.point_data
 
 
 def _scalar_values(ds, name: str) -> np.ndarray | None:
