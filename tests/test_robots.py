@@ -407,3 +407,25 @@ def test_a_floating_base_robot_falls_freely_and_targets_go_through_control(tmp_p
     assert robot.joint_positions(sim)[0] > 0.1
     with pytest.raises(fc.ParameterError, match="no joint named"):
         sim.control.set_joint_effort("pendulum.nope", 1.0)
+
+
+def test_mesh_grids_nobody_can_touch_are_not_sampled(tmp_path):
+    """The contact tables upload a mesh's SDF grid only if some body may touch it: a robot's links
+    (their mutual contacts off) on a half-space never read theirs, so the Simulator does not wait
+    for them; a body placed in contact with the link gets it."""
+    import trimesh
+    stl = tmp_path / "cube.stl"
+    trimesh.creation.box(extents=(0.1, 0.1, 0.1)).export(str(stl))
+    mesh = f'<collision><geometry><mesh filename="{stl}"/></geometry></collision>'
+    text = PENDULUM.format(d=0.5, m=1.0, i=1e-3, jtype="continuous", extra="", jname="hinge").replace(
+        '<collision><geometry><box size="0.05 0.05 0.05"/></geometry></collision>', mesh)
+    path = _write(tmp_path, text)
+    scene = fc.Scene()
+    scene.add_robot(path, base_pose=((0, 0, 2.0), np.eye(3)))
+    scene.add_obstacle(fc.shapes.HalfSpace(), name="ground")
+    sim = fc.Simulator(scene)
+    assert sim.collision.tables.grid.shape[0] == 1                        # the empty placeholder only
+    scene.add_rigid_body(fc.shapes.Sphere(0.02), density=100.0, position=(3.0, 0, 0.02), name="ball")
+    sim = fc.Simulator(scene)
+    grids = [b.shape.grid.size for b in scene.rigid_bodies if isinstance(b.shape, fc.shapes.TriangleMesh)]
+    assert sim.collision.tables.grid.shape[0] == sum(grids) > 1

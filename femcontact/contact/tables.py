@@ -66,17 +66,21 @@ class DetectionTables:
         kinds = np.zeros((O, 2), np.int32)
         obs_f = np.zeros((O, OBS_F))
         grids, off = [], 0
+        names = [b.name for b in model.bodies]
+        self.rigid_body_np = np.array([names.index(r.name) for r in rigid], np.int32)
+        entity = np.r_[self.n_bodies + np.arange(self.n_obs), self.rigid_body_np].astype(int)
+        bodies = list(range(self.n_bodies))
         for k, shape in enumerate([ob.shape for ob in self.obstacles] + [r.shape for r in rigid]):
             kinds[k, 0] = shape.kind
             obs_f[k, :8] = shape.packed()
             obs_f[k, BOUND] = shape.bounding_radius()
-            if shape.kind == MESH:
+            # a mesh's SDF grid is read only by the bodies that may touch it (a robot's links, whose
+            # mutual contacts are off, touching only the ground never read theirs): sample it then only
+            if shape.kind == MESH and self.any_pair([int(entity[k])], [b for b in bodies if b != entity[k]]):
                 kinds[k, 1] = off
                 grids.append(shape.grid.ravel())
                 off += shape.grid.size
         obs_f[:, BOUND] = np.where(np.isfinite(obs_f[:, BOUND]), obs_f[:, BOUND], 1e30)
-        names = [b.name for b in model.bodies]
-        self.rigid_body_np = np.array([names.index(r.name) for r in rigid], np.int32)
         self.rigid_body = backend.int_array(self.rigid_body_np)
         self.sdf_entity = backend.int_array(np.r_[self.n_bodies + np.arange(self.n_obs), self.rigid_body_np])
         self.sdf_rigid = backend.int_array(np.r_[np.full(self.n_obs, -1), model.rigid_lin])
