@@ -54,6 +54,44 @@ def test_local_solve_satisfies_signorini_coulomb_exactly(mus):
     assert seen == {OPEN, STICK, SLIP}
 
 
+@pytest.mark.parametrize("j", [0, 1])
+def test_local_solve_with_one_frictionless_axis(j):
+    """μ = (1, 0) or (0, 1) is legal (friction on one axis only): the cone is the segment |λ_j| <= μ λ_n,
+    λ_k = 0 on the frictionless axis; Signorini; u_j = 0 inside the segment, λ_j = −μ λ_n sign(u_j) on
+    its ends. It was λ = 0 (the ellipse's θ search cannot pick a root when the scaled slip vanishes).
+    It is also the limit of the ellipse as the other μ goes to 0 (at μ_k = 1e-6 within 1e-3 λ_n; the
+    difference shrinks like √μ_k: 2e-4 measured)."""
+    mus = [0.0, 0.0]
+    mus[j] = 1.0
+    k = 1 - j
+    seen_inside = seen_end = 0
+    for _ in range(300):
+        G = _random_spd()
+        r = RNG.normal(size=3)
+        lam, status = local_solve(G, r, *mus, np.linalg.inv(G))
+        lam = np.array(lam)
+        u = G @ lam + r
+        scale = np.abs(u).max() + np.abs(r).max()
+        assert lam[k] == 0.0 and lam[2] >= 0 and u[2] >= -1e-9 * scale
+        assert abs(lam[2] * u[2]) <= 1e-9 * scale * max(lam[2], 1.0)
+        assert abs(lam[j]) <= lam[2] * (1 + 1e-12)
+        if r[2] >= 0:
+            assert status == OPEN and np.all(lam == 0)
+            continue
+        assert status == SLIP and lam[2] > 0
+        if abs(lam[j]) < lam[2] * (1 - 1e-9):
+            seen_inside += 1
+            assert abs(u[j]) <= 1e-9 * scale
+        else:
+            seen_end += 1
+            assert lam[j] * u[j] <= 1e-12 * scale * lam[2]      # friction opposes the slip on axis j
+        near = list(mus)
+        near[k] = 1e-6
+        lam_near, _ = local_solve(G, r, *near, np.linalg.inv(G))
+        np.testing.assert_allclose(lam, lam_near, atol=1e-3 * lam[2])
+    assert seen_inside and seen_end
+
+
 @pytest.mark.parametrize("solver", ["pgs", "incp"])
 def test_options_are_checked(solver):
     sim = fc.Simulator(load_scene("rigid_box_push").build(solver=solver))
