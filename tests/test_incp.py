@@ -6,9 +6,9 @@ grasp, printed).
 
 The scenes with known answers that every solver runs (pushed box x(t) = ½(F/m − μg)t², box below
 friction, incline stick/slide, resting stack weights within 1%, thrown sphere rolling at
-2v0/(7μg), anisotropic box, agreement with Lagged) are the existing tests, parametrized over
-solvers with "incp" added next to "pgs" (test_rigid, test_contact_physics, test_sap, test_rods,
-test_solver_agreement, test_checkpoint); the option checks and prescribed nodes are test_pgs's,
+2v0/(7μg), held ball and capstan against Lagged or the analytic answer) are test_agreement_matrix's;
+the anisotropic box and checkpoints are parametrized over solvers with "incp" added next to "pgs"
+(test_contact_physics, test_sap, test_checkpoint); the option checks and prescribed nodes are test_pgs's,
 parametrized over both Delassus solvers.
 """
 import numpy as np

@@ -2,9 +2,9 @@
 contract (statistics, prescribed nodes, warm start) and the slow convergence on a symmetric grip.
 
 The scenes with known answers that every solver runs (pushed box, incline, resting stack, thrown
-sphere, anisotropic box, cable rolling, agreement with Lagged) are the existing tests, parametrized
-over solvers with "pgs" added (test_rigid, test_contact_physics, test_sap, test_rods,
-test_solver_agreement, test_checkpoint).
+sphere, held ball, capstan) are test_agreement_matrix's; the anisotropic box, cable rolling and
+checkpoints are parametrized over solvers with "pgs" added (test_contact_physics, test_sap,
+test_rods, test_checkpoint).
 """
 import numpy as np
 import pytest

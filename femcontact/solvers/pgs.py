@@ -14,6 +14,8 @@ else slide: in coordinates scaled by ``S = diag(μ1, μ2, 1)`` the cone is the u
 λ = λ_n S (cos θ, sin θ, 1) with λ_n fixed by u_n = 0, and the maximal-dissipation condition
 ``ũ_t ∥ −(cos θ, sin θ)`` is a trigonometric polynomial of degree 2 in θ, i.e. a quartic in
 ``z = e^{iθ}``, solved by ``np.roots`` and polished by Newton (a dense θ scan is the fallback).
+Friction on one axis only (μ1 or μ2 = 0, legal) makes the ellipse a segment: the exact 2D problem
+on (t_j, n) with λ_k = 0 (``_segment``).
 
 Stopping (COND-like): relative change of the impulses over one sweep
 ``‖λ^{k+1} − λ^k‖ / ‖λ^{k+1}‖ < tol`` (default 1e-6), at most ``max_iter`` sweeps (default 500,
