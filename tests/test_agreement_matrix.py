@@ -11,9 +11,10 @@ The held ball and the stack run under implicit Euler for every solver: every sol
 integrators, Euler is the form SAP and ICF are derived in, and its numerical dissipation settles
 these scenes' transients in short runs; the midpoint versions (COND against Lagged) are slow tests.
 
-CI runs the cases that were CI tests before the matrix and the cheap new ones (SAP and Similar
-on the incline, the stack and the thrown sphere, the rigid box for every solver: 25 s more than the
-tests they replace, measured on a loaded 2-core machine); the others are ``slow``. Measured values and times of every case: docs/AGREEMENT.md.
+CI runs the cases that were CI tests before the matrix and the cheap new ones (SAP and Similar on
+the incline, SAP on the stack and the thrown sphere, the rigid box for every solver: 25 s more than
+the tests they replace, measured on a loaded 2-core machine); the others are ``slow``. Measured
+values and times of every case: docs/AGREEMENT.md.
 """
 import itertools
 from functools import lru_cache
