@@ -83,7 +83,8 @@ def test_pushed_box(solver, body, ratio):
         if ratio > 1:
             lag = sim.scene.dt if sim.scene.integrator == "euler" else 0.0
             expected = 0.5 * (ratio * mu * G - mu * G) * T * (T + lag)
-            print(f"rigid box {solver}: dx {dx[0]:.6f} m, expected {expected:.6f} m ({100 * _rel(dx[0], expected):.3f}%)")
+            print(f"rigid box {solver}: dx {dx[0]:.6f} m, expected {expected:.6f} m "
+                  f"({100 * _rel(dx[0], expected):.3f}%)")
             assert dx[0] == pytest.approx(expected, rel=0.01)
             if solver == "lagged":   # Similar and SAP ride at a small gap while slipping (ICF §VII-A)
                 assert abs(dx[2]) < 1e-4
@@ -164,7 +165,8 @@ def _check_stack(solver, integrator="euler", settle=0.5, statics=0.01, agree=0.0
     """The stack's forces against the statics answer (within ``statics``) and Lagged's (``agree``)."""
     g_s, b_s, cop_s, speed, w = _stack_forces(solver, integrator, settle)
     g_l, b_l, cop_l, _, _ = _stack_forces("lagged", integrator, settle)
-    print(f"stack {solver} ({integrator}): ground {g_s:.4f} N (weight {w['lower'] + w['upper']:.4f}, Lagged {g_l:.4f}); "
+    print(f"stack {solver} ({integrator}): ground {g_s:.4f} N (weight {w['lower'] + w['upper']:.4f}, "
+          f"Lagged {g_l:.4f}); "
           f"between {b_s:.4f} N (upper {w['upper']:.4f}, Lagged {b_l:.4f}); "
           f"centre of pressure x {1e3 * cop_s:.3f} mm (Lagged {1e3 * cop_l:.3f}); peak speed {speed:.3g} m/s")
     assert _rel(g_s, g_l) < agree, (g_s, g_l)
