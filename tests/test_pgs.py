@@ -93,6 +93,26 @@ def test_local_solve_with_one_frictionless_axis(j):
 
 
 @pytest.mark.parametrize("solver", ["pgs", "incp"])
+def test_box_on_one_axis_friction_slides_freely_across_it(solver):
+    """A 1 kg rigid box on a floor with friction (0.5, 0) on (x, y), pushed by F = 0.25 m g along
+    both x and y: along x (μ1 m g = 2 F) it stays; along y (frictionless) it slides by
+    ½ (F/m) t (t + dt) (implicit Euler), within 1%, and rests on the floor."""
+    scene = fc.Scene(dt=1e-2, solver=solver, integrator="euler")
+    scene.add_obstacle(fc.shapes.HalfSpace(), friction=(0.5, 0.0), friction_axes=(1, 0, 0), name="ground")
+    box = scene.add_rigid_body(fc.shapes.Box((0.05, 0.05, 0.05)), mass=1.0, position=(0, 0, 0.05), name="box")
+    F = 0.25 * 9.81
+    box.add_force(lambda t: (F, F, 0.0) if t >= 0.1 - 1e-9 else (0.0, 0.0, 0.0))
+    sim = fc.Simulator(scene)
+    sim.run(steps=10)
+    x0, t0 = sim.rigid_pose("box")[0], sim.state.time
+    sim.run(steps=30)
+    dx, T = sim.rigid_pose("box")[0] - x0, sim.state.time - t0
+    assert abs(dx[0]) < 1e-6
+    assert dx[1] == pytest.approx(0.5 * F * T * (T + sim.scene.dt), rel=0.01)
+    assert abs(dx[2]) < 1e-4
+
+
+@pytest.mark.parametrize("solver", ["pgs", "incp"])
 def test_options_are_checked(solver):
     sim = fc.Simulator(load_scene("rigid_box_push").build(solver=solver))
     for opts, word in [({"tol": 0.0}, "tol"), ({"max_iter": 0}, "max_iter"),
