@@ -1,11 +1,16 @@
 """Import the scene scripts of ``scenes/`` (not a package) by file path, once per test session.
 
 Tests that need a scene build it through the scene's own ``build(**kwargs)``, so a test and the
-scene a user runs are the same setup; keyword arguments change size, solver or parameters."""
+scene a user runs are the same setup; keyword arguments change size, solver or parameters. The
+scene procedures several test files share (the thrown sphere) are here too."""
 import importlib.util
 import sys
 from pathlib import Path
 from types import ModuleType
+
+import numpy as np
+
+import femcontact as fc
 
 SCENES = Path(__file__).resolve().parents[1] / "scenes"
 _loaded: dict[str, ModuleType] = {}
@@ -26,3 +31,28 @@ def load_scene(name: str) -> ModuleType:
         spec.loader.exec_module(module)
         _loaded[name] = module
     return _loaded[name]
+
+
+def thrown_sphere(solver: str, v0: float = 2.0, mu: float = 0.3, dt: float = 1e-2) -> fc.Simulator:
+    """scenes/sphere_roll.py: a ball settled on the ground (20 steps), then thrown: velocity v0 along x,
+    no spin."""
+    sim = fc.Simulator(load_scene("sphere_roll").build(solver=solver, v0=0.0, mu=mu, dt=dt))   # at rest first
+    sim.run(steps=20)
+    sim.set_rigid_velocity("ball", (v0, 0, 0), (0, 0, 0))
+    return sim
+
+
+def rolling_onset(sim: fc.Simulator, radius: float, steps: int) -> tuple[float, float]:
+    """Step the thrown ball: the time at which the slip velocity v − ω R reaches zero (linear in the
+    slipping phase, extrapolated over the last slipping step), and the final velocity."""
+    t, slip = [], []
+    t0 = sim.state.time
+    for _ in range(steps):
+        st = sim.step()
+        v, w = sim.rigid_velocity("ball")
+        t.append(st.time)
+        slip.append(v[0] - w[1] * radius)
+    t, slip = np.array(t) - t0, np.array(slip)
+    k = np.flatnonzero(slip > 1e-3 * slip[0])[-1]
+    rate = (slip[0] - slip[k]) / (t[k] - t[0])
+    return t[k] + slip[k] / rate, v[0]

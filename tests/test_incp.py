@@ -6,9 +6,9 @@ grasp, printed).
 
 The scenes with known answers that every solver runs (pushed box x(t) = ½(F/m − μg)t², box below
 friction, incline stick/slide, resting stack weights within 1%, thrown sphere rolling at
-2v0/(7μg), anisotropic box, agreement with Lagged) are the existing tests, parametrized over
-solvers with "incp" added next to "pgs" (test_rigid, test_contact_physics, test_sap, test_rods,
-test_solver_agreement, test_checkpoint); the option checks and prescribed nodes are test_pgs's,
+2v0/(7μg), held ball and capstan against Lagged or the analytic answer) are test_agreement_matrix's;
+the anisotropic box and checkpoints are parametrized over solvers with "incp" added next to "pgs"
+(test_contact_physics, test_sap, test_checkpoint); the option checks and prescribed nodes are test_pgs's,
 parametrized over both Delassus solvers.
 """
 import numpy as np
@@ -249,10 +249,11 @@ def test_iteration_counts_on_the_stack_and_the_grasp():
 
     Measured (tol 1e-10, max_iter 100): stack, first 40 steps (the cubes drop and settle), median 10
     iterations, 85-88% of the steps converged (the others stop at the cap, residual 1e-8 to 1e-6);
-    grasp, first 6 steps (up to 71 contacts, rigid fingers: rank-deficient Delassus), median 38-46
-    iterations, 2 of 6 (cold) and 4 of 6 (warm) steps converged, the others stall in local minima
-    of ℓ at residuals 1e-4 to 1e-3 even after the restarts and proximal steps. Far from the
-    paper's ~5: its balls have full-rank Delassus operators."""
+    grasp, first 6 steps (up to 71 contacts, rigid fingers: rank-deficient Delassus), 3 of 6 (cold)
+    and 4 of 6 (warm) steps converged (2 and 4 with the proximal ε = 1e-2 used before issue 16),
+    median 90 (cold) and 34 (warm) iterations: the others stall on plateaus of ℓ in Â's null space
+    at residuals 4e-9 to 3e-7 and run to the 100-iteration cap in proximal steps (docs/INCP.md).
+    Far from the paper's ~5: its balls have full-rank Delassus operators."""
     for warm in (False, True):
         stack = load_scene("cube_stack").build(solver="incp")
         stack.solver_options = {**stack.solver_options, "warm_start": warm}
@@ -261,4 +262,4 @@ def test_iteration_counts_on_the_stack_and_the_grasp():
         grip = load_scene("gripper_ball").build(solver="incp")
         grip.solver_options = {**grip.solver_options, "warm_start": warm}
         it, conv = _iteration_counts(grip, 6, f"grasp (warm_start={warm})")
-        assert conv.mean() >= 0.3
+        assert conv.mean() >= 0.3        # 0.5 and 0.67 measured: at the edge of round-off between runs

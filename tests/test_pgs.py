@@ -2,9 +2,9 @@
 contract (statistics, prescribed nodes, warm start) and the slow convergence on a symmetric grip.
 
 The scenes with known answers that every solver runs (pushed box, incline, resting stack, thrown
-sphere, anisotropic box, cable rolling, agreement with Lagged) are the existing tests, parametrized
-over solvers with "pgs" added (test_rigid, test_contact_physics, test_sap, test_rods,
-test_solver_agreement, test_checkpoint).
+sphere, held ball, capstan) are test_agreement_matrix's; the anisotropic box, cable rolling and
+checkpoints are parametrized over solvers with "pgs" added (test_contact_physics, test_sap,
+test_rods, test_checkpoint).
 """
 import numpy as np
 import pytest
@@ -52,6 +52,64 @@ def test_local_solve_satisfies_signorini_coulomb_exactly(mus):
             expect = -lam[2] * np.array([mu1 * d[0], mu2 * d[1]]) / np.linalg.norm(d)
             np.testing.assert_allclose(lam[:2], expect, atol=1e-7 * lam[2])
     assert seen == {OPEN, STICK, SLIP}
+
+
+@pytest.mark.parametrize("j", [0, 1])
+def test_local_solve_with_one_frictionless_axis(j):
+    """μ = (1, 0) or (0, 1) is legal (friction on one axis only): the cone is the segment |λ_j| <= μ λ_n,
+    λ_k = 0 on the frictionless axis; Signorini; u_j = 0 inside the segment, λ_j = −μ λ_n sign(u_j) on
+    its ends. It was λ = 0 (the ellipse's θ search cannot pick a root when the scaled slip vanishes).
+    It is also the limit of the ellipse as the other μ goes to 0 (at μ_k = 1e-6 within 1e-3 λ_n; the
+    difference shrinks like √μ_k: 2e-4 measured)."""
+    mus = [0.0, 0.0]
+    mus[j] = 1.0
+    k = 1 - j
+    seen_inside = seen_end = 0
+    for _ in range(300):
+        G = _random_spd()
+        r = RNG.normal(size=3)
+        lam, status = local_solve(G, r, *mus, np.linalg.inv(G))
+        lam = np.array(lam)
+        u = G @ lam + r
+        scale = np.abs(u).max() + np.abs(r).max()
+        assert lam[k] == 0.0 and lam[2] >= 0 and u[2] >= -1e-9 * scale
+        assert abs(lam[2] * u[2]) <= 1e-9 * scale * max(lam[2], 1.0)
+        assert abs(lam[j]) <= lam[2] * (1 + 1e-12)
+        if r[2] >= 0:
+            assert status == OPEN and np.all(lam == 0)
+            continue
+        assert status == SLIP and lam[2] > 0
+        if abs(lam[j]) < lam[2] * (1 - 1e-9):
+            seen_inside += 1
+            assert abs(u[j]) <= 1e-9 * scale
+        else:
+            seen_end += 1
+            assert lam[j] * u[j] <= 1e-12 * scale * lam[2]      # friction opposes the slip on axis j
+        near = list(mus)
+        near[k] = 1e-6
+        lam_near, _ = local_solve(G, r, *near, np.linalg.inv(G))
+        np.testing.assert_allclose(lam, lam_near, atol=1e-3 * lam[2])
+    assert seen_inside and seen_end
+
+
+@pytest.mark.parametrize("solver", ["pgs", "incp"])
+def test_box_on_one_axis_friction_slides_freely_across_it(solver):
+    """A 1 kg rigid box on a floor with friction (0.5, 0) on (x, y), pushed by F = 0.25 m g along
+    both x and y: along x (μ1 m g = 2 F) it stays; along y (frictionless) it slides by
+    ½ (F/m) t (t + dt) (implicit Euler), within 1%, and rests on the floor."""
+    scene = fc.Scene(dt=1e-2, solver=solver, integrator="euler")
+    scene.add_obstacle(fc.shapes.HalfSpace(), friction=(0.5, 0.0), friction_axes=(1, 0, 0), name="ground")
+    box = scene.add_rigid_body(fc.shapes.Box((0.05, 0.05, 0.05)), mass=1.0, position=(0, 0, 0.05), name="box")
+    F = 0.25 * 9.81
+    box.add_force(lambda t: (F, F, 0.0) if t >= 0.1 - 1e-9 else (0.0, 0.0, 0.0))
+    sim = fc.Simulator(scene)
+    sim.run(steps=10)
+    x0, t0 = sim.rigid_pose("box")[0], sim.state.time
+    sim.run(steps=30)
+    dx, T = sim.rigid_pose("box")[0] - x0, sim.state.time - t0
+    assert abs(dx[0]) < 1e-6
+    assert dx[1] == pytest.approx(0.5 * F * T * (T + sim.scene.dt), rel=0.01)
+    assert abs(dx[2]) < 1e-4
 
 
 @pytest.mark.parametrize("solver", ["pgs", "incp"])

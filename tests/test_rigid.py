@@ -6,7 +6,7 @@ import femcontact as fc
 from oscillation import measured_period
 from femcontact.bodies import rigid
 from femcontact.contact import shapes
-from scenes_util import load_scene
+from scenes_util import load_scene, rolling_onset, thrown_sphere
 
 G = 9.81
 
@@ -81,79 +81,18 @@ def test_torque_spins_up_a_body_at_tau_over_inertia():
     assert sim.rigid_velocity("box")[1][2] == pytest.approx(0.2 / Izz * 0.5, rel=1e-9)
 
 
-def _thrown_sphere(solver, v0=2.0, mu=0.3, dt=1e-2):
-    """A ball settled on the ground, then thrown: velocity v0 along x, no spin, at t = 0."""
-    sim = fc.Simulator(load_scene("sphere_roll").build(solver=solver, v0=0.0, mu=mu, dt=dt))   # at rest first
-    sim.run(steps=20)
-    sim.set_rigid_velocity("ball", (v0, 0, 0), (0, 0, 0))
-    return sim
-
-
-def _rolling_onset(sim, radius, steps):
-    """Time at which the slip velocity v - ω R reaches zero (linear in the slipping phase), and the
-    final velocity."""
-    t, slip = [], []
-    t0 = sim.state.time
-    for _ in range(steps):
-        st = sim.step()
-        v, w = sim.rigid_velocity("ball")
-        t.append(st.time)
-        slip.append(v[0] - w[1] * radius)
-    t, slip = np.array(t) - t0, np.array(slip)
-    k = np.flatnonzero(slip > 1e-3 * slip[0])[-1]
-    rate = (slip[0] - slip[k]) / (t[k] - t[0])
-    return t[k] + slip[k] / rate, v[0]
-
-
-@pytest.mark.parametrize("solver", ["lagged", "similar", "cond", "pgs", "incp"])
-def test_thrown_sphere_starts_rolling_at_2v0_over_7_mu_g(solver):
-    """A solid sphere thrown sliding with v0 and no spin rolls from t = 2 v0 / (7 mu g) at 5 v0 / 7."""
-    v0, mu = 2.0, 0.3
-    t_roll, v_end = _rolling_onset(_thrown_sphere(solver, v0, mu), 0.05, 40)
-    assert t_roll == pytest.approx(2 * v0 / (7 * mu * G), rel=0.03)
-    assert v_end == pytest.approx(5 * v0 / 7, rel=0.01)
-
-
 def test_sap_thrown_sphere_hops_by_its_known_gliding_velocity():
     """SAP's convex relaxation separates a slipping contact at v_n = mu |v_t| (ICF §VII-A): thrown
     at 2 m/s, the ball leaves the ground at about mu v0 in the first step, which is why Lagged
     and Similar exist. It still ends rolling at 5 v0 / 7 (momentum about the contact point)."""
     v0, mu = 2.0, 0.3
-    sim = _thrown_sphere("sap", v0, mu)
+    sim = thrown_sphere("sap", v0, mu)
     z0 = sim.rigid_pose("ball")[0][2]
     sim.step()
     assert sim.rigid_velocity("ball")[0][2] == pytest.approx(mu * v0 * 0.5, rel=0.5)
     assert sim.rigid_pose("ball")[0][2] > z0 + 0.5 * sim.scene.dt * mu * v0 * 0.5
     sim.run(steps=100)
     assert sim.rigid_velocity("ball")[0][0] == pytest.approx(5 * v0 / 7, rel=0.01)
-
-
-def _pushed_box(solver, force_ratio, mu=0.5, steps=50):
-    """scenes/rigid_box_push.py: a 1 kg box pushed by force_ratio mu m g from t = 0.1 s."""
-    sim = fc.Simulator(load_scene("rigid_box_push").build(solver=solver, force_ratio=force_ratio, mu=mu))
-    sim.run(steps=10)   # settle
-    x0 = sim.rigid_pose("box")[0]
-    t0 = sim.state.time
-    sim.run(steps=steps)
-    return sim, sim.rigid_pose("box")[0] - x0, sim.state.time - t0, mu
-
-
-@pytest.mark.parametrize("solver", ["lagged", "similar", "cond", "pgs", "incp"])
-def test_rigid_box_pushed_harder_than_friction_slides_at_coulomb_acceleration(solver):
-    """x = (F/m - mu g) t^2 / 2 (implicit Euler's exact discrete answer is t (t + dt) / 2, see
-    test_integrators). (SAP glides: see test_sap_thrown_sphere_hops_by_its_known_gliding_velocity.)"""
-    sim, dx, T, mu = _pushed_box(solver, 1.5)
-    lag = sim.scene.dt if sim.scene.integrator == "euler" else 0.0
-    expected = 0.5 * (1.5 * mu * G - mu * G) * T * (T + lag)
-    assert dx[0] == pytest.approx(expected, rel=0.01)
-    if solver == "lagged":   # Similar and SAP ride at a small gap while slipping (ICF §VII-A)
-        assert abs(dx[2]) < 1e-4
-
-
-@pytest.mark.parametrize("solver", ["lagged", "sap", "cond", "pgs", "incp"])
-def test_rigid_box_pushed_below_friction_stays(solver):
-    sim, dx, T, mu = _pushed_box(solver, 0.5, steps=100)
-    assert abs(dx[0]) < 1e-3   # within the Newton models' stiction regularization over 1 s
 
 
 @pytest.mark.parametrize("acceleration", [pytest.param("chebyshev", marks=pytest.mark.slow), "anderson"])
@@ -169,7 +108,7 @@ def test_cond_thrown_sphere_rolls_on_time_at_a_small_step(acceleration):
                                                         solver_options={"tol": 1e-7, "acceleration": acceleration}))
     sim.run(steps=100)
     sim.set_rigid_velocity("ball", (v0, 0, 0), (0, 0, 0))
-    t_roll, v_end = _rolling_onset(sim, 0.05, int(1.4 * T / dt))
+    t_roll, v_end = rolling_onset(sim, 0.05, int(1.4 * T / dt))
     assert t_roll == pytest.approx(T, rel=0.02)
     assert v_end == pytest.approx(5 * v0 / 7, rel=0.01)
 
@@ -231,7 +170,7 @@ def test_spring_cylinder_rolls_with_the_period_of_m_plus_I_over_R2(solver):
 def test_rigid_bodies_are_written_as_surfaces_in_their_pose(tmp_path):
     from femcontact.io.vtk import read_series
 
-    sim = _thrown_sphere("lagged")
+    sim = thrown_sphere("lagged")
     sim.run(steps=5, out=tmp_path)
     frames = read_series(tmp_path / "run.pvd")
     ball = frames[-1][1]["ball"]

@@ -8,12 +8,12 @@
   cantilever's static sag, the pendulum's finite-amplitude period, the thrown sphere's rolling
   speed under COND, the pushed cube following its paddle, the capstan's tension ratio (slow).
   Scenes whose known answers live in other test files (they build the scene through
-  ``scenes_util.load_scene``): rod_cantilever, cable_hanging, capstan's stick/slip threshold and
-  cable_coil (test_rods), hinge_pendulum at 0.05 rad and gripper_ball, soft_fingers_cylinder
-  (test_joints), sphere_roll after settling and rigid_box_push (test_rigid), cube_drop,
-  cube_stack, ball_squeeze, anisotropic_box, mat_drag (test_contact_physics), ball_squeeze and
-  cube_stack across solvers (test_solver_agreement), spring_cylinder (test_springs), the papers'
-  experiments (conveyor_belt, …: test_paper_scenes).
+  ``scenes_util.load_scene``): rod_cantilever, cable_hanging and cable_coil (test_rods),
+  hinge_pendulum at 0.05 rad and gripper_ball, soft_fingers_cylinder (test_joints), sphere_roll
+  after settling (test_rigid), cube_drop, cube_stack, ball_squeeze, anisotropic_box, mat_drag
+  (test_contact_physics), rigid_box_push, sphere_roll, cube_stack, ball_squeeze and capstan's
+  stick/slip threshold for every solver (test_agreement_matrix), spring_cylinder (test_springs),
+  the papers' experiments (conveyor_belt, steel_sphere, painleve_rod: test_paper_scenes).
 """
 import numpy as np
 import pytest

@@ -24,7 +24,8 @@ last step's impulses mapped to x; and the free start x = q̂, in this order. A s
 halve ‖r‖ in 6 iterations has stalled in a local minimum of ℓ (frequent where Â is rank-deficient:
 rigid bodies, stiff bodies) and the next is tried; if all stall, proximal steps
 ``û = (Â + εI) f + q̂ − ε f_prev`` from the best point (§V-A's perturbed equation, exact at its
-fixed point).
+fixed point), each from the last with ε = ‖r‖/‖f‖ (docs/INCP.md: the stalls are plateaus in Â's
+null space).
 
 Stop: ``‖r‖ / max(‖q̂‖, ‖Â f‖, ‖v‖) < tol`` (default 1e-10), at most ``max_iter`` iterations in
 all (default 100), or no decrease anywhere (a local minimum of ℓ; reported unconverged).
@@ -52,7 +53,7 @@ BREAK_REGION, STICK_REGION, SLIP_REGION = 0, 1, 2
 _EDGE_TOL = 1e-9            # a contact is on an edge within this fraction of ‖x_k‖
 _DAMPING_MIN, _DAMPING_MAX = 1e-14, 1e12
 _SQRT_HALF = math.sqrt(0.5)
-_PROXIMAL_EPS = 1e-2        # proximal weight against Â's unit diagonal scale
+_PROXIMAL_EPS_MIN = 1e-14   # proximal weight floor against Â's unit diagonal scale
 _STALL_WINDOW = 6           # stalled: ‖r‖ not halved in this many iterations
 
 
@@ -377,27 +378,25 @@ def solve_with_restarts(prob: ScaledContactProblem, starts: list, tol: float = 1
             best = res
         if res.converged or used >= max_iter:
             break
-    eps = _PROXIMAL_EPS
+    x, f = best.x, best.f
     while not best.converged and used < max_iter:
         # proximal point (§V-A's perturbation of the equation, made exact at its fixed point): solve
         # u = (Â + εI) f + q̂ − ε f_prev, which has a full-rank Â + εI where a rigid body's Â has
-        # rank 6, and repeat from its solution (ε smaller after a success); f = f_prev at the fixed
-        # point is the problem's answer
-        res = solve_implicit_complementarity(prob.proximal(eps, best.f), best.x, tol,
-                                             max(max_iter - used, 1), "proximal")
-        used += res.iterations
+        # rank 6, and repeat from its solution; f = f_prev at the fixed point is the problem's
+        # answer. ε = ‖r‖/‖f‖: the residual left in Â's null space (a stall's plateau, docs/INCP.md)
+        # then moves f by about its own size per proximal step instead of by ‖r‖/ε ≪ ‖f‖
+        R, _ = prob.residuals(x[None])
+        eps = max(float(np.linalg.norm(R[0])) / max(float(np.linalg.norm(f)), 1e-300), _PROXIMAL_EPS_MIN)
+        res = solve_implicit_complementarity(prob.proximal(eps, f), x, tol, max(max_iter - used, 1), "proximal")
+        used += max(res.iterations, 1)
         R, F = prob.residuals(res.x[None])
-        residual = prob.relative_residual(R[0], F[0], res.x)
+        x, f = res.x, F[0]
+        residual = prob.relative_residual(R[0], f, x)
         history += res.history[1:-1] + [residual]
-        if residual >= best.residual:
-            if eps >= 1.0:
-                break
-            eps *= 10.0
-            continue
-        eps = max(eps / 10.0, 1e-8) if res.converged else eps
-        best = IncpResult(res.x, F[0], 0, residual, residual < tol, [], best.newton_steps + res.newton_steps,
-                          best.line_searches + res.line_searches, "tolerance" if residual < tol else "proximal",
-                          best.init if best.init.endswith("+proximal") else best.init + "+proximal")
+        if residual < best.residual:
+            best = IncpResult(x, f, 0, residual, residual < tol, [], best.newton_steps + res.newton_steps,
+                              best.line_searches + res.line_searches, "tolerance" if residual < tol else "proximal",
+                              best.init if best.init.endswith("+proximal") else best.init + "+proximal")
     best.iterations, best.history = used, history
     return best
 

@@ -14,6 +14,8 @@ else slide: in coordinates scaled by ``S = diag(μ1, μ2, 1)`` the cone is the u
 λ = λ_n S (cos θ, sin θ, 1) with λ_n fixed by u_n = 0, and the maximal-dissipation condition
 ``ũ_t ∥ −(cos θ, sin θ)`` is a trigonometric polynomial of degree 2 in θ, i.e. a quartic in
 ``z = e^{iθ}``, solved by ``np.roots`` and polished by Newton (a dense θ scan is the fallback).
+Friction on one axis only (μ1 or μ2 = 0, legal) makes the ellipse a segment: the exact 2D problem
+on (t_j, n) with λ_k = 0 (``_segment``).
 
 Stopping (COND-like): relative change of the impulses over one sweep
 ``‖λ^{k+1} − λ^k‖ / ‖λ^{k+1}‖ < tol`` (default 1e-6), at most ``max_iter`` sweeps (default 500,
@@ -58,6 +60,8 @@ def local_solve(Gm, r, mu1: float, mu2: float, Ginv=None):
         return (0.0, 0.0, 0.0), OPEN                       # take-off (or nothing this contact can move)
     if mu1 <= 0.0 and mu2 <= 0.0:                          # frictionless
         return (0.0, 0.0, -r[2] / g[2][2]), SLIP
+    if mu1 <= 0.0 or mu2 <= 0.0:                           # friction on one axis only: a segment, not an ellipse
+        return _segment(g, r, 0 if mu1 > 0.0 else 1, max(mu1, mu2))
     if Ginv is not None:
         gi = Ginv.tolist() if isinstance(Ginv, np.ndarray) else Ginv
         stick = tuple(-(gi[k][0] * r[0] + gi[k][1] * r[1] + gi[k][2] * r[2]) for k in range(3))
@@ -65,6 +69,32 @@ def local_solve(Gm, r, mu1: float, mu2: float, Ginv=None):
             return stick, STICK
     lam = _slide(g, r, mu1, mu2)
     return lam, (SLIP if lam[2] > 0.0 else OPEN)
+
+
+def _segment(g, r, j: int, mu: float):
+    """One frictionless tangent axis (its μ = 0): the cone is the segment |λ_j| <= μ λ_n, λ_k = 0 on the
+    other axis, and the problem is the 2D one on rows (j, n): stick on axis j (u_j = 0) if that λ is on
+    the segment, else slide with λ_j = −μ λ_n sign(u_j). The contact still moves freely along axis k,
+    so a contact that does not take off is reported SLIP."""
+    gjj, gjn, gnn = g[j][j], g[j][2], g[2][2]
+    det = gjj * gnn - gjn * gjn
+    if det > 1e-12 * (gjj + gnn) ** 2:
+        lj = -(gnn * r[j] - gjn * r[2]) / det
+        ln = -(gjj * r[2] - gjn * r[j]) / det
+        if ln > 0.0 and abs(lj) <= mu * ln:
+            return _on_axes(j, lj, ln), SLIP
+    for s in (1.0, -1.0):                                  # λ_j = −s μ λ_n; slip u_j must have sign s
+        den = gnn - s * mu * gjn
+        if not den > 0.0:
+            continue
+        ln = -r[2] / den
+        if ln > 0.0 and s * ((gjn - s * mu * gjj) * ln + r[j]) >= 0.0:
+            return _on_axes(j, -s * mu * ln, ln), SLIP
+    return (0.0, 0.0, 0.0), OPEN
+
+
+def _on_axes(j: int, lj: float, ln: float):
+    return (lj, 0.0, ln) if j == 0 else (0.0, lj, ln)
 
 
 def _inside(lam, mu1, mu2) -> bool:
