@@ -55,7 +55,8 @@ def bench(build, steps: int, accel: str, tol: float, max_iter: int, settle: floa
     return {"dof": sim.model.n_dofs, "contacts": np.mean([x.contacts for x in s]),
             "dynamics": np.mean([x.ms_assembly for x in s]), "detection": np.mean([x.ms_detection for x in s]),
             "solver": np.mean([x["ms"] for x in r]) if r else 0.0, "iters": np.mean([x.iterations for x in s]),
-            "step": np.mean([x.ms_total for x in s]) - rec.ms_check / steps, "converged": np.mean([x["converged"] for x in r]) if r else 1.0,
+            "step": np.mean([x.ms_total for x in s]) - rec.ms_check / steps,
+            "converged": np.mean([x["converged"] for x in r]) if r else 1.0,
             "e_m": float(np.median(em)) if em else float("nan")}
 
 

@@ -24,7 +24,6 @@ import numpy as np
 from ..errors import FemcontactError
 from ..simulator import Simulator
 from ..solvers import make_contact_solver
-from ..solvers.cond.options import ACCELERATIONS
 from ..solvers.sap import momentum_error
 
 

@@ -53,7 +53,8 @@ def machine_record(cfg: dict) -> dict:
             "machine": platform.machine(), "system": platform.platform(), "arch": str(cfg.get("arch")),
             "precision": str(cfg.get("precision")), "python": sys.version.split()[0],
             "taichi": ".".join(map(str, ti.__version__)), "numpy": np.__version__, "femcontact": __version__,
-            "git_commit": commit, "date_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "git_commit": commit,
+            "date_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "load_average": list(os.getloadavg()) if hasattr(os, "getloadavg") else None}
 
 

@@ -13,18 +13,16 @@ made once (a row Table I and Fig. 11 share is reused). docs/BENCHMARKS.md explai
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional, Sequence
 
-import numpy as np
-
 from ..errors import FemcontactError
+from ..solvers.cond.options import ACCELERATIONS
 from . import cases as C
-from .measure import ACCELERATIONS, Settled, measure, solver_options
+from .measure import Settled, measure, solver_options
 from .report import (fit_slope, format_table, machine_record, plot_convergence, plot_scaling, write_json,
                      write_table)
 
@@ -184,10 +182,11 @@ def table1(p: Plan, machine: dict) -> str:
             rows.append(r)
     cols = ROW_COLUMNS + ("paper_dof", "paper_max_contacts", "paper_dynamics_ms", "paper_solver_ms",
                           "paper_iterations")
-    notes = ("COND paper Table I with our numbers. Each solver measured on the same state (settled by COND), "
-             "one warm-up step, then the mean per step. constraints = 3 x max contacts (contact rows); the "
-             "paper's 'Constraint num.' (5355 for the 1081-DOF mat) counts more than that and is not defined "
-             "in its text, so it is not compared. e_m: SAP eq. 32 momentum error of the solutions (median).")
+    notes = ("COND paper Table I with our numbers. Every solver starts from the same state (the case "
+             "settled once under Lagged), one warm-up step, then the mean per step. constraints = 3 x max "
+             "contacts (contact rows); the paper's 'Constraint num.' (5355 for the 1081-DOF mat) counts "
+             "more than that and is not defined in its text, so it is not compared. e_m: SAP eq. 32 "
+             "momentum error of the solutions (median).")
     return _emit(p, "table1", "COND Table I: solver cost per step", rows, cols, notes, machine)
 
 
