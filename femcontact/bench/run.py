@@ -348,16 +348,17 @@ def add_bench_command(sub) -> None:
     """The ``bench`` subcommand of ``femcontact``."""
     b = sub.add_parser("bench", help="benchmark the solvers on the COND paper's tables",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    b.add_argument("--table", nargs="+", choices=TABLES, default=None,
-                   help=f"tables to run (default: all; with --quick: {' '.join(QUICK_TABLES)})")
-    b.add_argument("--solvers", nargs="+", default=None,
+    b.add_argument("--table", nargs="+", choices=TABLES, default=None, metavar="TABLE",
+                   help=f"tables to run, of {' '.join(TABLES)} (default: all; with --quick: "
+                        f"{' '.join(QUICK_TABLES)})")
+    b.add_argument("--solvers", nargs="+", default=None, metavar="SOLVER",
                    help="solvers compared in table1, fig11, clutter and cube_drop (default per table: "
                         + "; ".join(f"{k} {' '.join(v)}" for k, v in DEFAULT_SOLVERS.items()) + ")")
     b.add_argument("--quick", action="store_true", help="small sizes and few steps (CI: under a minute)")
     b.add_argument("--small", action="store_true", help="table1: only the smaller size of each scenario")
     b.add_argument("--fig11-sizes", type=int, nargs="+", default=None, metavar="N",
                    help="mat cells along its long side for fig11 (default 12 26 48: 1k, 4.4k, 15k DOF; "
-                        "98 and 126 give 59k and 100k)")
+                        "98 and 126 give 59k and 97k)")
     b.add_argument("--steps", type=int, default=None, metavar="N",
                    help="measured steps per row (default 20, quick 2; cube_drop always runs 100, quick 10)")
     b.add_argument("--out", default="out/bench", help="folder for the .md, .csv, .png and machine.json files")
