@@ -39,6 +39,8 @@ def test_bad_bench_options_are_clear_errors(capsys, tmp_path):
     assert "unknown solver 'gauss'" in capsys.readouterr().err
     assert main(["bench", "--steps", "0", "--out", str(tmp_path)]) == 1
     assert "--steps must be at least 1" in capsys.readouterr().err
+    assert main(["bench", "--scenes", "pile", "--out", str(tmp_path)]) == 1
+    assert "unknown scenario 'pile'" in capsys.readouterr().err
 
 
 @pytest.fixture(scope="module")
@@ -52,6 +54,8 @@ def test_quick_bench_writes_every_output(quick, capsys):
     for name in ("table1", "table2", "fig11", "fig11_slopes", "pgs_convergence"):
         assert (quick / f"{name}.csv").is_file()
         assert "|---|" in (quick / f"{name}.md").read_text()
+    measured = [json.loads(line) for line in (quick / "rows.jsonl").read_text().splitlines()]
+    assert len(measured) == 9 and all("solver_ms" in r for r in measured)   # each measurement once
     for png in ("fig11.png", "pgs_convergence.png"):
         assert (quick / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     machine = json.loads((quick / "machine.json").read_text())

@@ -13,6 +13,7 @@ made once (a row Table I and Fig. 11 share is reused). docs/BENCHMARKS.md explai
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from dataclasses import dataclass, field
@@ -48,6 +49,7 @@ class Plan:
     steps: int
     out: Path
     small: bool = False
+    scenes: Optional[Sequence[str]] = None
     fig11_sizes: Optional[Sequence[int]] = None
     plots: bool = True
     progress: bool = True
@@ -60,17 +62,24 @@ class Plan:
 
 
 # ----------------------------------------------------------------------------- the cases per table
+TABLE1_SCENES = ("mat_drag", "cable_winding", "gripper_ball", "soft_gripper")
+
+
+def scenarios(p: Plan) -> list:
+    """The Table I / II scenarios of the plan (``--scenes``, default all four)."""
+    return [n for n in TABLE1_SCENES if not p.scenes or n in p.scenes]
+
+
 def table1_cases(p: Plan) -> list:
     if p.quick:
         return [C.case("mat_drag", 6, settle=QUICK_SETTLE)]
-    names = ("mat_drag", "cable_winding", "gripper_ball", "soft_gripper")
-    return [C.case(n, s) for n in names for s in C.PRESETS[n][1][:1 if p.small else None]]
+    return [C.case(n, s) for n in scenarios(p) for s in C.PRESETS[n][1][:1 if p.small else None]]
 
 
 def table2_cases(p: Plan) -> list:
     if p.quick:
         return [C.case("mat_drag", 6, settle=QUICK_SETTLE)]
-    return [C.case(n, C.PRESETS[n][1][0]) for n in ("mat_drag", "cable_winding", "gripper_ball", "soft_gripper")]
+    return [C.case(n, C.PRESETS[n][1][0]) for n in scenarios(p)]
 
 
 def fig11_sizes(p: Plan) -> list:
@@ -159,6 +168,9 @@ def run_jobs(p: Plan) -> None:
                     row = {"scene": case.scene, "size": case.size, "solver": solver, "error": str(exc)}
                 row["wall_s"], row["settle_wall_s"] = time.perf_counter() - t0, settle_s
                 p.cache[_key(case, solver, options, steps, history)] = row
+                with open(p.out / "rows.jsonl", "a") as f:     # each row as soon as it is measured
+                    f.write(json.dumps({**{k: v for k, v in row.items() if k != "histories"},
+                                        "options": options}) + "\n")
                 bar.update(1)
             settled = None
     bar.close()
@@ -330,13 +342,16 @@ def cmd_bench(args: argparse.Namespace) -> int:
     for name in args.solvers or ():
         if name not in SOLVERS:
             raise FemcontactError(f"--solvers: unknown solver {name!r}; choose from {', '.join(SOLVERS)}")
+    for name in args.scenes or ():
+        if name not in TABLE1_SCENES:
+            raise FemcontactError(f"--scenes: unknown scenario {name!r}; choose from {', '.join(TABLE1_SCENES)}")
     if args.steps is not None and args.steps < 1:
         raise FemcontactError(f"--steps must be at least 1, got {args.steps}")
     tables = args.table or (QUICK_TABLES if args.quick else TABLES)
     out = check_output_dir(Path(args.out), what="--out")
     cfg = backend.init(args.arch, args.precision)
     plan = Plan(tables=tables, solvers=args.solvers, quick=args.quick,
-                steps=args.steps or (2 if args.quick else 20), out=out, small=args.small,
+                steps=args.steps or (2 if args.quick else 20), out=out, small=args.small, scenes=args.scenes,
                 fig11_sizes=args.fig11_sizes, plots=not args.no_plots, progress=not args.no_progress)
     print(f"femcontact bench: {', '.join(tables)} on {cfg['arch']} ({cfg['precision']}), "
           f"{plan.steps} measured steps per row{' (quick)' if args.quick else ''}", flush=True)
@@ -356,6 +371,8 @@ def add_bench_command(sub) -> None:
                         + "; ".join(f"{k} {' '.join(v)}" for k, v in DEFAULT_SOLVERS.items()) + ")")
     b.add_argument("--quick", action="store_true", help="small sizes and few steps (CI: under a minute)")
     b.add_argument("--small", action="store_true", help="table1: only the smaller size of each scenario")
+    b.add_argument("--scenes", nargs="+", default=None, metavar="SCENARIO",
+                   help=f"table1/table2 scenarios, of {' '.join(TABLE1_SCENES)} (default: all)")
     b.add_argument("--fig11-sizes", type=int, nargs="+", default=None, metavar="N",
                    help="mat cells along its long side for fig11 (default 12 26 48: 1k, 4.4k, 15k DOF; "
                         "98 and 126 give 59k and 97k)")
