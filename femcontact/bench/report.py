@@ -153,10 +153,10 @@ def plot_scaling(path: Path, series: dict, paper: Optional[dict] = None, baselin
             common = sorted(set(dof) & set(bd))
             sp = [bm[bd.index(d)] / ms[dof.index(d)] for d in common]
             if common:
-                ax2.semilogx(common, sp, "o-", color=line.get_color(), label=f"{baseline} / {name}")
+                ax2.loglog(common, sp, "o-", color=line.get_color(), label=f"{baseline} / {name}")
             if paper and name in paper and baseline in paper:
                 pd, pm = paper[name]
-                ax2.semilogx(pd, [b / m for b, m in zip(paper[baseline][1], pm)], "s--", mfc="none",
+                ax2.loglog(pd, [b / m for b, m in zip(paper[baseline][1], pm)], "s--", mfc="none",
                              color=line.get_color(), label=f"{baseline} / {name}, paper")
     ax.set_xlabel("DOF (system dimension)")
     ax.set_ylabel("solver time per step (ms)")
