@@ -97,7 +97,8 @@ def clutter_case(p: Plan) -> C.Case:
 
 
 def cube_cases(p: Plan) -> list:
-    return [C.case("cube_drop", 4)] if p.quick else [C.case("cube_drop", n) for n in C.PRESETS["cube_drop"][1]]
+    sizes = C.PRESETS["cube_drop"][1][:1 if p.small else None]
+    return [C.case("cube_drop", 4)] if p.quick else [C.case("cube_drop", n) for n in sizes]
 
 
 def grip_case(p: Plan) -> C.Case:
@@ -370,7 +371,7 @@ def add_bench_command(sub) -> None:
                    help="solvers compared in table1, fig11, clutter and cube_drop (default per table: "
                         + "; ".join(f"{k} {' '.join(v)}" for k, v in DEFAULT_SOLVERS.items()) + ")")
     b.add_argument("--quick", action="store_true", help="small sizes and few steps (CI: under a minute)")
-    b.add_argument("--small", action="store_true", help="table1: only the smaller size of each scenario")
+    b.add_argument("--small", action="store_true", help="table1 and cube_drop: only the smaller size")
     b.add_argument("--scenes", nargs="+", default=None, metavar="SCENARIO",
                    help=f"table1/table2 scenarios, of {' '.join(TABLE1_SCENES)} (default: all)")
     b.add_argument("--fig11-sizes", type=int, nargs="+", default=None, metavar="N",
