@@ -75,7 +75,7 @@ def test_quick_table1_rows_make_sense(quick):
     cond = next(r for r in t1 if r["solver"] == "cond")
     pgs = next(r for r in t1 if r["solver"] == "pgs")
     assert float(cond["converged"]) == 1.0 and float(cond["e_m"]) < 1e-3     # at COND's default stop
-    assert float(pgs["converged"]) == 1.0 and float(pgs["e_m"]) < 1e-8       # v̂ = v* + A⁻¹Jᵀλ: balanced for any λ
+    assert float(pgs["converged"]) == 1.0 and float(pgs["e_m"]) < 1e-8       # v* + A⁻¹Jᵀλ balances any λ
     assert int(cond["max_contacts"]) == int(pgs["max_contacts"])            # the same settled state
 
 
