@@ -29,78 +29,40 @@ COND paper for scale (C++/Eigen/OpenMP, quad-core desktop): soft mat 1.06 ms at 
 contacts 6.11 ms; 14,681 DOF 16.9 ms.
 """
 import argparse
-import time
-from pathlib import Path
 
 import numpy as np
 
 import femcontact as fc
-from femcontact.cli import load_scene_module
-from femcontact.solvers.sap import momentum_error
+from femcontact.bench.cases import PRESETS
+from femcontact.bench.measure import Recorder
 
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def load_scene(name: str):
-    """Import scenes/<name>.py (through the CLI's scene loader)."""
-    return load_scene_module(ROOT / "scenes" / f"{name}.py")
-
-
-def cube_drop(cells: int) -> fc.Scene:
-    """The peers' soft-cube drop: a 0.1 m box of ``cells`` cells per edge dropped 5 cm (Euler)."""
-    scene = fc.Scene(dt=1e-2, gravity=(0.0, 0.0, -9.81), solver="cond", integrator="euler", name="cube_drop")
-    scene.add_fem_body(fc.meshes.box(size=(0.1, 0.1, 0.1), resolution=cells, center=(0.0, 0.0, 0.1)),
-                       material=fc.Material(youngs_modulus=1e5, poisson_ratio=0.4, density=1000.0), name="cube")
-    scene.add_obstacle(fc.shapes.HalfSpace(normal=(0.0, 0.0, 1.0)), friction=0.5, name="ground")
-    return scene
-
-
-PRESETS = {   # scene: (builder of one size, default sizes, default settle s)
-    "mat_drag": (lambda n: load_scene("mat_drag").build(resolution=n), [12, 26], 0.4),
-    "gripper_ball": (lambda n: load_scene("gripper_ball").build(resolution=n, solver="cond"), [7, 10], 1.5),
-    "cube_drop": (cube_drop, [8, 16], 0.1),
-    "cable_winding": (lambda n: load_scene("cable_winding").build(segments=n, solver="cond"), [160, 320], 1.0),
-    "clutter": (lambda n: load_scene("clutter").build(solver="cond", per_column=n), [10], 0.5),
-}
-
-
-class _MomentumError:
-    """Wraps the contact solver: SAP eq. 32 momentum error of each solution (host side, not timed)."""
-
-    def __init__(self, inner):
-        self.inner, self.name, self.e_m, self.converged, self.ms = inner, inner.name, [], [], 0.0
-
-    def solve(self, problem):
-        st = self.inner.solve(problem)
-        self.converged.append(bool(st.converged))
-        t0 = time.perf_counter()
-        self.e_m.append(momentum_error(problem))
-        self.ms += 1e3 * (time.perf_counter() - t0)
-        return st
+SCENES = ("mat_drag", "gripper_ball", "cube_drop", "cable_winding", "clutter")     # of bench.cases.PRESETS
+SETTLE = {"cube_drop": 0.1}                 # s: landed (the Table I presets' settle otherwise)
 
 
 def bench(build, steps: int, accel: str, tol: float, max_iter: int, settle: float) -> dict:
+    """Run the scene for ``settle`` s under COND with these options, then measure ``steps`` steps."""
     scene = build()
     scene.solver_options = {**scene.solver_options, "acceleration": accel, "tol": tol, "max_iter": max_iter}
     sim = fc.Simulator(scene)
     sim.run(duration=settle)
     sim.stats.clear()
-    wrap = _MomentumError(sim.contact_solver)
-    sim.contact_solver = wrap
-    t0 = time.perf_counter()
+    rec = Recorder(sim.contact_solver)
+    sim.contact_solver = rec
     sim.run(steps=steps)
-    wall = (time.perf_counter() - t0 - 1e-3 * wrap.ms) / steps
-    s = sim.stats
+    s, r = sim.stats, rec.records
+    em = [x["e_m"] for x in r if np.isfinite(x["e_m"])]
     return {"dof": sim.model.n_dofs, "contacts": np.mean([x.contacts for x in s]),
             "dynamics": np.mean([x.ms_assembly for x in s]), "detection": np.mean([x.ms_detection for x in s]),
-            "solver": np.mean([x.ms_solve for x in s]) - wrap.ms / steps, "iters": np.mean([x.iterations for x in s]),
-            "step": 1e3 * wall, "converged": np.mean(wrap.converged) if wrap.converged else 1.0,
-            "e_m": float(np.median(wrap.e_m)) if wrap.e_m else float("nan")}
+            "solver": np.mean([x["ms"] for x in r]) if r else 0.0, "iters": np.mean([x.iterations for x in s]),
+            "step": np.mean([x.ms_total for x in s]) - rec.ms_check / steps,
+            "converged": np.mean([x["converged"] for x in r]) if r else 1.0,
+            "e_m": float(np.median(em)) if em else float("nan")}
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--scene", default="mat_drag", choices=sorted(PRESETS))
+    ap.add_argument("--scene", default="mat_drag", choices=SCENES)
     ap.add_argument("--sizes", type=int, nargs="+", default=None, help="scene sizes (see above)")
     ap.add_argument("--accel", nargs="+", default=["chebyshev", "anderson", "none"],
                     choices=["chebyshev", "anderson", "none"])
@@ -113,7 +75,8 @@ def main() -> None:
     ap.add_argument("--precision", default="f64")
     args = ap.parse_args()
     cfg = fc.backend.init(args.arch, args.precision)
-    build, sizes, settle = PRESETS[args.scene]
+    build, sizes, settle, _ = PRESETS[args.scene]
+    settle = SETTLE.get(args.scene, settle)
     sizes = args.sizes or sizes
     args.settle = settle if args.settle is None else args.settle
     print(f"backend {cfg['arch']} {cfg['precision']}; scene {args.scene}; {args.steps} measured steps after "
@@ -122,7 +85,7 @@ def main() -> None:
           f"{'iters':>7} {'ms/iter':>8} {'conv':>5} {'e_m':>9} {'step ms':>8}")
     for n in sizes:
         for accel, tol in ((a, t) for a in args.accel for t in args.tol):
-            r = bench(lambda: build(n), args.steps, accel, tol, args.max_iter, args.settle)
+            r = bench(lambda: build(n, "cond"), args.steps, accel, tol, args.max_iter, args.settle)
             print(f"{r['dof']:>7} {r['contacts']:>9.0f} {accel:>9} {tol:>7.0e} {r['dynamics']:>12.2f} "
                   f"{r['detection']:>10.2f} {r['solver']:>10.2f} {r['iters']:>7.1f} "
                   f"{r['solver'] / max(r['iters'], 1):>8.3f} {r['converged']:>5.2f} {r['e_m']:>9.2e} "
