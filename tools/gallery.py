@@ -14,8 +14,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 # scene: (run options, render options)
 GALLERY = {
-    "conveyor_belt": (["--steps", "150", "--every", "10"], ["--camera", "xz"]),
-    "steel_sphere": (["--steps", "150", "--every", "10"], ["--camera", "xz"]),
+    "conveyor_belt": (["--steps", "150", "--every", "10"], []),
+    "steel_sphere": (["--steps", "150", "--every", "10"], []),
     "painleve_rod": (["--steps", "150", "--every", "10"], ["--camera", "xz"]),
     "spring_cylinder": (["--steps", "20"], []),
     "clutter": (["--steps", "60", "--every", "10"], []),

@@ -264,7 +264,9 @@ def _add_frame(p, loaded, *, scalars, clim, diag, time):
         kw: dict[str, Any] = {"name": f"{e['part']}:{e['name']}"}
         if has_s:
             kw.update(scalars=scalars, clim=clim, cmap="viridis", show_scalar_bar=not bar_shown,
-                      scalar_bar_args={"title": scalars, "color": "black", "vertical": True})
+                      scalar_bar_args={"title": scalars, "color": "black", "vertical": True,
+                                       "position_x": 1.0 - BAR_SPACE + 0.03, "width": 0.07,
+                                       "fmt": "%.3g"})
             bar_shown = True
         else:
             kw.update(color=color)
@@ -305,7 +307,10 @@ def _add_frame(p, loaded, *, scalars, clim, diag, time):
                name="time")
 
 
-def _setup_camera(p, lo, hi, camera) -> None:
+BAR_SPACE = 0.2      # share of the picture's width kept free on the right for the scalar bar
+
+
+def _setup_camera(p, lo, hi, camera, reserve_right: float = 0.0) -> None:
     center = 0.5 * (lo + hi)
     if camera is None or camera == "iso":
         direction = np.array([1.0, -1.6, 0.9])
@@ -324,14 +329,16 @@ def _setup_camera(p, lo, hi, camera) -> None:
     f = direction / np.linalg.norm(direction)
     upv = up - np.dot(up, f) * f
     upv /= np.linalg.norm(upv)
-    right = np.cross(f, upv)
+    right = np.cross(-f, upv)               # the picture's right, looking along −f
     corners = np.array([[x, y, z] for x in (lo[0], hi[0]) for y in (lo[1], hi[1]) for z in (lo[2], hi[2])])
     rel = corners - center
     w, h, depth = np.abs(rel @ right).max(), np.abs(rel @ upv).max(), (rel @ f).max()
     width, height = p.window_size
-    half = max(h, w * height / width, 1e-6) * 1.1          # a 10% margin
+    half = max(h, w * height / (width * (1.0 - reserve_right)), 1e-6) * 1.1     # a 10% margin
     dist = half / np.tan(np.radians(p.camera.view_angle) / 2) + depth
-    p.camera_position = [tuple(center + f * dist), tuple(center), tuple(up)]
+    # the bodies in the left (1 − reserve_right) of the picture: the view centre moves right
+    focus = center + right * reserve_right * half * width / height
+    p.camera_position = [tuple(focus + f * dist), tuple(focus), tuple(up)]
     p.reset_camera_clipping_range()
 
 
@@ -431,7 +438,7 @@ def render_series(pvd_path: str | os.PathLike, output: str | os.PathLike, *,
     p = pv.Plotter(off_screen=True, window_size=[int(window_size[0]), int(window_size[1])])
     try:
         p.set_background("white")
-        _setup_camera(p, lo, hi, camera)
+        _setup_camera(p, lo, hi, camera, BAR_SPACE if scalars else 0.0)
         cam = p.camera_position
 
         def images():
