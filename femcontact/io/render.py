@@ -266,7 +266,8 @@ def _add_frame(p, loaded, *, scalars, clim, diag, time):
             kw.update(scalars=scalars, clim=clim, cmap="viridis", show_scalar_bar=not bar_shown,
                       scalar_bar_args={"title": scalars, "color": "black", "vertical": True,
                                        "position_x": 1.0 - BAR_SPACE + 0.03, "width": 0.07,
-                                       "fmt": "%.3g"})
+                                       "fmt": "%.3g", "label_font_size": max(10, p.window_size[1] // 40),
+                                       "title_font_size": max(10, p.window_size[1] // 40)})
             bar_shown = True
         else:
             kw.update(color=color)
@@ -307,7 +308,7 @@ def _add_frame(p, loaded, *, scalars, clim, diag, time):
                name="time")
 
 
-BAR_SPACE = 0.2      # share of the picture's width kept free on the right for the scalar bar
+BAR_SPACE = 0.25     # share of the picture's width kept free on the right for the scalar bar
 
 
 def _setup_camera(p, lo, hi, camera, reserve_right: float = 0.0) -> None:
