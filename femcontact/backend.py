@@ -228,6 +228,12 @@ def host_view(arr) -> np.ndarray | None:
     return view
 
 
+def default_check_every() -> int:
+    """Iterations between host reads of an iterative solver's device-side scalars: 1 where a host
+    view reads them for free (the CPU), 8 where a read is a device synchronization and a copy."""
+    return 1 if _host_views_ok() else 8
+
+
 def read(arr, count: int | None = None) -> np.ndarray:
     """A copy of the first ``count`` rows of ``arr`` as numpy (all rows when None), via the host
     view where there is one (``host_view``), else ``to_numpy``."""

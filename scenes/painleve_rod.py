@@ -14,6 +14,7 @@ Run: femcontact run scenes/painleve_rod.py --out out/painleve_rod
 import math
 
 import numpy as np
+from scipy.spatial.transform import Rotation
 
 import femcontact as fc
 
@@ -23,8 +24,7 @@ HALF_LENGTH, RADIUS, MASS = 0.5, 0.01, 1.0
 def build(solver: str = "lagged", mu: float = 1.5, theta0_deg: float = 60.0, v0: float = 2.0, dt: float = 1e-3,
           duration: float = 0.6) -> fc.Scene:
     th = math.radians(theta0_deg)
-    a = math.pi / 2 - th                     # the capsule's axis (local z) tilted to (cos θ, 0, sin θ)
-    rot = np.array([[math.cos(a), 0.0, math.sin(a)], [0.0, 1.0, 0.0], [-math.sin(a), 0.0, math.cos(a)]])
+    rot = Rotation.from_rotvec([0.0, math.pi / 2 - th, 0.0]).as_matrix()   # axis (local z) to (cos θ, 0, sin θ)
     scene = fc.Scene(dt=dt, solver=solver, integrator="euler", duration=duration, name="painleve_rod")
     scene.add_obstacle(fc.shapes.HalfSpace(), friction=mu, name="ground")
     scene.add_rigid_body(fc.shapes.Capsule(RADIUS, HALF_LENGTH), mass=MASS, rotation=rot,

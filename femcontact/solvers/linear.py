@@ -72,7 +72,7 @@ class BlockJacobiPCG:
         self.r, self.z, self.p, self.q = (backend.vec3_array(n) for _ in range(4))
         self.pinv = backend.mat3_array(n)
         self.S = backend.scalar_array(8)
-        self.check_every = 1 if backend.host_view(self.S) is not None else 8
+        self.check_every = backend.default_check_every()
 
     def solve(self, A: BlockSparseMatrix, b, x) -> LinearSolveStats:
         """Solve A x = b in place, starting from the current x (warm start).
@@ -82,7 +82,7 @@ class BlockJacobiPCG:
         Past convergence or a breakdown (p·A p ≤ 0) the kernels stop changing x on their own."""
         n, S = self.n, self.S
         pcg_start(A.indptr, A.indices, A.blocks, A.diag, b, x, self.r, self.z, self.p, self.pinv, S, self.tol**2, n)
-        s = self._read()
+        s = backend.read(self.S)
         if s[BNORM2] == 0.0:
             pcg_zero(x, n)
             return LinearSolveStats(0, 0.0, True)
@@ -93,13 +93,9 @@ class BlockJacobiPCG:
                 pcg_update(x, self.r, self.z, self.p, self.q, self.pinv, S, n)
                 pcg_direction(self.z, self.p, S, n)
                 done += 1
-            s = self._read()
+            s = backend.read(self.S)
         rel = math.sqrt(max(float(s[RR]), 0.0) / float(s[BNORM2]))
         return LinearSolveStats(int(s[COUNT]), rel, rel <= self.tol)
-
-    def _read(self) -> np.ndarray:
-        view = backend.host_view(self.S)
-        return view if view is not None else self.S.to_numpy()
 
 
 # the CG scalars in S (pcg_* kernels): r·z, p·Ap, r·r, r·z of the new residual, b·b, the stop flag

@@ -64,10 +64,9 @@ class CondSolver:
         self._WB = ti.Matrix.ndarray(3, 3, float, shape=(2, max(n0, 1)))
         self._px, self._py = backend.vec3_array(n0), backend.vec3_array(n0)
         self._pout = backend.scalar_array(3)
-        # iteration norms ring (cond_iterate): read every check_every iterations; on the CPU a host
-        # view reads it for free, so there the default checks every iteration
-        self._check_every = self.options.check_every or (1 if backend.host_view(self._pout) is not None
-                                                         or self.options.acceleration == "chebyshev" else 8)
+        # iteration norms ring (cond_iterate), read every check_every iterations
+        self._check_every = self.options.check_every or (
+            1 if self.options.acceleration == "chebyshev" else backend.default_check_every())
         self._stats = ti.Vector.ndarray(4, float, shape=self._check_every)
         self._cap = self._ccap = self._vcap = 0
         self._alloc(n0 + 64)
@@ -268,32 +267,24 @@ class CondSolver:
         for it in range(1, max_iter + 1):
             l = it - 1
             self.iterate_once(A, nvx, nc, alpha if it == 1 else -1.0, sched.weight(l), l % k)
-            if it % k and it < max_iter:
-                if mixer is not None:
-                    mixer.advance(self.V, self.n0 + nvx)
-                continue
-            stats = self._read_stats()
-            for j in range(last, it):           # the iterations since the last read, in order
-                dv2, vv2, alpha = (float(x) for x in stats[j % k, :3])
-                dn = math.sqrt(max(dv2, 0.0))
-                theta = dn / max(math.sqrt(max(vv2, 0.0)), vscale)
-                self.history.append(theta)
-                if not math.isfinite(theta):
-                    return it, theta, False, alpha
-                if j < it - 1:
-                    sched.record(j, theta, dn)
-            last = it
-            if theta < o.tol and sched.may_stop(l):
-                return it, theta, True, alpha
-            sched.record(l, theta, dn)
+            if it % k == 0 or it == max_iter:
+                stats = backend.read(self._stats)
+                for j in range(last, it):           # the iterations since the last read, in order
+                    dv2, vv2, alpha = (float(x) for x in stats[j % k, :3])
+                    dn = math.sqrt(max(dv2, 0.0))
+                    theta = dn / max(math.sqrt(max(vv2, 0.0)), vscale)
+                    self.history.append(theta)
+                    if not math.isfinite(theta):
+                        return it, theta, False, alpha
+                    if j < l:
+                        sched.record(j, theta, dn)
+                last = it
+                if theta < o.tol and sched.may_stop(l):
+                    return it, theta, True, alpha
+                sched.record(l, theta, dn)
             if mixer is not None:
                 mixer.advance(self.V, self.n0 + nvx)
         return it, theta, False, alpha
-
-    def _read_stats(self) -> np.ndarray:
-        """The iteration-norm ring (check_every × 4): a host view on the CPU, else one copy."""
-        view = backend.host_view(self._stats)
-        return view if view is not None else self._stats.to_numpy()
 
     def _anderson(self, nvx: int) -> Optional[AndersonMixer]:
         """The AA(m) mixer for this solve (None unless acceleration='anderson'), history cleared."""
