@@ -151,6 +151,20 @@ def test_killed_sweep_resumes_without_rerunning_finished_runs(tmp_path):
     assert len(table) == 9 and (table["status"] == "ok").all()
 
 
+def _scheduler_address(sched_file: Path, timeout: float) -> str:
+    """The address in the scheduler file once the scheduler has finished writing it (the file
+    appears before its contents do, so an empty or partial file means: wait)."""
+    import json
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            return json.loads(sched_file.read_text())["address"]
+        except (FileNotFoundError, json.JSONDecodeError, KeyError):
+            time.sleep(0.1)
+    raise AssertionError(f"the Dask scheduler wrote no address to {sched_file} within {timeout} s")
+
+
 @pytest.mark.slow
 @pytest.mark.sample
 def test_same_sweep_on_a_separately_started_scheduler_gives_the_same_table(local_sweep, tmp_path):
@@ -160,12 +174,7 @@ def test_same_sweep_on_a_separately_started_scheduler_gives_the_same_table(local
     procs = [subprocess.Popen([dask, "scheduler", "--port", "0", "--no-dashboard", "--scheduler-file",
                                str(sched_file)], env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
     try:
-        deadline = time.monotonic() + 60
-        while not sched_file.exists() and time.monotonic() < deadline:
-            time.sleep(0.1)
-        import json
-
-        address = json.loads(sched_file.read_text())["address"]
+        address = _scheduler_address(sched_file, timeout=60)
         procs.append(subprocess.Popen([dask, "worker", address, "--nworkers", "2", "--nthreads", "1",
                                        "--no-dashboard"], env=ENV, stdout=subprocess.DEVNULL,
                                       stderr=subprocess.DEVNULL))
