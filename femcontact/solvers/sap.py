@@ -58,11 +58,26 @@ then ``solver_options``, then the automatic value):
 - ``stiction_tolerance`` v_s (m/s, Lagged/Similar): default 1e-4.
 - ``sigma`` (SAP eq. 30 friction regularization, also ICF's impact softening): 1e-3.
 - ``beta`` (eq. 29, options only): 1.
+- ``max_recovery_speed`` (m/s, SAP under the midpoint rule, options only): cap of the stabilization
+  velocity −φ₀/(dt + τ_d) of a penetrating contact, default 0.05 (COND's default; see ``build_model``).
 - ``midpoint_contact`` (options only): "consistent" (default) or "end" (the pre-issue-14 mapping,
   for comparison); ``impact_speed`` (m/s, options only): the approach speed above which a contact
   is an impact under the midpoint rule, default |g| dt.
-- friction μ: ``contacts.mu`` (mean of the two axes: the Newton models are isotropic).
-- ``restitution`` is ignored by the Newton path (the models are inelastic; use dissipation).
+- friction: ``contacts.mu`` = (μ₁, μ₂) along the contact frame's (t1, t2). Anisotropic friction
+  (ICF App. B, the ellipsoidal cone ‖M⁻¹γ_t‖ ≤ γ_n with M = diag(μ₁, μ₂)) by a change of variables:
+  every model is the isotropic one with μ̄ = max(μ₁, μ₂) evaluated at ṽ_t = T v_t, T = M/μ̄, and
+  applies γ_t = T γ̃_t (``friction_scaling``); its friction potential is then ‖M v_t‖ times the
+  normal impulse, whose minimizer is the maximal-dissipation impulse on the ellipse. In code T is a
+  row scaling of J, like θ. The regularizations (SAP's R_t, Lagged/Similar's v_s) are scaled by the
+  smallest nonzero ratio so that along every axis they are at most the isotropic ones.
+- ``restitution`` e (per pair, else option ``restitution``, default 0): Newton's impact law at the
+  velocity level, as COND's targets. An impact (``impacts``: approaching faster than
+  ``impact_speed`` and meeting within the step, by mid-step under the midpoint rule) with e > 0
+  gets the normal target ``v_{n,k+1} ≥ −e v_{n,k}``: SAP's v̂_n, or the Hunt–Crossley spring's
+  zero-impulse speed (f_e0 = k max(−φ₀, dt e|v_{n,k}|), no H&C dissipation on that contact).
+  With automatic stiffness the contact is made ``1/REBOUND_BETA²`` times stiffer for that step
+  (β = 0.1 in eq. 29) so the regularized answer misses the target by ≈ 0.05% rather than ≈ 2.5%.
+  With e = 0 an impact is inelastic, as before.
 
 Delassus estimate per contact: ``w_m = tr(J_m B⁻¹ J_mᵀ)/3`` with ``B`` the 3×3 diagonal
 blocks of Ã (``delassus_estimate``), on the expanded Jacobian (virtual nodes through their J_v
@@ -92,7 +107,9 @@ DEFAULTS = {
     "rel_tol": 1e-6, "abs_tol": 1e-14, "max_iterations": 100, "max_line_search_iterations": 100,
     "alpha_max": 1.5, "linear_solver": "auto", "stiffness": None, "tau_d": None, "hc_dissipation": 10.0,
     "stiction_tolerance": 1e-4, "sigma": 1e-3, "beta": 1.0, "midpoint_contact": "consistent", "impact_speed": None,
+    "restitution": 0.0, "max_recovery_speed": 0.05,
 }
+REBOUND_BETA = 0.1     # eq. 29's β for an impact with restitution (near-rigid, so the rebound is met)
 PHYSICAL = ("stiffness", "tau_d", "hc_dissipation", "stiction_tolerance", "sigma")
 
 
@@ -132,7 +149,7 @@ class NewtonContactSolver:
         self.model = model
         self.opt = {**DEFAULTS, **options}
         o = self.opt
-        for key in ("rel_tol", "abs_tol", "alpha_max", "beta"):
+        for key in ("rel_tol", "abs_tol", "alpha_max", "beta", "max_recovery_speed"):
             if not (isinstance(o[key], (int, float)) and math.isfinite(o[key]) and o[key] >= 0):
                 raise ParameterError(f"solver option {key} must be a non-negative number, got {o[key]!r}")
         if o["beta"] <= 0 or o["alpha_max"] <= 0:
@@ -147,6 +164,8 @@ class NewtonContactSolver:
                                                   and math.isfinite(o["impact_speed"]) and o["impact_speed"] >= 0):
             raise ParameterError(f"solver option impact_speed must be None or a speed >= 0 m/s, got "
                                  f"{o['impact_speed']!r}")
+        if not (isinstance(o["restitution"], (int, float)) and 0.0 <= o["restitution"] <= 1.0):
+            raise ParameterError(f"solver option restitution must be a number in [0, 1], got {o['restitution']!r}")
         opt_vals = [np.nan if o[key] is None else o[key] for key in PHYSICAL]
         _check_params(kind, *opt_vals, where="(solver_options)")
         self._check_table()
@@ -197,7 +216,19 @@ class NewtonContactSolver:
                 out[name] = np.where(np.isnan(out[name]), float(self.opt[name]), out[name])
         return out
 
-    def build_model(self, mu, w, phi0, vn0, param_rows, dt: float, theta=None):
+    def restitution(self, param_rows: np.ndarray) -> np.ndarray:
+        """Per-contact restitution in [0, 1]: the pair's table entry, else option ``restitution``."""
+        e = np.full(len(param_rows), float(self.opt["restitution"]))
+        T = self._table()
+        if T is not None:
+            k = CONTACT_PARAM_COLUMNS.index("restitution")
+            ok = (param_rows >= 0) & (param_rows < len(T))
+            col = np.full(len(param_rows), np.nan)
+            col[ok] = T[param_rows[ok], k]
+            e = np.where(np.isnan(col), e, np.clip(col, 0.0, 1.0))
+        return e
+
+    def build_model(self, mu, w, phi0, vn0, param_rows, dt: float, theta=None, rebound=None, reg_scale=None):
         """The contact model of this step for per-contact friction ``mu``, Delassus estimate ``w``
         (1/kg), previous gap ``phi0`` (m) and previous normal velocity ``vn0`` (m/s).
 
@@ -206,7 +237,11 @@ class NewtonContactSolver:
         in the variables (u, γ̃) with the applied impulse ``γ = θ γ̃``: friction ``μ θ_n/θ_t``,
         stiffness / fe0 / lagged n₀ divided by θ_n, SAP's R multiplied by θ², so that the physical
         impulse as a function of the end-of-step velocity has the same stiffness, friction cone
-        and regularization as with θ = 1, while gaps and slip speeds are measured in u."""
+        and regularization as with θ = 1, while gaps and slip speeds are measured in u.
+
+        rebound: None, or (c,) normal speeds (m/s, ≥ 0) an impact with restitution must leave at
+        (``−e v_{n,k}``; 0 elsewhere), see the module docstring. reg_scale: None, or (c,) factors
+        ≤ 1 for the friction regularization (anisotropic contacts, ``friction_scaling``)."""
         p = self.contact_parameters(param_rows)
         if np.any(~(mu >= 0) | ~np.isfinite(mu)):
             raise ParameterError(f"friction coefficients must be finite and >= 0, got {mu[~(mu >= 0)][:3].tolist()}")
@@ -220,17 +255,28 @@ class NewtonContactSolver:
         beta = float(self.opt["beta"])
         sigma = np.where(np.isnan(p["sigma"]), 1e-3, p["sigma"])
         R_t = sigma * w
+        if reg_scale is not None:
+            R_t = R_t * reg_scale**2
+        bounce = np.zeros(len(w), bool) if rebound is None else rebound > 0
         th_t, th_n = (1.0, 1.0) if theta is None else (theta[:, 0], theta[:, 2])
         mu_u = mu * th_n / th_t                  # friction cone of γ̃ = γ/θ
         if self.kind == "sap":
             tau_d = np.where(np.isnan(p["tau_d"]), beta * dt / math.pi, p["tau_d"])
             k = np.where(np.isnan(p["stiffness"]), np.inf, p["stiffness"])
+            tau_d = np.where(bounce, 0.0, tau_d)        # a rebound's dissipation is its restitution
+            beta_n = np.where(bounce & np.isnan(p["stiffness"]), REBOUND_BETA * beta, beta)
             with np.errstate(divide="ignore"):
-                R_n = np.maximum(beta**2 / (4 * math.pi**2) * w, 1.0 / (dt * k * (dt + tau_d)))
+                R_n = np.maximum(beta_n**2 / (4 * math.pi**2) * w, 1.0 / (dt * k * (dt + tau_d)))
             # stabilization velocity: −φ₀/(dt + τ_d) for touching pairs (SAP §V-B); a pair still
             # apart (φ₀ > 0) gets −φ₀/dt, so it is pushed only when u_n would close the gap within
             # the step (no dissipation before touch; ICF's φ₀ + dt v_n)
             vhat_n = np.where(phi0 > 0, -phi0 / dt, -phi0 / (dt + tau_d))
+            if theta is not None:
+                # midpoint rule: an impact ends up to ½ dt |v_n| deep (positions move by dt v̂); SAP's
+                # full-rate recovery of that depth would launch the body at ≈ ½|v_n| (a hop after an
+                # inelastic impact), so penetrations are recovered at most at max_recovery_speed
+                vhat_n = np.minimum(vhat_n, np.maximum(float(self.opt["max_recovery_speed"]), 0.0))
+            vhat_n = np.where(bounce, np.maximum(vhat_n, 0.0 if rebound is None else rebound), vhat_n)
             return SapModel(mu_u, np.maximum(R_t * th_t**2, 1e-300), R_n * th_n**2, vhat_n)
         k = np.where(np.isnan(p["stiffness"]), 4 * math.pi**2 / (beta**2 * w * dt * dt), p["stiffness"])
         d = np.where(np.isnan(p["hc_dissipation"]), DEFAULTS["hc_dissipation"], p["hc_dissipation"])
@@ -238,6 +284,13 @@ class NewtonContactSolver:
         fe0 = -k * phi0
         n0 = dt * np.maximum(fe0, 0.0) * np.maximum(0.0, 1.0 - d * vn0)
         eps = np.maximum(vs, th_t * mu * R_t * n0)
+        if reg_scale is not None:
+            eps = eps * reg_scale
+        if bounce.any():
+            # the spring releases at the rebound speed: zero impulse for v_n ≥ max(−φ₀/dt, rebound)
+            k = np.where(bounce & np.isnan(p["stiffness"]), k / REBOUND_BETA**2, k)
+            fe0 = np.where(bounce, k * np.maximum(-phi0, dt * rebound), fe0)
+            d = np.where(bounce, 0.0, d)
         hc = HuntCrossley(k / th_n, d, fe0 / th_n, dt)
         n0 = n0 / th_n
         mu = mu_u
@@ -245,7 +298,7 @@ class NewtonContactSolver:
             return LaggedModel(hc, mu, n0, eps)
         return SimilarModel(hc, mu, eps)
 
-    def contact_weights(self, vc_prev: np.ndarray, phi0: np.ndarray, co: float, dt: float):
+    def contact_weights(self, vc_prev: np.ndarray, phi0: np.ndarray, co: float, dt: float, e=None):
         """θ (c, 3) of the contact velocity ``u = θ v_{k+1} + (1 − θ) v_k`` per contact, or None
         (θ = 1: implicit Euler, or option ``midpoint_contact="end"``). Under the midpoint rule
         (docs/THEORY.md §4, "Contact under the midpoint rule"):
@@ -256,15 +309,25 @@ class NewtonContactSolver:
           dissipates), except for an impact: a contact approaching faster than ``impact_speed``
           (v_{n,k} < −v_imp) that reaches the surface by mid-step at its start velocity
           (φ₀ + dt v_{n,k}/2 ≤ 0) gets θ_n = 1 (u_n = v_{n,k+1}; the caller clamps its gap at 0, so
-          the impact ends at rest: inelastic).
+          the impact ends at rest: inelastic, or at the rebound speed with restitution e > 0).
         """
         if co == 0.0 or self.opt["midpoint_contact"] == "end":
             return None
         theta = np.full((len(phi0), 3), 0.5)
-        vn0 = vc_prev[:, 2]
-        v_imp = self.impact_speed(dt)
-        theta[:, 2] = np.where((vn0 < -v_imp) & (phi0 + 0.5 * dt * vn0 <= 0.0), 1.0, 0.5)
+        theta[:, 2] = np.where(self.impacts(vc_prev, phi0, co, dt, e), 1.0, 0.5)
         return theta
+
+    def impacts(self, vc_prev: np.ndarray, phi0: np.ndarray, co: float, dt: float, e=None) -> np.ndarray:
+        """Contacts that are impacts this step (bool, c): approaching faster than ``impact_speed``
+        and meeting within the step at the start velocity (φ₀ + h v_{n,k} ≤ 0), with h = dt under
+        implicit Euler and for restitution e > 0, and h = dt/2 for inelastic contacts under the
+        midpoint rule (``contact_weights``: a θ_n = ½ contact meeting in the second half would brake
+        the approach inelastically before the rebound step)."""
+        vn0 = vc_prev[:, 2]
+        h = dt if co == 0.0 else 0.5 * dt
+        if co != 0.0 and e is not None:
+            h = np.where(e > 0, dt, h)
+        return (vn0 < -self.impact_speed(dt)) & (phi0 + h * vn0 <= 0.0)
 
     def impact_speed(self, dt: float) -> float:
         """Approach speed (m/s) above which a contact is treated as an impact under the midpoint
@@ -324,9 +387,11 @@ class NewtonContactSolver:
         Bw[self.lumped_nodes] = self.lumped_blocks
         w = delassus_estimate(Jf, Bw, fixed, c, self.node_body, self.body_mass)
         vc_prev = (J @ vk).reshape(c, 3) + off
-        mu = cd["mu"].mean(axis=1) if c else np.zeros(0)
+        mu, tscale, reg_scale = friction_scaling(cd["mu"] if c else np.zeros((0, 2)))
         vc_hat_prev = (J @ v_prev_hat).reshape(c, 3) + off if co != 0.0 else vc_prev
-        theta = self.contact_weights(vc_prev, cd["phi"], co, dt)
+        param_rows = cd["param"].astype(np.int64)
+        e = self.restitution(param_rows)
+        theta = self.contact_weights(vc_prev, cd["phi"], co, dt, e)
         phi0 = cd["phi"]
         if theta is not None:
             # an approaching pair that meets by mid-step is modelled on v_{n,k+1} from the surface:
@@ -337,12 +402,23 @@ class NewtonContactSolver:
             # Lagged n₀'s Hunt–Crossley rate: how fast the gap was closing, i.e. the previous step's
             # v̂ (the warm start), not v_k (which carries the midpoint rule's ±v alternation)
             vn0 = vc_hat_prev[:, 2]
-        cm = self.build_model(mu, w, phi0, vn0, cd["param"].astype(np.int64), dt, theta)
-        if theta is not None:
-            # the model sees u = θ (J v + off) + (1 − θ) v_c,k: scale J's rows, fold the rest into off
-            Sd = sp.diags(theta.ravel())
+        rebound = None
+        if np.any(e > 0):
+            rebound = np.where(self.impacts(vc_prev, cd["phi"], co, dt, e), e * np.maximum(-vc_prev[:, 2], 0.0), 0.0)
+        cm = self.build_model(mu, w, phi0, vn0, param_rows, dt, theta, rebound,
+                              reg_scale if tscale is not None else None)
+        # the model sees T (θ (J v + off) + (1 − θ) v_c,k) (T: anisotropic friction, θ: midpoint
+        # weights): scale J's rows by S = T θ, fold the rest into off; the impulse applied is S γ̃
+        S = None
+        if theta is not None or tscale is not None:
+            th = np.ones((c, 3)) if theta is None else theta
+            T = np.ones((c, 3))
+            if tscale is not None:
+                T[:, :2] = tscale
+            S = T * th
+            Sd = sp.diags(S.ravel())
             J, Jf = (Sd @ J).tocsr(), (Sd @ Jf).tocsr()
-            off = theta * off + (1.0 - theta) * vc_prev
+            off = S * off + T * (1.0 - th) * vc_prev
 
         D = momentum_scaling(Dblk, dof_fixed)
         o = self.opt
@@ -395,7 +471,7 @@ class NewtonContactSolver:
         if fixed.any():
             v_hat.reshape(n, 3)[fixed] = vhat_fixed
         backend.write(problem.v_hat, v_hat.reshape(n, 3))
-        backend.write(contacts.impulse, gamma if theta is None else theta * gamma)
+        backend.write(contacts.impulse, gamma if S is None else S * gamma)
         backend.write(contacts.status, status)
         ms = 1e3 * (time.perf_counter() - t_start)
         stats = SolveStats(it, e_m, converged, {
@@ -455,6 +531,21 @@ class NewtonContactSolver:
             if hi - lo <= 1e-14 * hi:
                 break
         return a, trials
+
+
+def friction_scaling(mu_axes: np.ndarray):
+    """(μ̄, T, r) for friction coefficients ``mu_axes`` (c, 2) along (t1, t2): μ̄ = max(μ₁, μ₂) (c,)
+    the isotropic model's coefficient, T = (μ₁, μ₂)/μ̄ (c, 2) the tangential row scaling
+    (ICF App. B: ‖M v_t‖ = μ̄ ‖T v_t‖) and r (c,) the smallest nonzero entry of T, which scales the
+    friction regularization. T and r are None when every contact is isotropic."""
+    mu_axes = np.asarray(mu_axes, dtype=np.float64).reshape(-1, 2)
+    mu_bar = mu_axes.max(axis=1)
+    if np.array_equal(mu_axes[:, 0], mu_axes[:, 1]):
+        return mu_bar, None, None
+    with np.errstate(divide="ignore", invalid="ignore"):
+        T = np.where(mu_bar[:, None] > 0, mu_axes / mu_bar[:, None], 1.0)
+    r = np.where(T > 0, T, 1.0).min(axis=1)
+    return mu_bar, T, r
 
 
 def delassus_estimate(J: sp.csr_matrix, blocks: np.ndarray, fixed: np.ndarray, c: int,
