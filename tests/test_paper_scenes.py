@@ -128,11 +128,11 @@ def test_steel_sphere_glides_under_sap_until_it_rolls():
     assert r[-1, 2] == pytest.approx(v_roll, rel=1e-3)
 
 
-def _rod_run(solver: str, mu: float, steps: int):
+def _rod_run(solver: str, mu: float, steps: int, **params):
     """scenes/painleve_rod.py: per step t, contact end's x velocity and height, centre-of-mass height,
     total normal impulse (N s)."""
     mod = load_scene("painleve_rod")
-    sim = fc.Simulator(mod.build(solver=solver, mu=mu))
+    sim = fc.Simulator(mod.build(solver=solver, mu=mu, **params))
     rows = []
     for _ in range(steps):
         sim.step()
@@ -167,3 +167,18 @@ def test_painleve_rod_jams_above_the_critical_friction_and_slides_below(solver):
     r, dt, m = _rod_run(solver, 0.3, 100)
     assert np.abs(r[:, 1]).min() > 0.9 * v0                                          # slides on
     assert r[-1, 3] < r[0, 3] - 3e-3                                                 # falling
+
+
+@pytest.mark.parametrize("solver", ["lagged", pytest.param("similar", marks=pytest.mark.slow),
+                                    pytest.param("sap", marks=pytest.mark.slow)])
+def test_painleve_rod_jumps_off_a_compliant_undamped_ground(solver):
+    """ICF §XI-C, Figs. 9–10, in the paper's setting (compliant, undamped contact, small step): the end
+    sticks (jam), then the contact's stored energy throws it off the ground — it rises by more than a
+    millimetre with no normal force on it."""
+    r, dt, m = _rod_run(solver, 1.5, 300, stiffness=1e7, dissipation=0.0, dt=1e-4, duration=0.03)
+    stuck = np.flatnonzero(np.abs(r[:, 1]) < 0.05 * 2.0)
+    assert len(stuck) and r[stuck[0], 0] < 0.025, r[:, 1].min()                     # jammed within 25 ms
+    after = r[stuck[0]:]
+    assert after[:, 2].max() > 1e-3, after[:, 2].max()                              # the end jumps > 1 mm
+    flying = after[:, 2] > 2e-4
+    assert flying.any() and np.all(after[flying, 4] == 0.0)                          # in the air: no contact force
