@@ -1,0 +1,118 @@
+"""The COND paper's Franka Panda scenes (§V-D; issue 17, item 5) measured as numbers.
+
+- scenes/panda_mat_fold.py (Fig. 7): the hand folds a soft mat over; at μ = 1.0 the half that stays
+  on the floor does not slip, at μ = 0.1 it sticks, then slides toward the robot; the held edge
+  follows the hand; nothing sinks into the floor; the run's energy check does not fire.
+- scenes/panda_soft_ball.py (Fig. 9): the hand grips a soft ball and lifts it 10 cm; the ball
+  rises with the hand, and while held the contact force on hand and fingers balances its weight.
+
+Each runs a robot with a soft body for 2 to 2.5 s of simulated time (200 to 250 steps of
+0.2 to 0.3 s on CPU): slow tests.
+"""
+import importlib.metadata
+
+import numpy as np
+import pytest
+
+import femcontact as fc
+from scenes_util import load_scene
+
+pytest.importorskip("yourdfpy")      # the optional extra femcontact[robots]; CI installs it
+try:
+    importlib.metadata.distribution("example-robot-data")
+except importlib.metadata.PackageNotFoundError:
+    pytest.skip("example-robot-data (femcontact[robots]) not installed", allow_module_level=True)
+
+G = 9.81
+
+
+def _run_mat_fold(friction: float):
+    """Run scenes/panda_mat_fold.py at ``friction``; per step: time, mean x-slip of the near edge
+    (m), distance of the held edge from the hand (m, less its start offset), of the hand from the
+    commanded path (m), lowest node height (m). Returns (arrays..., final mat positions, module)."""
+    mod = load_scene("panda_mat_fold")
+    scene = mod.build(friction=friction)
+    sim = fc.Simulator(scene)               # energy_check on (default): a divergence raises
+    robot = scene.panda
+    x0 = sim.body_positions("mat").copy()
+    near = np.flatnonzero(x0[:, 0] < mod.NEAR + 1e-6)
+    held = np.flatnonzero((x0[:, 0] > mod.NEAR + mod.SIZE[0] - 1e-6) & (x0[:, 2] > mod.SIZE[2] - 1e-6))
+    offset = x0[held].mean(0) - robot.link_pose(sim, "panda_hand_tcp")[:3, 3]
+    rows = []
+    for _ in range(round(scene.duration / scene.dt)):
+        sim.step()
+        x = sim.body_positions("mat")
+        tcp = robot.link_pose(sim, "panda_hand_tcp")[:3, 3]
+        rows.append((sim.state.time, float((x[near, 0] - x0[near, 0]).mean()),
+                     float(np.linalg.norm(x[held].mean(0) - offset - tcp)),
+                     float(np.linalg.norm(tcp - mod.tool_path(sim.state.time))), float(x[:, 2].min())))
+    t, slip, edge, track, zmin = map(np.array, zip(*rows))
+    return t, slip, edge, track, zmin, sim.body_positions("mat"), x0, mod
+
+
+def _check_fold_kinematics(edge, track, zmin, x, x0, mod):
+    assert edge.max() < 1e-3            # the held edge stays on the hand (glued; 0.43 mm measured)
+    assert track.max() < 15e-3          # the drives lag the path at its fastest (10 mm measured)
+    assert zmin.min() > -1e-3           # no node sinks 1 mm into the floor
+    # the far half lies over the near half: the held edge ends above the near edge
+    held = (x0[:, 0] > mod.NEAR + mod.SIZE[0] - 1e-6)
+    assert x[held, 0].mean() < mod.NEAR + 0.05
+    assert x[held, 2].min() > mod.SIZE[2] - 1e-3
+
+
+@pytest.mark.slow
+def test_panda_mat_fold_high_friction_never_slips():
+    """μ = 1.0 (COND Fig. 7b): the near edge on the floor slides less than 2 mm during the whole
+    fold (0.4 mm measured)."""
+    t, slip, edge, track, zmin, x, x0, mod = _run_mat_fold(1.0)
+    print(f"mat fold μ=1.0: near-edge slip {1e3 * np.abs(slip).max():.2f} mm, held edge {1e3 * edge.max():.2f} mm "
+          f"from the hand, hand {1e3 * track.max():.1f} mm from its path, lowest node {1e3 * zmin.min():.2f} mm")
+    assert np.abs(slip).max() < 2e-3
+    _check_fold_kinematics(edge, track, zmin, x, x0, mod)
+
+
+@pytest.mark.slow
+def test_panda_mat_fold_low_friction_sticks_then_slips():
+    """μ = 0.1 (COND Fig. 7a): while the flap is lifted (first 0.6 s of the fold) the near edge
+    creeps by less than 5 mm (2.7 mm measured), then it is dragged toward the robot: more than
+    50 mm by the end of the fold."""
+    t, slip, edge, track, zmin, x, x0, mod = _run_mat_fold(0.1)
+    early = t < mod.T_SETTLE + 0.6
+    print(f"mat fold μ=0.1: near-edge slip {1e3 * np.abs(slip[early]).max():.2f} mm until t = "
+          f"{mod.T_SETTLE + 0.6:.1f} s, {1e3 * slip[-1]:.1f} mm at the end; held edge {1e3 * edge.max():.2f} mm "
+          f"from the hand, lowest node {1e3 * zmin.min():.2f} mm")
+    assert np.abs(slip[early]).max() < 5e-3
+    assert slip[-1] < -50e-3
+    assert edge.max() < 1e-3 and zmin.min() > -1e-3
+
+
+@pytest.mark.slow
+def test_panda_soft_ball_is_lifted_and_its_weight_held():
+    """The ball's centre rises as the hand's tool point (10 cm) within 3 mm and stays in the grip
+    while held; over the hold the net contact force on hand and fingers is -m g within 3% in z
+    (1.5% measured) and near zero across."""
+    mod = load_scene("panda_soft_ball")
+    scene = mod.build()
+    sim = fc.Simulator(scene)
+    robot = scene.panda
+    weight = scene.body("ball").mesh.volume() * mod.DENSITY * G
+    c0 = sim.body_positions("ball").mean(0)
+    tcp0 = robot.link_pose(sim, "panda_hand_tcp")[:3, 3]
+    hold, rel = [], []
+    for _ in range(round(scene.duration / scene.dt)):
+        sim.step()
+        c = sim.body_positions("ball").mean(0)
+        tcp = robot.link_pose(sim, "panda_hand_tcp")[:3, 3]
+        rel.append((c - c0) - (tcp - tcp0))
+        if sim.state.time > mod.T_LIFT + 0.2:
+            forces = sim.rigid_contact_forces()
+            hold.append(sum(forces[b] for b in robot.end_effector_bodies))
+    rise = tcp[2] - tcp0[2]
+    rel, hold = np.array(rel), np.array(hold)
+    f = hold.mean(0)
+    print(f"soft ball: hand rose {1e3 * rise:.1f} mm, ball centre {1e3 * (c[2] - c0[2]):.1f} mm (worst lag "
+          f"{1e3 * np.abs(rel).max():.2f} mm); contact force while held {f.round(3)} N, weight {weight:.3f} N")
+    assert rise == pytest.approx(mod.LIFT, abs=2e-3)
+    assert np.abs(rel).max() < 3e-3
+    assert f[2] == pytest.approx(-weight, rel=0.03)
+    assert np.hypot(f[0], f[1]) < 0.03 * weight
