@@ -63,7 +63,7 @@ def _check_fold_kinematics(edge, track, zmin, x, x0, mod):
 @pytest.mark.slow
 def test_panda_mat_fold_high_friction_never_slips():
     """μ = 1.0 (COND Fig. 7b): the near edge on the floor slides less than 2 mm during the whole
-    fold (0.4 mm measured)."""
+    fold (0.2 mm measured at resolution 15)."""
     t, slip, edge, track, zmin, x, x0, mod = _run_mat_fold(1.0)
     print(f"mat fold μ=1.0: near-edge slip {1e3 * np.abs(slip).max():.2f} mm, held edge {1e3 * edge.max():.2f} mm "
           f"from the hand, hand {1e3 * track.max():.1f} mm from its path, lowest node {1e3 * zmin.min():.2f} mm")
@@ -74,8 +74,9 @@ def test_panda_mat_fold_high_friction_never_slips():
 @pytest.mark.slow
 def test_panda_mat_fold_low_friction_sticks_then_slips():
     """μ = 0.1 (COND Fig. 7a): while the flap is lifted (first 0.6 s of the fold) the near edge
-    creeps by less than 5 mm (2.7 mm measured), then it is dragged toward the robot: more than
-    50 mm by the end of the fold."""
+    creeps by less than 5 mm (2.6 mm measured), then it is dragged toward the robot: more than
+    50 mm by the end of the fold (283 mm measured: the whole mat is dragged until it meets
+    the robot's base)."""
     t, slip, edge, track, zmin, x, x0, mod = _run_mat_fold(0.1)
     early = t < mod.T_SETTLE + 0.6
     print(f"mat fold μ=0.1: near-edge slip {1e3 * np.abs(slip[early]).max():.2f} mm until t = "
@@ -88,31 +89,39 @@ def test_panda_mat_fold_low_friction_sticks_then_slips():
 
 @pytest.mark.slow
 def test_panda_soft_ball_is_lifted_and_its_weight_held():
-    """The ball's centre rises as the hand's tool point (10 cm) within 3 mm and stays in the grip
-    while held; over the hold the net contact force on hand and fingers is -m g within 3% in z
-    (1.5% measured) and near zero across."""
+    """From the closed grip on, the ball's centre rises with the hand's tool point (10 cm) within
+    1 mm (0.20 mm measured) and creeps less than 0.2 mm over the hold (0.03 mm); over the hold the
+    net contact force on hand and fingers is -m g within 3% in z (0.2% measured) and near zero
+    across. (The hand itself rises 99 mm: gravity compensation does not know the payload.)"""
     mod = load_scene("panda_soft_ball")
     scene = mod.build()
     sim = fc.Simulator(scene)
     robot = scene.panda
     weight = scene.body("ball").mesh.volume() * mod.DENSITY * G
-    c0 = sim.body_positions("ball").mean(0)
     tcp0 = robot.link_pose(sim, "panda_hand_tcp")[:3, 3]
-    hold, rel = [], []
+    t, rel, hold = [], [], []
     for _ in range(round(scene.duration / scene.dt)):
         sim.step()
-        c = sim.body_positions("ball").mean(0)
         tcp = robot.link_pose(sim, "panda_hand_tcp")[:3, 3]
-        rel.append((c - c0) - (tcp - tcp0))
+        if sim.state.time >= mod.T_CLOSE - 1e-9:
+            c = sim.body_positions("ball").mean(0)
+            if not rel:
+                c_close, tcp_close = c, tcp
+            t.append(sim.state.time)
+            rel.append(np.linalg.norm((c - c_close) - (tcp - tcp_close)))
         if sim.state.time > mod.T_LIFT + 0.2:
             forces = sim.rigid_contact_forces()
             hold.append(sum(forces[b] for b in robot.end_effector_bodies))
     rise = tcp[2] - tcp0[2]
-    rel, hold = np.array(rel), np.array(hold)
+    t, rel, hold = np.array(t), np.array(rel), np.array(hold)
+    held = t > mod.T_LIFT + 0.2
+    creep = rel[held].max() - rel[held].min()
     f = hold.mean(0)
-    print(f"soft ball: hand rose {1e3 * rise:.1f} mm, ball centre {1e3 * (c[2] - c0[2]):.1f} mm (worst lag "
-          f"{1e3 * np.abs(rel).max():.2f} mm); contact force while held {f.round(3)} N, weight {weight:.3f} N")
+    print(f"soft ball: hand rose {1e3 * rise:.1f} mm, ball centre {1e3 * (c[2] - c_close[2] + tcp_close[2] - tcp0[2]):.1f}"
+          f" mm (worst lag {1e3 * rel.max():.2f} mm, creep while held {1e3 * creep:.3f} mm); contact force while held "
+          f"{f.round(3)} N, weight {weight:.3f} N")
     assert rise == pytest.approx(mod.LIFT, abs=2e-3)
-    assert np.abs(rel).max() < 3e-3
+    assert rel.max() < 1e-3
+    assert creep < 0.2e-3
     assert f[2] == pytest.approx(-weight, rel=0.03)
     assert np.hypot(f[0], f[1]) < 0.03 * weight
