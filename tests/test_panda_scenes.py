@@ -166,3 +166,32 @@ def test_panda_cable_winding_wraps_the_cylinder_with_a_small_steady_pull():
     assert np.linalg.norm(x[0] - np.array([*mod.AXIS, 0.0]) - [mod.R_WIND, 0.0, mod.R_CABLE]) < 1e-3
     assert track.max() < 6e-3 and held.max() < 1e-3 and zmin.min() > -1e-3
     assert 0.05 < force[winding].min() and force[winding].max() < 1.0
+
+
+@pytest.mark.slow
+def test_panda_soft_ball_under_cond_still_carries_the_ball():
+    """The same grip and the first 0.4 s of the lift under COND: from the closed grip on the ball's
+    centre follows the tool point within 1 mm (0.07 mm measured; 9.3 mm risen) and rises with it.
+    COND runs into its 500-iteration cap once the fingers squeeze the ball (68 of the 80 steps;
+    0.4 to 1.4 s a step on a shared 2-core machine, the test 114 s), and
+    its unconverged steps let the arm stray from its path (the tool point is 12 mm off by
+    t = 0.8 s, 77 mm by t = 1.6 s, against 3 mm under "lagged"): why the scene's default is
+    "lagged". Only the grip is checked here."""
+    mod = load_scene("panda_soft_ball")
+    scene = mod.build(solver="cond", duration=mod.T_CLOSE + 0.4)
+    sim = fc.Simulator(scene)
+    robot = scene.panda
+    rel, iterations = [], []
+    for _ in range(round(scene.duration / scene.dt)):
+        iterations.append(sim.step().iterations)
+        tcp = robot.link_pose(sim, "panda_hand_tcp")[:3, 3]
+        if sim.state.time >= mod.T_CLOSE - 1e-9:
+            c = sim.body_positions("ball").mean(0)
+            if not rel:
+                c_close, tcp_close = c, tcp
+            rel.append(np.linalg.norm((c - c_close) - (tcp - tcp_close)))
+    rise = c[2] - c_close[2]
+    print(f"soft ball under COND: ball rose {1e3 * rise:.1f} mm with the hand (worst lag {1e3 * max(rel):.2f} mm); "
+          f"iterations: {sum(i >= 500 for i in iterations)} of {len(iterations)} steps at the cap")
+    assert max(rel) < 1e-3
+    assert rise > 5e-3
