@@ -16,8 +16,9 @@ the payload), and while held the net contact force on the hand and fingers (``pa
 
 Solver: "lagged" (the Newton-type contact solver) by default: COND runs into its 500-iteration
 cap on every step once the two fingers squeeze the ball from both sides (measured from step 11
-on, 0.3 to 0.7 s a step against 0.12 s for "lagged"; scenes/gripper_ball.py shows the same);
-``solver="cond"`` runs it.
+on, 0.3 to 0.7 s a step against 0.12 s for "lagged"; scenes/gripper_ball.py shows the same), and
+its unconverged steps let the arm stray from its path (the tool point 77 mm off by t = 1.6 s,
+though the ball stays in the grip); ``solver="cond"`` runs it.
 
 ``resolution``: the ball mesh's subdivisions (``fc.meshes.sphere``; 3 by default). Needs the
 optional extra ``pip install ".[robots]"``. Run: femcontact run scenes/panda_soft_ball.py --out out/panda_soft_ball
