@@ -3,19 +3,21 @@
 The mat (E = 50 kPa, nu = 0.3 as in the paper; 30 x 20 x 1 cm, 200 kg/m³) lies in front of the
 robot. Its far edge is held by the hand: the grasp is modelled as the top row of edge nodes glued
 to the hand (``Scene.attach``, stiff springs) at the hand's tool point, the fingers closed above
-it, contact between the hand (and fingers) and the mat off. The mat does not collide with itself
-(FEM self-contact is not modelled): the path ends one mat thickness above the near half. The hand, pointing down, carries the edge along a
-half circle over the mid-line of the mat (radius ``reach`` times half the mat length) toward the
-robot, so the far half is flipped onto the near half; the joint targets come from the
-differential-IK helper (``Robot.cartesian_path``) and the drives follow them.
+it, contact between the hand (and fingers) and the mat off. The hand, pointing down, carries the
+edge along a half circle over the mid-line of the mat (radius ``reach`` times half the mat
+length) toward the robot, so the far half is flipped onto the near half; the joint targets come
+from the differential-IK helper (``Robot.cartesian_path``) and the drives follow them. The mat
+does not collide with itself (FEM self-contact is not modelled here): the path ends one mat
+thickness higher than it starts, so the flap is laid just above the near half.
 
-Friction between mat and floor (and mat and itself) is ``friction``. What to expect (the paper's
-result): at μ = 1.0 the near edge of the mat, which stays on the floor, does not slip while the
-far half is lifted and laid over; at μ = 0.1 it first sticks, then slides toward the robot as
-the flap is pulled over (stick, then slip). tests/test_panda_scenes.py measures both.
+Friction between mat and floor is ``friction``. What to expect (the paper's result): at μ = 1.0
+the near edge of the mat, which stays on the floor, does not slip while the far half is lifted
+and laid over (0.2 mm measured); at μ = 0.1 it first sticks (2.6 mm of creep while the flap
+rises), then slides toward the robot as the flap is pulled over: the whole mat is dragged, 283
+mm, until it stops against the robot's base. tests/test_panda_scenes.py measures both.
 
 ``resolution``: cells along the long side (default 15: 16 x 11 x 2 nodes, 1056 DOF of the mat,
-the paper's 1081-DOF case; its 4438-DOF case is about resolution 30 with 2 cells through the
+about the paper's 1081-DOF case; its 4438-DOF case is about resolution 30 with 2 cells through the
 thickness, which this scene keeps at 1).
 
 Solver: "lagged" (the Newton-type contact solver) by default: COND hits its 500-iteration cap on
