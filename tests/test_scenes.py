@@ -44,6 +44,9 @@ SMOKE = {
     "hinge_pendulum": ({}, 3, False, True),
     "mat_drag": ({"resolution": 6}, 3, True, False),
     "painleve_rod": ({}, 3, True, False),
+    "panda_cable_winding": ({"segments": 20, "duration": 0.05}, 3, True, False),
+    "panda_mat_fold": ({"resolution": 6, "duration": 0.05}, 3, True, False),   # short: its IK path is sampled over duration
+    "panda_soft_ball": ({"resolution": 2, "duration": 0.05}, 3, None, False),
     "pile": ({"layers": 1, "per_side": 2}, 3, None, True),
     "rigid_box_push": ({}, 3, True, False),
     "rod_cantilever": ({}, 3, False, True),

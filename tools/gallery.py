@@ -22,6 +22,9 @@ GALLERY = {
     "cube_stack": (["--steps", "30", "--every", "10"], ["--scalars", "von_mises"]),
     "capstan": (["--steps", "50", "--every", "10"], []),
     "panda_hold": (["--steps", "5"], []),
+    "panda_mat_fold": (["--steps", "250", "--every", "10"], ["--camera", "xz"]),    # folded: the far half laid over
+    "panda_soft_ball": (["--steps", "150", "--every", "10"], ["--camera", "xz"]),   # the ball lifted 10 cm
+    "panda_cable_winding": (["--steps", "240", "--every", "20"], []),                # half wound: hand, cable, cylinder
 }
 
 
