@@ -59,7 +59,8 @@ then ``solver_options``, then the automatic value):
 - ``sigma`` (SAP eq. 30 friction regularization, also ICF's impact softening): 1e-3.
 - ``beta`` (eq. 29, options only): 1.
 - ``max_recovery_speed`` (m/s, SAP under the midpoint rule, options only): cap of the stabilization
-  velocity −φ₀/(dt + τ_d) of a penetrating contact, default 0.05 (COND's default; see ``build_model``).
+  velocity −φ₀/(dt + τ_d) of a penetrating contact, default 0.1 (the bound 1/d that Lagged and Similar
+  get from their default Hunt–Crossley dissipation; see ``build_model``).
 - ``midpoint_contact`` (options only): "consistent" (default) or "end" (the pre-issue-14 mapping,
   for comparison); ``impact_speed`` (m/s, options only): the approach speed above which a contact
   is an impact under the midpoint rule, default |g| dt.
@@ -107,7 +108,7 @@ DEFAULTS = {
     "rel_tol": 1e-6, "abs_tol": 1e-14, "max_iterations": 100, "max_line_search_iterations": 100,
     "alpha_max": 1.5, "linear_solver": "auto", "stiffness": None, "tau_d": None, "hc_dissipation": 10.0,
     "stiction_tolerance": 1e-4, "sigma": 1e-3, "beta": 1.0, "midpoint_contact": "consistent", "impact_speed": None,
-    "restitution": 0.0, "max_recovery_speed": 0.05,
+    "restitution": 0.0, "max_recovery_speed": 0.1,
 }
 REBOUND_BETA = 0.1     # eq. 29's β for an impact with restitution (near-rigid, so the rebound is met)
 PHYSICAL = ("stiffness", "tau_d", "hc_dissipation", "stiction_tolerance", "sigma")
