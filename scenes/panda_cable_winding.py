@@ -107,10 +107,7 @@ def build(segments: int = 50, solver: str = "lagged", integrator: str = "euler",
     scene.attach(cable.name, "end", to=robot.link_body["panda_hand_tcp"][0])
     wind = robot.cartesian_path("panda_hand_tcp", lambda t: (tool_path(t), R_down), duration=duration,
                                 q_start=q_grasp, step=0.01)
-    for i, jn in enumerate(wind.joints):
-        drive = next(j for j in scene.joints if j.name == robot.all_joints[jn].name).drive
-        drive.target = lambda t, i=i: float(wind(t)[i])
-        drive.velocity = lambda t, i=i: float(wind.velocity(t)[i])
+    robot.set_trajectory(scene, wind)
     scene.panda = robot
     scene.wind_path = wind
     return scene

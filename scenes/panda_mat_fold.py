@@ -80,10 +80,7 @@ def build(friction: float = 1.0, resolution: int = 15, reach: float = 1.0, solve
     scene.attach(mat.name, f"(x > {far - 1e-6}) & (z > {SIZE[2] - 1e-6})", to=robot.link_body["panda_hand_tcp"][0])
     fold = robot.cartesian_path("panda_hand_tcp", lambda t: (tool_path(t, reach), R_down), duration=duration,
                                 step=0.01)
-    for i, jn in enumerate(fold.joints):
-        drive = next(j for j in scene.joints if j.name == robot.all_joints[jn].name).drive
-        drive.target = lambda t, i=i: float(fold(t)[i])
-        drive.velocity = lambda t, i=i: float(fold.velocity(t)[i])
+    robot.set_trajectory(scene, fold)
     scene.panda = robot
     scene.fold_path = fold
     return scene

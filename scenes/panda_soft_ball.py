@@ -66,15 +66,11 @@ def build(friction: float = 0.5, grip_force: float = 20.0, resolution: int = 3, 
     lift = robot.cartesian_path("panda_hand_tcp", lambda t: (center + [0.0, 0.0, lift_height(t)], R_down),
                                 duration=duration, q_start=q_grasp, step=0.01)
     q_open = float(q_grasp[-1])
-    for i, jn in enumerate(lift.joints):
-        drive = next(j for j in scene.joints if j.name == robot.all_joints[jn].name).drive
-        if jn == "panda_finger_joint1":
-            drive.target = lambda t: q_open * max(0.0, 1.0 - t / T_CLOSE)
-            drive.velocity = lambda t: -q_open / T_CLOSE if t < T_CLOSE else 0.0
-            drive.max_force = float(grip_force)
-        else:
-            drive.target = lambda t, i=i: float(lift(t)[i])
-            drive.velocity = lambda t, i=i: float(lift.velocity(t)[i])
+    robot.set_trajectory(scene, lift)
+    finger = next(j for j in scene.joints if j.name == robot.all_joints["panda_finger_joint1"].name).drive
+    finger.target = lambda t: q_open * max(0.0, 1.0 - t / T_CLOSE)        # close, then squeeze
+    finger.velocity = lambda t: -q_open / T_CLOSE if t < T_CLOSE else 0.0
+    finger.max_force = float(grip_force)
     scene.panda = robot
     scene.lift_path = lift
     return scene

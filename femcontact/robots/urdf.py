@@ -189,10 +189,20 @@ class Robot:
     def follow(self, control, trajectory: JointTrajectory, t0: float = 0.0) -> None:
         """Drive the joints along ``trajectory`` (positions and rates as targets, starting at
         simulation time ``t0``) from the next step on."""
-        for i, jn in enumerate(trajectory.joints):
-            control.set_joint_drive(self.all_joints[jn].name,
-                                    target=lambda t, i=i: float(trajectory(t - t0)[i]),
-                                    velocity=lambda t, i=i: float(trajectory.velocity(t - t0)[i]))
+        for name, target, velocity in self._trajectory_targets(trajectory, t0):
+            control.set_joint_drive(name, target=target, velocity=velocity)
+
+    def set_trajectory(self, scene, trajectory: JointTrajectory, t0: float = 0.0) -> None:
+        """``follow`` at build time: the scene's drives of the trajectory's joints track it from ``t0``."""
+        joints = {j.name: j for j in scene.joints}
+        for name, target, velocity in self._trajectory_targets(trajectory, t0):
+            drive = joints[name].drive
+            drive.target, drive.velocity = target, velocity
+
+    def _trajectory_targets(self, trajectory: JointTrajectory, t0: float):
+        """(scene joint name, target(t), rate(t)) per joint of ``trajectory``, time shifted by t0."""
+        return [(self.all_joints[jn].name, lambda t, i=i: float(trajectory(t - t0)[i]),
+                 lambda t, i=i: float(trajectory.velocity(t - t0)[i])) for i, jn in enumerate(trajectory.joints)]
 
     def forward_kinematics(self, q=None) -> dict[str, np.ndarray]:
         """World 4x4 pose of every link for joint positions ``q`` (array over ``joints`` or dict;
