@@ -30,7 +30,7 @@ from .report import (fit_slope, format_table, machine_record, plot_convergence, 
 TABLES = ("table1", "table2", "fig11", "clutter", "cube_drop", "pgs_convergence")
 QUICK_TABLES = ("table1", "table2", "fig11", "pgs_convergence")
 SOLVERS = ("cond", "pgs", "lagged", "incp", "sap", "similar")
-DEFAULT_SOLVERS = {"table1": ("cond", "pgs", "lagged", "incp"), "fig11": ("cond", "pgs", "lagged"),
+DEFAULT_SOLVERS = {"table1": ("cond", "pgs", "lagged", "sap", "incp"), "fig11": ("cond", "pgs", "lagged"),
                    "clutter": ("cond", "sap", "lagged", "pgs"), "cube_drop": ("cond", "sap", "lagged", "pgs")}
 QUICK_SETTLE = 0.25          # s: the mat is on the floor and the clamp lifting
 QUICK_SOLVERS = ("cond", "pgs")
