@@ -80,6 +80,7 @@ class CholmodSolver:
         cholmod.options["supernodal"] = 2   # always supernodal
         self._key = None
         self._symbolic = None
+        self._matrix = None        # the cvxopt matrix of the current pattern (values replaced)
 
     def solve(self, H: sp.spmatrix, r: np.ndarray) -> np.ndarray:
         return self.factorize(H).solve(r)
@@ -96,9 +97,14 @@ class CholmodSolver:
         entry; ``key`` names the pattern (the symbolic analysis is redone when it changes)."""
         from cvxopt import matrix, spmatrix
 
-        # index arrays handed over as cvxopt int matrices (buffer copies), not Python lists
-        Hc = spmatrix(matrix(L.data.astype(np.float64)), matrix(L.indices.astype(np.int64)),
-                      matrix(cols.astype(np.int64)), L.shape)
+        values = matrix(np.ascontiguousarray(L.data, dtype=np.float64))
+        if key != self._key:
+            # index arrays handed over as cvxopt int matrices (buffer copies), not Python lists;
+            # built once per pattern (ones: no entry dropped), the values set through ``V``
+            self._matrix = spmatrix(matrix(np.ones(L.nnz)), matrix(L.indices.astype(np.int64)),
+                                    matrix(cols.astype(np.int64)), L.shape)
+        Hc = self._matrix
+        Hc.V = values
         try:
             if key != self._key:
                 self._symbolic = self._cholmod.symbolic(Hc, uplo="L")
