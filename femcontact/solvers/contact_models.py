@@ -223,6 +223,15 @@ class LaggedModel:
         G[:, 2, 2] = -dn
         return cost, gamma, G, status
 
+    def majorize_friction(self, vc: np.ndarray, G: np.ndarray) -> None:
+        """Replace, in place, the friction block of ``G`` (from ``evaluate`` at ``vc``) by the
+        isotropic curvature ``μ n₀/s I`` ⪰ ``μ n₀ (I/s − v_t v_tᵀ/s³)``: the curvature of the
+        quadratic that majorizes ``μ n₀ ‖v_t‖ₛ`` at v_t (lagged diffusivity). Still a descent
+        Hessian; it does not let a Newton step run a sliding contact far through v_t = 0."""
+        vt = vc[:, :2]
+        s = np.sqrt(np.einsum("ci,ci->c", vt, vt) + self.eps * self.eps)
+        G[:, :2, :2] = (self.mu * self.n0 / s)[:, None, None] * np.eye(2)[None]
+
     def line_derivatives(self, vc: np.ndarray, dvc: np.ndarray):
         """(Σ Δv_cᵀγ, Σ Δv_cᵀ G Δv_c) at ``vc`` along ``dvc`` without the 3x3 blocks (``evaluate``)."""
         vt, dt_, dn = vc[:, :2], dvc[:, :2], dvc[:, 2]

@@ -5,8 +5,9 @@ Each step minimizes over the end-of-step velocities v
     ℓ(v) = ½ vᵀ Ã v − b̃ᵀ v + Σ_m ℓ_m(J_m v + v_w,m)
 
 (``v_w,m`` the world side's contribution for contacts against the static or moving world)
-by Newton's method on ``H = Ã + Jᵀ G J`` with an exact line search (safeguarded
-Newton–bisection, ``rtsafe``, on dℓ/dα using the O(n_c)-per-trial derivatives of SAP §IV-C),
+by Newton's method on ``H = Ã + Jᵀ G J`` (assembled in a pattern kept across iterations and
+steps, ``newton_linear.NewtonMatrix``) with an exact line search (safeguarded Newton–bisection,
+``rtsafe``, on dℓ/dα using the O(n_c)-per-trial derivatives of SAP §IV-C, ``_line_search``),
 stopping when ``‖D ∇ℓ‖ < ε_a + ε_r max(‖D p‖, ‖D j_c‖)`` (SAP eq. 26, ``D = diag(Ã)^{-1/2}``: the mass
 (inertia) diagonal of the step, so rotational DOFs count too;
 ``p = Ã v``, ``j_c = Jᵀγ``) and reporting the momentum error e_m (SAP eq. 32). The contact
@@ -70,7 +71,17 @@ weights; prescribed nodes have infinite mass).
 
 Solver options: ``rel_tol`` (ε_r, 1e-6), ``abs_tol`` (ε_a, 1e-14 in √J), ``max_iterations``
 (100), ``max_line_search_iterations`` (100), ``alpha_max`` (1.5), ``linear_solver``
-("auto", "direct", "cholmod", "splu", "pcg"; see ``newton_linear``).
+("auto", "direct", "cholmod", "splu", "pcg"; see ``newton_linear``), ``friction_majorize_above``
+(0.1; ``inf`` for the exact Hessian throughout).
+
+Friction Hessian far from the solution (Lagged only): while e_m exceeds
+``friction_majorize_above``, the friction block of G is the isotropic curvature ``μ n₀/s I`` of the
+quadratic that majorizes ``μ n₀ ‖v_t‖ₛ`` at the current slip (``LaggedModel.majorize_friction``)
+instead of its exact Hessian ``μ n₀ (I/s − v_t v_tᵀ/s³)``, whose vanishing radial curvature lets a
+Newton step carry a sliding contact far through v_t = 0 when the answer is stiction. H stays
+positive definite, so Δv is a descent direction; the line search and the stopping rule use the
+exact cost and gradient, so the solution and its accuracy are unchanged, and the last iterations
+(e_m below the switch) are exact Newton steps with their quadratic convergence.
 """
 from __future__ import annotations
 
@@ -92,6 +103,7 @@ DEFAULTS = {
     "rel_tol": 1e-6, "abs_tol": 1e-14, "max_iterations": 100, "max_line_search_iterations": 100,
     "alpha_max": 1.5, "linear_solver": "auto", "stiffness": None, "tau_d": None, "hc_dissipation": 10.0,
     "stiction_tolerance": 1e-4, "sigma": 1e-3, "beta": 1.0, "midpoint_contact": "consistent", "impact_speed": None,
+    "friction_majorize_above": 1e-1,
 }
 PHYSICAL = ("stiffness", "tau_d", "hc_dissipation", "stiction_tolerance", "sigma")
 
@@ -135,6 +147,10 @@ class NewtonContactSolver:
         for key in ("rel_tol", "abs_tol", "alpha_max", "beta"):
             if not (isinstance(o[key], (int, float)) and math.isfinite(o[key]) and o[key] >= 0):
                 raise ParameterError(f"solver option {key} must be a non-negative number, got {o[key]!r}")
+        fm = o["friction_majorize_above"]
+        if not (isinstance(fm, (int, float)) and fm >= 0):
+            raise ParameterError(f"solver option friction_majorize_above must be a number >= 0 (inf: exact Hessian "
+                                 f"throughout), got {fm!r}")
         if o["beta"] <= 0 or o["alpha_max"] <= 0:
             raise ParameterError("solver options beta and alpha_max must be positive")
         for key in ("max_iterations", "max_line_search_iterations"):
@@ -376,6 +392,8 @@ class NewtonContactSolver:
                 break
             if it >= o["max_iterations"]:
                 break
+            if e_m > o["friction_majorize_above"] and hasattr(cm, "majorize_friction"):
+                cm.majorize_friction(vc, G)       # far from the solution: the friction's majorant
             t0 = time.perf_counter()
             dv = solve_newton(self.linear, self.hessian, G, -grad)
             ms_linear += 1e3 * (time.perf_counter() - t0)
