@@ -159,8 +159,9 @@ class NewtonMatrix:
     every pair of its node blocks in J), the pairs' positions in it, and the permutation that
     takes the block values to the lower triangle of H in sorted CSC order; this index work is
     kept while Ã's and J's block patterns repeat (later steps with the same contact structure).
-    Per Newton iteration (``lower(G)`` / ``full(G)``): ``J_maᵀ G_m J_mb`` for every pair (batched
-    3x3 products), summed into the blocks by one sparse product, and one gather."""
+    Per Newton iteration (``lower(G)`` / ``full(G)``): ``J_mᵀ G_m J_m`` per contact (batched
+    products of its dense 3 x 3K block row, K its most node blocks), summed into the blocks by one
+    sparse product, and one gather."""
 
     def __init__(self):
         self.key = 0               # changes whenever the pattern of H changes
@@ -182,15 +183,22 @@ class NewtonMatrix:
         m = self._map
         self._base = np.zeros((m["nb"], 3, 3))
         self._base[m["a_slot"]] = Ab.data
-        self._J1 = np.ascontiguousarray(Jb.data[m["b1"]].transpose(0, 2, 1))    # J_maᵀ per pair
-        self._J2 = Jb.data[m["b2"]]
+        # each contact's rows of J as a dense 3 x 3K block row (its K node blocks, zero-padded)
+        c, K = m["c"], m["K"]
+        Jd = np.zeros((c, 3, K, 3))
+        Jd[m["contact"], :, m["q"], :] = Jb.data
+        self._Jd = Jd.reshape(c, 3, 3 * K)
+        self._JdT = np.ascontiguousarray(self._Jd.transpose(0, 2, 1))
 
     def _build(self, Ab: sp.bsr_matrix, Jb: sp.bsr_matrix) -> None:
         nn = Ab.shape[0] // 3
         a_row = np.repeat(np.arange(nn), np.diff(Ab.indptr))
         a_key = a_row.astype(np.int64) * nn + Ab.indices
-        # pairs (b1, b2) of node blocks of one contact, both orders
-        contact = np.repeat(np.arange(Jb.shape[0] // 3), np.diff(Jb.indptr))
+        # pairs (b1, b2) of node blocks of one contact, both orders; q: a block's place in its contact
+        c = Jb.shape[0] // 3
+        contact = np.repeat(np.arange(c), np.diff(Jb.indptr))
+        q = np.arange(len(contact)) - Jb.indptr[contact]
+        K = max(int(np.diff(Jb.indptr).max(initial=0)), 1)
         per = np.diff(Jb.indptr)[contact]
         b1 = np.repeat(np.arange(len(contact)), per)
         offset = np.arange(len(b1)) - np.repeat(np.cumsum(per) - per, per)
@@ -208,15 +216,17 @@ class NewtonMatrix:
         tag = sp.bsr_matrix((np.arange(1, 9 * nb + 1, dtype=np.float64).reshape(nb, 3, 3), indices, indptr),
                             shape=Ab.shape)
         L, cols = _lower_csc(tag.tocsc())
-        self._map = {"nb": nb, "a_slot": np.searchsorted(keys, a_key), "b1": b1, "b2": b2,
-                     "m": contact[b1], "S": S, "indptr": indptr, "indices": indices,
+        self._map = {"nb": nb, "a_slot": np.searchsorted(keys, a_key), "c": c, "K": K, "contact": contact, "q": q,
+                     "pair": (contact[b1] * K + q[b1]) * K + q[b2], "S": S, "indptr": indptr, "indices": indices,
                      "perm": L.data.astype(np.int64) - 1, "l_indices": L.indices, "l_indptr": L.indptr,
                      "cols": cols, "n": Ab.shape[0]}
 
     def _blocks(self, G: np.ndarray) -> np.ndarray:
         m = self._map
-        pair = self._J1 @ (G[m["m"]] @ self._J2)                       # J_maᵀ G_m J_mb, (pairs, 3, 3)
-        return self._base + (m["S"] @ pair.reshape(-1, 9)).reshape(-1, 3, 3)
+        c, K = m["c"], m["K"]
+        Hm = self._JdT @ (G @ self._Jd)                                # J_mᵀ G_m J_m, (c, 3K, 3K)
+        pair = Hm.reshape(c, K, 3, K, 3).transpose(0, 1, 3, 2, 4).reshape(c * K * K, 9)[m["pair"]]
+        return self._base + (m["S"] @ pair).reshape(-1, 3, 3)
 
     def lower(self, G: np.ndarray) -> sp.csc_matrix:
         """The lower triangle of H (sorted CSC) for the blocks G (c, 3, 3)."""
