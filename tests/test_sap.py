@@ -194,6 +194,30 @@ def test_cost_decreases_and_converges_quadratically(kind):
     assert ratios[-1] < 1e3 and tail[-1] < 1e-3 * tail[-3]
 
 
+def test_majorized_friction_hessian_changes_the_path_not_the_answer():
+    """Lagged's majorized friction block (while e_m > friction_majorize_above) gives the same
+    solution as the exact Hessian throughout, ends in exact-Newton (quadratic) steps, and the
+    option is checked."""
+    out = {}
+    for above in (float("inf"), 0.1, 0.0):
+        sim, _ = _cube_sim("lagged")
+        contacts = ContactSet(sim.model.n_nodes)
+        solver = _solver(sim, "lagged", {"rel_tol": 1e-10, "friction_majorize_above": above})
+        sim.state.v.from_numpy(np.tile([0.3, 0.1, -0.2], (sim.model.n_nodes, 1)))
+        sim.v_hat.from_numpy(np.tile([0.3, 0.1, -0.2], (sim.model.n_nodes, 1)))
+        stats = _step(sim, solver, contacts)
+        assert stats.converged
+        out[above] = (sim.v_hat.to_numpy()[: sim.model.n_nodes], stats)
+    ref = out[float("inf")][0]
+    for above in (0.1, 0.0):
+        np.testing.assert_allclose(out[above][0], ref, atol=1e-7 * np.abs(ref).max())
+    errs = np.array(out[0.1][1].extra["momentum_errors"])
+    assert errs[-1] < 1e-3 * errs[-3]                # exact Newton once e_m < 0.1
+    sim, _ = _cube_sim("lagged")
+    with pytest.raises(ParameterError, match="friction_majorize_above"):
+        _solver(sim, "lagged", {"friction_majorize_above": -1.0})
+
+
 # --------------------------------------------------------------------------- known answers
 # NCP-PGS on the stiff cube's nine nodal contacts: the Delassus operator is nearly rigid (rank 6 plus
 # the tiny compliance dt²K of the deformation modes), so Gauss-Seidel contracts at a rate close to 1
