@@ -12,7 +12,8 @@ line search needs along a search line, ``Σ_m Δv_cᵀ γ_m`` and ``Σ_m Δv_c�
 computed without forming the 3x3 blocks, the cost or the status. All functions are vectorized
 over contacts: inputs are arrays of shape ``(c,)`` / ``(c, 3)``, outputs ``cost (c,)``,
 ``gamma (c, 3)``, ``G (c, 3, 3)`` and a status ``(c,)`` (OPEN / STICK / SLIP, same meaning as
-COND: OPEN = no impulse, STICK = inside the regularized stiction region, SLIP = sliding). No Python loop runs over contacts.
+COND: OPEN = no impulse, STICK = inside the regularized stiction region, SLIP = sliding).
+No Python loop runs over contacts.
 
 Units: impulses (N s) and velocities (m/s), i.e. the implicit-Euler form of SAP and ICF.
 The Newton solver (``solvers.sap``) maps the midpoint integrator onto this form.
