@@ -363,7 +363,8 @@ class NewtonContactSolver:
 
         D = momentum_scaling(Dblk, dof_fixed)
         t0 = time.perf_counter()
-        self.hessian.setup(At, Jf)
+        pat = problem.A.pattern                  # Ã in its own 3x3 blocks: no CSR → BSR conversion
+        self.hessian.setup(sp.bsr_matrix(((s / ch) * blocks, pat.col, pat.indptr), shape=At.shape), Jf)
         ms_setup = 1e3 * (time.perf_counter() - t0)
         o = self.opt
         costs, alphas, errors = [], [], []
