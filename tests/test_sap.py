@@ -194,6 +194,30 @@ def test_cost_decreases_and_converges_quadratically(kind):
     assert ratios[-1] < 1e3 and tail[-1] < 1e-3 * tail[-3]
 
 
+def test_majorized_friction_hessian_changes_the_path_not_the_answer():
+    """Lagged's majorized friction block (while e_m > friction_majorize_above) gives the same
+    solution as the exact Hessian throughout, ends in exact-Newton (quadratic) steps, and the
+    option is checked."""
+    out = {}
+    for above in (float("inf"), 0.1, 0.0):
+        sim, _ = _cube_sim("lagged")
+        contacts = ContactSet(sim.model.n_nodes)
+        solver = _solver(sim, "lagged", {"rel_tol": 1e-10, "friction_majorize_above": above})
+        sim.state.v.from_numpy(np.tile([0.3, 0.1, -0.2], (sim.model.n_nodes, 1)))
+        sim.v_hat.from_numpy(np.tile([0.3, 0.1, -0.2], (sim.model.n_nodes, 1)))
+        stats = _step(sim, solver, contacts)
+        assert stats.converged
+        out[above] = (sim.v_hat.to_numpy()[: sim.model.n_nodes], stats)
+    ref = out[float("inf")][0]
+    for above in (0.1, 0.0):
+        np.testing.assert_allclose(out[above][0], ref, atol=1e-7 * np.abs(ref).max())
+    errs = np.array(out[0.1][1].extra["momentum_errors"])
+    assert errs[-1] < 1e-3 * errs[-3]                # exact Newton once e_m < 0.1
+    sim, _ = _cube_sim("lagged")
+    with pytest.raises(ParameterError, match="friction_majorize_above"):
+        _solver(sim, "lagged", {"friction_majorize_above": -1.0})
+
+
 # --------------------------------------------------------------------------- known answers
 # NCP-PGS on the stiff cube's nine nodal contacts: the Delassus operator is nearly rigid (rank 6 plus
 # the tiny compliance dt²K of the deformation modes), so Gauss-Seidel contracts at a rate close to 1
@@ -318,6 +342,70 @@ def test_newton_linear_solvers_agree(kind):
     r = RNG.normal(size=n)
     x = make_newton_linear_solver(kind, n).solve(H, r)
     np.testing.assert_allclose(H @ x, r, atol=1e-8)
+
+
+@pytest.mark.parametrize("which", [0, 1, 2], ids=["sap", "lagged", "similar"])
+def test_line_derivatives_are_the_contracted_impulse_and_hessian(which):
+    """The line search's two sums (no 3x3 blocks formed) equal evaluate's γ and G contracted with
+    Δv_c, in every region (SAP: stick, slide, open; Lagged/Similar: stick, slip, open)."""
+    c = 600
+    model = _models(c)[which]
+    vc = np.concatenate([RNG.normal(0, 0.05, (c // 2, 3)), RNG.normal(0, 1e-3, (c - c // 2, 3))])
+    dvc = RNG.normal(0, 1.0, (c, 3))
+    _, gamma, G, status = model.evaluate(vc)
+    assert len(np.unique(status)) == 3
+    d1, d2 = model.line_derivatives(vc, dvc)
+    assert d1 == pytest.approx(float(np.einsum("ci,ci->", dvc, gamma)), rel=1e-12, abs=1e-12)
+    assert d2 == pytest.approx(float(np.einsum("ci,cij,cj->", dvc, G, dvc)), rel=1e-12)
+
+
+@pytest.mark.parametrize("kind", ["cholmod", "splu", "pcg"])
+def test_newton_matrix_is_a_plus_jt_g_j(kind):
+    """NewtonMatrix's fixed-pattern assembly equals Ã + Jᵀ G J, and the Newton solve through it
+    (CHOLMOD from the lower triangle, its analysis and index matrices reused) solves it, for
+    several G on one pattern and after the pattern changes."""
+    import scipy.sparse as sp
+    from femcontact.solvers.newton_linear import NewtonMatrix, cholmod_available, solve_newton
+    if kind == "cholmod" and not cholmod_available():
+        pytest.skip("cvxopt not installed")
+    nn, c = 40, 15
+    M = sp.random(3 * nn, 3 * nn, density=0.05, random_state=4)
+    A = (M @ M.T + sp.eye(3 * nn)).tocsr()
+    solver = make_newton_linear_solver(kind, 3 * nn)
+    H = NewtonMatrix()
+    for seed in (5, 6):
+        J = sp.random(3 * c, 3 * nn, density=0.04, random_state=seed).tocsr()
+        H.setup(A, J)
+        for _ in range(2):
+            G = RNG.normal(size=(c, 3, 3))
+            G = G @ G.transpose(0, 2, 1)
+            ref = (A + J.T @ sp.block_diag(list(G)) @ J).toarray()
+            np.testing.assert_allclose(H.full(G).toarray(), ref, atol=1e-12)
+            np.testing.assert_allclose(H.lower(G).toarray(), np.tril(ref), atol=1e-12)
+            r = RNG.normal(size=3 * nn)
+            np.testing.assert_allclose(ref @ solve_newton(solver, H, G, r), r, atol=1e-8)
+    assert H.key == 2
+
+
+def test_newton_warm_start_pays_off_in_a_resting_pile():
+    """SAP §VI-C: past the transient the previous step's velocities are a good guess, about 3 Newton
+    iterations per step. Eight rigid spheres and boxes (the clutter scene, two per column) at rest
+    in the box after 1.5 s: Lagged needs at most 3 iterations per step, each with at most 10
+    line-search trials."""
+    from femcontact.cli import load_scene_module
+    from pathlib import Path
+    clutter = load_scene_module(Path(__file__).resolve().parents[1] / "scenes" / "clutter.py")
+    sim = fc.Simulator(clutter.build(solver="lagged", per_column=2))
+    sim.run(duration=1.5)
+    iters, trials = [], []
+    for _ in range(10):
+        sim.step()
+        st = sim.contact_solver.last_stats
+        assert st.converged
+        iters.append(st.iterations)
+        trials.append(st.extra["line_search_iterations"])
+    assert np.mean(iters) <= 3 and max(iters) <= 4, iters
+    assert sum(trials) <= 10 * sum(iters), (trials, iters)
 
 
 @pytest.mark.parametrize("integrator", ["euler", "midpoint"])

@@ -2,14 +2,20 @@
 
     python tools/bench_newton.py [--scenes mat12 mat26 pile] [--solvers lagged sap cond] [--steps 10]
                                  [--integrator euler] [--cond-tol 1e-5] [--linear auto] [--arch cpu]
+                                 [--option friction_majorize_above=inf]
 
 Scenes: ``mat12`` / ``mat26`` the dragged mat (scenes/mat_drag.py, 1053 / 4428 DOF) measured after
 0.4 s (the clamp has lifted and pulls, the mat lies on the floor); ``pile`` the dropped pile
 (scenes/pile.py, 27 soft cubes and balls, 6009 DOF) measured after 0.3 s (the objects land on
-the ground and on each other); ``box`` the stiff box of the earlier version, pushed on the ground.
+the ground and on each other); ``box`` the stiff box of the earlier version, pushed on the ground;
+``clutter`` the SAP paper's 40 rigid bodies in a box (scenes/clutter.py, 240 DOF) measured after
+0.5 s (the falling columns collapse: SAP §VI-C's transient) and ``clutter_rest`` after 4 s (at
+rest); ``cube8`` / ``cube16`` the soft-cube drop of the benchmarks (femcontact/bench/cases.py,
+2,187 / 14,739 DOF) measured from 0.1 s (the impact) on.
 Each solver runs the scene from the start (so each follows its own trajectory) and measures
 ``--steps`` steps. COND runs once per ``--cond-tol`` value. Per solver it prints DOF, mean contacts, Newton iterations (COND: VL-FPI
-iterations), linear-solve ms (Newton path only), total solver ms per step, the momentum error
+iterations), line-search trials per Newton iteration and linear-solve ms (Newton path only: H's
+assembly, factorization and solve), total solver ms per step, the momentum error
 e_m of SAP eq. 32 (evaluated by ``solvers.sap.momentum_error`` on every solver's output, so
 COND's stopping threshold is measured on the same scale; median and max over the steps) and the
 deepest penetration at the end.
@@ -25,6 +31,7 @@ from pathlib import Path
 import numpy as np
 
 import femcontact as fc
+from femcontact.bench.cases import cube_drop
 from femcontact.cli import load_scene_module
 from femcontact.solvers.sap import momentum_error
 
@@ -52,6 +59,10 @@ SCENES = {
     "mat26": (lambda solver: load_scene("mat_drag").build(resolution=26, solver=solver), 0.4),
     "pile": (lambda solver: load_scene("pile").build(solver=solver), 0.3),
     "box": (box_scene, 0.2),
+    "clutter": (lambda solver: load_scene("clutter").build(solver=solver), 0.5),
+    "clutter_rest": (lambda solver: load_scene("clutter").build(solver=solver), 4.0),
+    "cube8": (lambda solver: cube_drop(8, solver), 0.1),
+    "cube16": (lambda solver: cube_drop(16, solver), 0.1),
 }
 
 
@@ -67,22 +78,23 @@ class _Timed:
         t0 = time.perf_counter()
         st = self.inner.solve(problem)
         ms = 1e3 * (time.perf_counter() - t0)
-        ex = st.extra or {}
+        ex = getattr(st, "extra", None) or {}
         self.records.append({"iterations": st.iterations, "ms": ms, "ms_linear": ex.get("ms_linear", np.nan),
+                             "ls": ex.get("line_search_iterations", np.nan),
                              "contacts": problem.contacts.count, "e_m": momentum_error(problem),
                              "converged": st.converged})
         return st
 
 
 def run(scene_name: str, solver: str, steps: int, integrator: str, cond_tol: float, cond_max_iter: int,
-        linear: str) -> dict:
+        linear: str, options: dict = None) -> dict:
     build, settle = SCENES[scene_name]
     scene = build(solver)
     scene.integrator = integrator
     if solver == "cond":
         scene.solver_options = {**scene.solver_options, "tol": cond_tol, "max_iter": cond_max_iter}
     else:
-        scene.solver_options = {**scene.solver_options, "linear_solver": linear}
+        scene.solver_options = {**scene.solver_options, "linear_solver": linear, **(options or {})}
     sim = fc.Simulator(scene)
     sim.run(duration=settle)
     timed = _Timed(sim.contact_solver)
@@ -95,6 +107,7 @@ def run(scene_name: str, solver: str, steps: int, integrator: str, cond_tol: flo
     em = np.array([x["e_m"] for x in r])
     return {"dof": sim.model.n_dofs, "solves": len(r), "contacts": np.mean([x["contacts"] for x in r]),
             "iters": np.mean([x["iterations"] for x in r]), "max_iters": max(x["iterations"] for x in r),
+            "ls_per_iter": np.sum([x["ls"] for x in r]) / max(1, sum(x["iterations"] for x in r)),
             "ms_linear": np.mean([x["ms_linear"] for x in r]), "ms": np.mean([x["ms"] for x in r]),
             "ms_median": np.median([x["ms"] for x in r]), "e_m": np.median(em), "e_m_max": em.max(),
             "converged": sum(x["converged"] for x in r), "pen_mm": 1e3 * max(0.0, -float(np.min(c["phi"])))}
@@ -110,26 +123,39 @@ def main() -> None:
                     help="COND stopping thresholds (relative step norm); one COND row per value")
     ap.add_argument("--cond-max-iter", type=int, default=3000)
     ap.add_argument("--linear", default="auto", help="Newton linear solver: auto, cholmod, splu, pcg")
+    ap.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
+                    help="extra Newton-path solver option (repeatable), e.g. friction_majorize_above=inf")
     ap.add_argument("--arch", default="cpu")
     ap.add_argument("--precision", default="f64")
     args = ap.parse_args()
+    options = {}
+    for item in args.option:
+        key, _, value = item.partition("=")
+        for cast in (int, float, str):               # numbers ("inf" included), else the string
+            try:
+                options[key] = cast(value)
+                break
+            except ValueError:
+                continue
     cfg = fc.backend.init(args.arch, args.precision)
     print(f"backend {cfg['arch']} {cfg['precision']}; integrator {args.integrator}; {args.steps} measured steps "
           f"per run; COND max_iter {args.cond_max_iter}; Newton linear solver {args.linear}")
     print(f"{'scene':>6} {'solver':>10} {'DOF':>6} {'contacts':>8} {'iters':>7} {'(max)':>6} {'conv':>5} "
-          f"{'lin ms':>8} {'solver ms':>10} {'(median)':>9} {'e_m':>9} {'(max)':>9} {'pen mm':>7}")
+          f"{'ls/it':>6} {'lin ms':>8} {'solver ms':>10} {'(median)':>9} {'e_m':>9} {'(max)':>9} {'pen mm':>7}")
     for name in args.scenes:
         runs = [(s, None) for s in args.solvers if s != "cond"]
         runs += [("cond", tol) for tol in args.cond_tol] if "cond" in args.solvers else []
         for solver, tol in runs:
             label = solver if tol is None else f"cond {tol:.0e}"
-            r = run(name, solver, args.steps, args.integrator, tol, args.cond_max_iter, args.linear)
+            r = run(name, solver, args.steps, args.integrator, tol, args.cond_max_iter, args.linear,
+                    options if solver != "cond" else None)
             if not r["solves"]:
                 print(f"{name:>6} {label:>10} {r['dof']:>6}  (no contacts in the measured steps)")
                 continue
             lin = "-" if not np.isfinite(r["ms_linear"]) else f"{r['ms_linear']:.1f}"
+            lsi = "-" if not np.isfinite(r["ls_per_iter"]) else f"{r['ls_per_iter']:.1f}"
             print(f"{name:>6} {label:>10} {r['dof']:>6} {r['contacts']:>8.0f} {r['iters']:>7.1f} {r['max_iters']:>6d} "
-                  f"{r['converged']:>2d}/{r['solves']:<2d} {lin:>8} {r['ms']:>10.1f} {r['ms_median']:>9.1f} "
+                  f"{r['converged']:>2d}/{r['solves']:<2d} {lsi:>6} {lin:>8} {r['ms']:>10.1f} {r['ms_median']:>9.1f} "
                   f"{r['e_m']:>9.2e} {r['e_m_max']:>9.2e} {r['pen_mm']:>7.3f}", flush=True)
 
 

@@ -7,10 +7,13 @@ of one contact, such that
     γ_m = -∂ℓ_m/∂v_c    (impulse, N s, in the contact frame)
     G_m =  ∂²ℓ_m/∂v_c²  (3x3, symmetric positive semidefinite; SAP's extension at kinks)
 
-(docs/THEORY.md §4). All functions are vectorized over contacts: inputs are arrays of shape
-``(c,)`` / ``(c, 3)``, outputs ``cost (c,)``, ``gamma (c, 3)``, ``G (c, 3, 3)`` and a status
-``(c,)`` (OPEN / STICK / SLIP, same meaning as COND: OPEN = no impulse, STICK = inside the
-regularized stiction region, SLIP = sliding). No Python loop runs over contacts.
+(docs/THEORY.md §4). Every model also has ``line_derivatives(vc, dvc)``: the two numbers the exact
+line search needs along a search line, ``Σ_m Δv_cᵀ γ_m`` and ``Σ_m Δv_cᵀ G_m Δv_c`` (SAP §IV-C),
+computed without forming the 3x3 blocks, the cost or the status. All functions are vectorized
+over contacts: inputs are arrays of shape ``(c,)`` / ``(c, 3)``, outputs ``cost (c,)``,
+``gamma (c, 3)``, ``G (c, 3, 3)`` and a status ``(c,)`` (OPEN / STICK / SLIP, same meaning as
+COND: OPEN = no impulse, STICK = inside the regularized stiction region, SLIP = sliding).
+No Python loop runs over contacts.
 
 Units: impulses (N s) and velocities (m/s), i.e. the implicit-Euler form of SAP and ICF.
 The Newton solver (``solvers.sap``) maps the midpoint integrator onto this form.
@@ -121,6 +124,34 @@ class SapModel:
             G[slide, 2, 2] = f / (rn * rn)
         return cost, gamma, G, status
 
+    def line_derivatives(self, vc: np.ndarray, dvc: np.ndarray):
+        """(Σ Δv_cᵀγ, Σ Δv_cᵀ G Δv_c) at ``vc`` along ``dvc``: ``evaluate``'s γ and G (same
+        regions, same extension at the boundaries) contracted with Δv_c, no 3x3 blocks formed."""
+        mu, Rt, Rn = self.mu, self.R_t, self.R_n
+        yt = -vc[:, :2] / Rt[:, None]
+        yn = -(vc[:, 2] - self.vhat_n) / Rn
+        yr = np.sqrt(np.einsum("ci,ci->c", yt, yt))
+        mu_hat = mu * Rt / Rn
+        stick = yr <= mu * yn
+        slide = ~stick & ~(yn <= -mu_hat * yr)
+        dt_, dn = dvc[:, :2], dvc[:, 2]
+        dt2 = np.einsum("ci,ci->c", dt_, dt_)
+        # stiction: γ = y, G = R⁻¹
+        d1 = np.where(stick, np.einsum("ci,ci->c", dt_, yt) + dn * yn, 0.0)
+        d2 = np.where(stick, dt2 / Rt + dn * dn / Rn, 0.0)
+        if slide.any():
+            i = np.flatnonzero(slide)
+            mh, rt, rn, r = mu_hat[i], Rt[i], Rn[i], yr[i]
+            den = 1.0 + mu[i] * mu[i] * rt / rn
+            s_hat = mh * r + yn[i]
+            gn = s_hat / den
+            td = np.einsum("ci,ci->c", yt[i], dt_[i]) / r          # t̂ᵀΔv_t, t̂ = y_t/y_r
+            d1[i] = gn * (mu[i] * td + dn[i])
+            f = rn / den
+            d2[i] = (f * mh * (mh * td * td + s_hat / r * (dt2[i] - td * td)) / (rt * rt)
+                     + 2.0 * f * mh / (rt * rn) * td * dn[i] + f / (rn * rn) * dn[i] ** 2)
+        return float(d1.sum()), float(d2.sum())
+
 
 # --------------------------------------------------------------------------- Hunt & Crossley
 @dataclass
@@ -193,6 +224,26 @@ class LaggedModel:
         G[:, 2, 2] = -dn
         return cost, gamma, G, status
 
+    def majorize_friction(self, vc: np.ndarray, G: np.ndarray) -> None:
+        """Replace, in place, the friction block of ``G`` (from ``evaluate`` at ``vc``) by the
+        isotropic curvature ``μ n₀/s I`` ⪰ ``μ n₀ (I/s − v_t v_tᵀ/s³)``: the curvature of the
+        quadratic that majorizes ``μ n₀ ‖v_t‖ₛ`` at v_t (lagged diffusivity). Still a descent
+        Hessian; it does not let a Newton step run a sliding contact far through v_t = 0."""
+        vt = vc[:, :2]
+        s = np.sqrt(np.einsum("ci,ci->c", vt, vt) + self.eps * self.eps)
+        G[:, :2, :2] = (self.mu * self.n0 / s)[:, None, None] * np.eye(2)[None]
+
+    def line_derivatives(self, vc: np.ndarray, dvc: np.ndarray):
+        """(Σ Δv_cᵀγ, Σ Δv_cᵀ G Δv_c) at ``vc`` along ``dvc`` without the 3x3 blocks (``evaluate``)."""
+        vt, dt_, dn = vc[:, :2], dvc[:, :2], dvc[:, 2]
+        s = np.sqrt(np.einsum("ci,ci->c", vt, vt) + self.eps * self.eps)
+        n, dnv = self.hc.impulse(vc[:, 2])
+        ft = self.mu * self.n0
+        vd = np.einsum("ci,ci->c", vt, dt_)
+        d1 = -ft * vd / s + n * dn
+        d2 = ft * (np.einsum("ci,ci->c", dt_, dt_) / s - vd * vd / s**3) - dnv * dn * dn
+        return float(d1.sum()), float(d2.sum())
+
 
 @dataclass
 class SimilarModel:
@@ -224,6 +275,18 @@ class SimilarModel:
         G[:, 2, :2] = gtn
         G[:, 2, 2] = -dn
         return cost, gamma, G, status
+
+    def line_derivatives(self, vc: np.ndarray, dvc: np.ndarray):
+        """(Σ Δv_cᵀγ, Σ Δv_cᵀ G Δv_c) at ``vc`` along ``dvc`` without the 3x3 blocks (``evaluate``)."""
+        vt, dt_, dn = vc[:, :2], dvc[:, :2], dvc[:, 2]
+        mu = self.mu
+        s = np.sqrt(np.einsum("ci,ci->c", vt, vt) + self.eps * self.eps)
+        n, dnz = self.hc.impulse(vc[:, 2] - mu * (s - self.eps))
+        td = np.einsum("ci,ci->c", vt, dt_) / s                  # t̂ₛᵀΔv_t, t̂ₛ = v_t/s
+        d1 = n * (dn - mu * td)
+        d2 = (-(mu * mu * dnz) * td * td + mu * n * (np.einsum("ci,ci->c", dt_, dt_) - td * td) / s
+              + 2.0 * mu * dnz * td * dn - dnz * dn * dn)
+        return float(d1.sum()), float(d2.sum())
 
 
 def _hc_status(n, vt, eps):

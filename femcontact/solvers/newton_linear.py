@@ -21,6 +21,13 @@ float64 vector, so a GPU/Taichi implementation can replace it later. Implementat
 ``make_newton_linear_solver("auto", n_dofs)``: a direct solver (cholmod if importable, else
 splu) up to ``DIRECT_MAX_DOFS`` unknowns, PCG above (direct fill grows superlinearly for 3D
 meshes, PCG memory stays linear).
+
+``NewtonMatrix`` assembles ``H = Ã + Jᵀ G J`` for all Newton iterations of a step into one fixed
+pattern of 3x3 node blocks, built once per step (and kept while Ã's and J's patterns repeat), so
+an iteration costs batched 3x3 products and one gather instead of two general sparse matrix
+products and a format conversion; ``solve_newton``
+hands the lower triangle to CHOLMOD directly (the symbolic analysis kept while the pattern is
+the same) and the full matrix to the others.
 """
 from __future__ import annotations
 
@@ -73,6 +80,7 @@ class CholmodSolver:
         cholmod.options["supernodal"] = 2   # always supernodal
         self._key = None
         self._symbolic = None
+        self._matrix = None        # the cvxopt matrix of the current pattern (values replaced)
 
     def solve(self, H: sp.spmatrix, r: np.ndarray) -> np.ndarray:
         return self.factorize(H).solve(r)
@@ -80,13 +88,23 @@ class CholmodSolver:
     def factorize(self, H: sp.spmatrix) -> "CholmodFactor":
         """The numeric factorization of ``H`` (symbolic analysis reused while the pattern is the
         same), for solves with one or many right-hand sides (``CholmodFactor.solve``)."""
-        from cvxopt import matrix, spmatrix
-
         L, cols = _lower_csc(H)
         key = (L.shape[0], L.nnz, hash(L.indices.tobytes()), hash(L.indptr.tobytes()))
-        # index arrays handed over as cvxopt int matrices (buffer copies), not Python lists
-        Hc = spmatrix(matrix(L.data.astype(np.float64)), matrix(L.indices.astype(np.int64)),
-                      matrix(cols.astype(np.int64)), L.shape)
+        return self.factorize_lower(L, cols, key)
+
+    def factorize_lower(self, L: sp.csc_matrix, cols: np.ndarray, key) -> "CholmodFactor":
+        """Factorize from the lower triangle ``L`` (sorted CSC) with ``cols`` the column of each
+        entry; ``key`` names the pattern (the symbolic analysis is redone when it changes)."""
+        from cvxopt import matrix, spmatrix
+
+        values = matrix(np.ascontiguousarray(L.data, dtype=np.float64))
+        if key != self._key:
+            # index arrays handed over as cvxopt int matrices (buffer copies), not Python lists;
+            # built once per pattern (ones: no entry dropped), the values set through ``V``
+            self._matrix = spmatrix(matrix(np.ones(L.nnz)), matrix(L.indices.astype(np.int64)),
+                                    matrix(cols.astype(np.int64)), L.shape)
+        Hc = self._matrix
+        Hc.V = values
         try:
             if key != self._key:
                 self._symbolic = self._cholmod.symbolic(Hc, uplo="L")
@@ -132,6 +150,109 @@ def _lower_csc(H: sp.spmatrix):
     L = sp.csc_matrix((C.data[keep], C.indices[keep], indptr), shape=C.shape)
     L.has_sorted_indices = True
     return L, col[keep]
+
+
+class NewtonMatrix:
+    """``H = Ã + Jᵀ G J`` (G block diagonal, 3x3 per contact) in a fixed pattern of 3x3 node blocks.
+
+    ``setup(At, J)`` once per step: the block pattern of H (Ã's blocks and, for each contact m,
+    every pair of its node blocks in J), the pairs' positions in it, and the permutation that
+    takes the block values to the lower triangle of H in sorted CSC order; this index work is
+    kept while Ã's and J's block patterns repeat (later steps with the same contact structure).
+    Per Newton iteration (``lower(G)`` / ``full(G)``): ``J_mᵀ G_m J_m`` per contact (batched
+    products of its dense 3 x 3K block row, K its most node blocks), summed into the blocks by one
+    sparse product, and one gather."""
+
+    def __init__(self):
+        self.key = 0               # changes whenever the pattern of H changes
+        self._pattern = None       # block patterns of (Ã, J) of the cached map
+        self._map = None
+
+    def setup(self, At: sp.spmatrix, J: sp.spmatrix) -> None:
+        Ab = sp.bsr_matrix(At, blocksize=(3, 3))
+        Jb = sp.bsr_matrix(J, blocksize=(3, 3))
+        for M in (Ab, Jb):
+            if not M.has_sorted_indices:
+                M.sort_indices()
+        pattern = (Ab.indptr, Ab.indices, Jb.indptr, Jb.indices)
+        if self._pattern is None or any(a.shape != b.shape or not np.array_equal(a, b)
+                                        for a, b in zip(pattern, self._pattern)):
+            self._build(Ab, Jb)
+            self._pattern = tuple(a.copy() for a in pattern)
+            self.key += 1
+        m = self._map
+        self._base = np.zeros((m["nb"], 3, 3))
+        self._base[m["a_slot"]] = Ab.data
+        # each contact's rows of J as a dense 3 x 3K block row (its K node blocks, zero-padded)
+        c, K = m["c"], m["K"]
+        Jd = np.zeros((c, 3, K, 3))
+        Jd[m["contact"], :, m["q"], :] = Jb.data
+        self._Jd = Jd.reshape(c, 3, 3 * K)
+        self._JdT = np.ascontiguousarray(self._Jd.transpose(0, 2, 1))
+
+    def _build(self, Ab: sp.bsr_matrix, Jb: sp.bsr_matrix) -> None:
+        nn = Ab.shape[0] // 3
+        a_row = np.repeat(np.arange(nn), np.diff(Ab.indptr))
+        a_key = a_row.astype(np.int64) * nn + Ab.indices
+        # pairs (b1, b2) of node blocks of one contact, both orders; q: a block's place in its contact
+        c = Jb.shape[0] // 3
+        contact = np.repeat(np.arange(c), np.diff(Jb.indptr))
+        q = np.arange(len(contact)) - Jb.indptr[contact]
+        K = max(int(np.diff(Jb.indptr).max(initial=0)), 1)
+        per = np.diff(Jb.indptr)[contact]
+        b1 = np.repeat(np.arange(len(contact)), per)
+        offset = np.arange(len(b1)) - np.repeat(np.cumsum(per) - per, per)
+        b2 = Jb.indptr[contact[b1]] + offset
+        p_key = Jb.indices[b1].astype(np.int64) * nn + Jb.indices[b2]
+        keys = np.union1d(a_key, p_key)                  # block CSR order (row, col)
+        rows = keys // nn
+        indptr = np.zeros(nn + 1, dtype=np.int64)
+        np.cumsum(np.bincount(rows, minlength=nn), out=indptr[1:])
+        indices = keys % nn
+        p_slot = np.searchsorted(keys, p_key)
+        S = sp.csr_matrix((np.ones(len(b1)), (p_slot, np.arange(len(b1)))), shape=(len(keys), len(b1)))
+        # the entry of the flat block data behind each entry of H's lower triangle (sorted CSC)
+        nb = len(keys)
+        tag = sp.bsr_matrix((np.arange(1, 9 * nb + 1, dtype=np.float64).reshape(nb, 3, 3), indices, indptr),
+                            shape=Ab.shape)
+        L, cols = _lower_csc(tag.tocsc())
+        self._map = {"nb": nb, "a_slot": np.searchsorted(keys, a_key), "c": c, "K": K, "contact": contact, "q": q,
+                     "pair": (contact[b1] * K + q[b1]) * K + q[b2], "S": S, "indptr": indptr, "indices": indices,
+                     "perm": L.data.astype(np.int64) - 1, "l_indices": L.indices, "l_indptr": L.indptr,
+                     "cols": cols, "n": Ab.shape[0]}
+
+    def _blocks(self, G: np.ndarray) -> np.ndarray:
+        m = self._map
+        c, K = m["c"], m["K"]
+        Hm = self._JdT @ (G @ self._Jd)                                # J_mᵀ G_m J_m, (c, 3K, 3K)
+        pair = Hm.reshape(c, K, 3, K, 3).transpose(0, 1, 3, 2, 4).reshape(c * K * K, 9)[m["pair"]]
+        return self._base + (m["S"] @ pair).reshape(-1, 3, 3)
+
+    def lower(self, G: np.ndarray) -> sp.csc_matrix:
+        """The lower triangle of H (sorted CSC) for the blocks G (c, 3, 3)."""
+        m = self._map
+        data = self._blocks(G).ravel()[m["perm"]]
+        L = sp.csc_matrix((data, m["l_indices"], m["l_indptr"]), shape=(m["n"], m["n"]))
+        L.has_sorted_indices = True
+        return L
+
+    def full(self, G: np.ndarray) -> sp.csc_matrix:
+        """H (both triangles, CSC) for the blocks G (c, 3, 3)."""
+        m = self._map
+        return sp.bsr_matrix((self._blocks(G), m["indices"], m["indptr"]), shape=(m["n"], m["n"])).tocsc()
+
+    @property
+    def cols(self) -> np.ndarray:
+        """The column of each entry of ``lower``'s matrix."""
+        return self._map["cols"]
+
+
+def solve_newton(solver, H: NewtonMatrix, G: np.ndarray, r: np.ndarray) -> np.ndarray:
+    """Solve ``H(G) x = r`` with ``solver`` (CHOLMOD from the lower triangle, the others from the
+    full matrix)."""
+    if isinstance(solver, CholmodSolver):
+        return solver.factorize_lower(H.lower(G), H.cols, ("newton", id(H), H.key)).solve(r)
+    return solver.solve(H.full(G), r)
 
 
 class SuperLUSolver:

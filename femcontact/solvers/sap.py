@@ -5,8 +5,9 @@ Each step minimizes over the end-of-step velocities v
     ℓ(v) = ½ vᵀ Ã v − b̃ᵀ v + Σ_m ℓ_m(J_m v + v_w,m)
 
 (``v_w,m`` the world side's contribution for contacts against the static or moving world)
-by Newton's method on ``H = Ã + Jᵀ G J`` with an exact line search (safeguarded
-Newton–bisection, ``rtsafe``, on dℓ/dα using the O(n_c)-per-trial derivatives of SAP §IV-C),
+by Newton's method on ``H = Ã + Jᵀ G J`` (assembled in a pattern kept across iterations and
+steps, ``newton_linear.NewtonMatrix``) with an exact line search (safeguarded Newton–bisection,
+``rtsafe``, on dℓ/dα using the O(n_c)-per-trial derivatives of SAP §IV-C, ``_line_search``),
 stopping when ``‖D ∇ℓ‖ < ε_a + ε_r max(‖D p‖, ‖D j_c‖)`` (SAP eq. 26, ``D = diag(Ã)^{-1/2}``: the mass
 (inertia) diagonal of the step, so rotational DOFs count too;
 ``p = Ã v``, ``j_c = Jᵀγ``) and reporting the momentum error e_m (SAP eq. 32). The contact
@@ -86,7 +87,17 @@ weights; prescribed nodes have infinite mass).
 
 Solver options: ``rel_tol`` (ε_r, 1e-6), ``abs_tol`` (ε_a, 1e-14 in √J), ``max_iterations``
 (100), ``max_line_search_iterations`` (100), ``alpha_max`` (1.5), ``linear_solver``
-("auto", "direct", "cholmod", "splu", "pcg"; see ``newton_linear``).
+("auto", "direct", "cholmod", "splu", "pcg"; see ``newton_linear``), ``friction_majorize_above``
+(0.1; ``inf`` for the exact Hessian throughout).
+
+Friction Hessian far from the solution (Lagged only): while e_m exceeds
+``friction_majorize_above``, the friction block of G is the isotropic curvature ``μ n₀/s I`` of the
+quadratic that majorizes ``μ n₀ ‖v_t‖ₛ`` at the current slip (``LaggedModel.majorize_friction``)
+instead of its exact Hessian ``μ n₀ (I/s − v_t v_tᵀ/s³)``, whose vanishing radial curvature lets a
+Newton step carry a sliding contact far through v_t = 0 when the answer is stiction. H stays
+positive definite, so Δv is a descent direction; the line search and the stopping rule use the
+exact cost and gradient, so the solution and its accuracy are unchanged, and the last iterations
+(e_m below the switch) are exact Newton steps with their quadratic convergence.
 """
 from __future__ import annotations
 
@@ -102,13 +113,13 @@ from ..errors import ParameterError, SimulationError
 from . import CONTACT_SOLVERS
 from .base import SolveStats, StepProblem, solve_without_contacts
 from .contact_models import HuntCrossley, LaggedModel, SapModel, SimilarModel
-from .newton_linear import make_newton_linear_solver
+from .newton_linear import NewtonMatrix, make_newton_linear_solver, solve_newton
 
 DEFAULTS = {
     "rel_tol": 1e-6, "abs_tol": 1e-14, "max_iterations": 100, "max_line_search_iterations": 100,
     "alpha_max": 1.5, "linear_solver": "auto", "stiffness": None, "tau_d": None, "hc_dissipation": 10.0,
     "stiction_tolerance": 1e-4, "sigma": 1e-3, "beta": 1.0, "midpoint_contact": "consistent", "impact_speed": None,
-    "restitution": 0.0, "max_recovery_speed": 0.1,
+    "restitution": 0.0, "max_recovery_speed": 0.1, "friction_majorize_above": 1e-1,
 }
 REBOUND_BETA = 0.1     # eq. 29's β for an impact with restitution (near-rigid, so the rebound is met)
 PHYSICAL = ("stiffness", "tau_d", "hc_dissipation", "stiction_tolerance", "sigma")
@@ -153,6 +164,10 @@ class NewtonContactSolver:
         for key in ("rel_tol", "abs_tol", "alpha_max", "beta", "max_recovery_speed"):
             if not (isinstance(o[key], (int, float)) and math.isfinite(o[key]) and o[key] >= 0):
                 raise ParameterError(f"solver option {key} must be a non-negative number, got {o[key]!r}")
+        fm = o["friction_majorize_above"]
+        if not (isinstance(fm, (int, float)) and fm >= 0):
+            raise ParameterError(f"solver option friction_majorize_above must be a number >= 0 (inf: exact Hessian "
+                                 f"throughout), got {fm!r}")
         if o["beta"] <= 0 or o["alpha_max"] <= 0:
             raise ParameterError("solver options beta and alpha_max must be positive")
         for key in ("max_iterations", "max_line_search_iterations"):
@@ -172,6 +187,7 @@ class NewtonContactSolver:
         self._check_table()
         self._checked_table = model.contact_params   # build_model: checked above
         self.linear = make_newton_linear_solver(o["linear_solver"], model.n_dofs)
+        self.hessian = NewtonMatrix()      # H's pattern and the G → H map, kept across steps
         dofs = model.dofs
         self.node_body = dofs.body                                     # for the Delassus floor 1/M_body
         self.body_mass = dofs.body_mass if len(dofs.body_mass) else np.zeros(1)
@@ -422,6 +438,10 @@ class NewtonContactSolver:
             off = S * off + T * (1.0 - th) * vc_prev
 
         D = momentum_scaling(Dblk, dof_fixed)
+        t0 = time.perf_counter()
+        pat = problem.A.pattern                  # Ã in its own 3x3 blocks: no CSR → BSR conversion
+        self.hessian.setup(sp.bsr_matrix(((s / ch) * blocks, pat.col, pat.indptr), shape=At.shape), Jf)
+        ms_setup = 1e3 * (time.perf_counter() - t0)
         o = self.opt
         costs, alphas, errors = [], [], []
         ls_total = 0
@@ -449,10 +469,10 @@ class NewtonContactSolver:
                 break
             if it >= o["max_iterations"]:
                 break
-            Gs = sp.bsr_matrix((G, np.arange(c), np.arange(c + 1)), shape=(3 * c, 3 * c))
-            H = (At + Jf.T @ Gs @ Jf).tocsc()
+            if e_m > o["friction_majorize_above"] and hasattr(cm, "majorize_friction"):
+                cm.majorize_friction(vc, G)       # far from the solution: the friction's majorant
             t0 = time.perf_counter()
-            dv = self.linear.solve(H, -grad)
+            dv = solve_newton(self.linear, self.hessian, G, -grad)
             ms_linear += 1e3 * (time.perf_counter() - t0)
             dv[dof_fixed] = 0.0
             dvc = (Jf @ dv).reshape(c, 3)
@@ -478,6 +498,7 @@ class NewtonContactSolver:
         stats = SolveStats(it, e_m, converged, {
             "line_search_iterations": ls_total, "momentum_error": e_m, "contacts": c, "cost": costs,
             "momentum_errors": errors, "alphas": alphas, "ms_linear": ms_linear, "ms_solve": ms,
+            "ms_hessian_setup": ms_setup,
             "linear_solver": self.linear.name, "open": int(np.sum(status == OPEN)),
         })
         self.last_stats = stats
@@ -493,43 +514,50 @@ class NewtonContactSolver:
     def _line_search(self, cm, vc, dvc, c0: float, c1: float, d0: float):
         """Exact line search: root of dℓ/dα = c0 + α c1 − Δv_cᵀγ(α) on (0, α_max] (SAP §IV-B/C).
 
-        c0 = Δvᵀ(Ã v − b̃), c1 = Δvᵀ Δp, d0 = dℓ/dα(0). Safeguarded Newton–bisection (rtsafe).
-        Returns (α, trials)."""
+        c0 = Δvᵀ(Ã v − b̃), c1 = Δvᵀ Δp, d0 = dℓ/dα(0) < 0. Each trial costs one pass over the
+        contacts for the two numbers ``Δv_cᵀγ`` and ``Δv_cᵀ G Δv_c`` (``line_derivatives``: no
+        3x3 blocks, cost or status). If ℓ still decreases at α_max, α_max is taken; otherwise a
+        safeguarded Newton–bisection (rtsafe) on f(α) = dℓ/dα / |d0| in the bracket [0, α_max],
+        started from the minimizer of the quadratic with the curvature at α_max,
+        ``min(−d0/ℓ''(α_max), α_max)`` (= 1 where ℓ is quadratic along the line, the full Newton
+        step), stopping at |f| < 1e-8 or a Newton correction below 1e-8 of that guess (the
+        tolerances of Drake's SAP implementation). Returns (α, trials)."""
         if not d0 < 0:
             return 0.0, 0
 
         def deriv(a):
-            _, g, G, _ = cm.evaluate(vc + a * dvc, hessian=True)
-            d = c0 + a * c1 - float(np.einsum("ci,ci->", dvc, g))
-            dd = c1 + float(np.einsum("ci,cij,cj->", dvc, G, dvc))
-            return d, dd
+            g, q = cm.line_derivatives(vc + a * dvc, dvc)
+            return (c0 + a * c1 - g) / scale, (c1 + q) / scale
 
+        scale = -d0
         a_max = float(self.opt["alpha_max"])
         trials = 1
-        d_max, dd_max = deriv(a_max)
-        if d_max <= 0:
+        f_max, df_max = deriv(a_max)
+        if f_max <= 0:
             return a_max, trials
         lo, hi = 0.0, a_max
-        tol = 1e-10 * abs(d0)
-        a = 1.0 if a_max > 1.0 else 0.5 * a_max
+        a = min(1.0 / df_max, a_max) if df_max > 0 else 0.5 * a_max
+        if not 0.0 < a < a_max:
+            a = 0.5 * a_max
+        f_tol, a_tol = 1e-8, 1e-8 * a
         step_old = hi - lo
         for _ in range(int(self.opt["max_line_search_iterations"])):
-            d, dd = deriv(a)
+            f, df = deriv(a)
             trials += 1
-            if abs(d) <= tol:
+            if abs(f) <= f_tol:
                 break
-            if d < 0:
+            if f < 0:
                 lo = a
             else:
                 hi = a
-            a_newton = a - d / dd if dd > 0 else np.nan
-            if not (lo < a_newton < hi) or abs(2 * d) > abs(step_old * dd):
+            a_newton = a - f / df if df > 0 else np.nan
+            if not (lo < a_newton < hi) or abs(2 * f) > abs(step_old * df):
                 a_new = 0.5 * (lo + hi)
             else:
                 a_new = a_newton
             step_old = abs(a_new - a)
             a = a_new
-            if hi - lo <= 1e-14 * hi:
+            if step_old <= a_tol or hi - lo <= 1e-14 * hi:
                 break
         return a, trials
 
