@@ -17,7 +17,10 @@ side on them, so Γ = J W Jᵀ is unchanged): ``d = p_{K−1}(D⁻¹M) D⁻¹ g`
 [a, b] of D⁻¹M's spectrum (Saad, Iterative Methods, Alg. 12.1), M = Ã restricted to the FEM rows
 (the coupling's off-diagonal blocks dropped). A polynomial in D⁻¹M times D⁻¹, so W is symmetric, and
 positive definite since ``x p(x) ∈ (0, 1 + 1/T_K)`` on (0, b]; K = 1 is block Jacobi ``d = D⁻¹g / θ``,
-``θ = (a + b)/2``. Unknowns are the real nodes 0..n0-1 then the
+``θ = (a + b)/2``. For K ≥ 2 the step is scaled by ``c = 1/(1 + 1/T_K(σ))``, σ = (b + a)/(b − a), so that
+``c x p(x) ≤ 1`` on [a, b] (the Chebyshev error ``1 − x p(x)`` oscillates with amplitude 1/T_K(σ)
+there; with c = 1 and 4 sweeps on [b/100, b], λ_max(W A) of a resting cube reached 2.02 through the
+coupling to the contact rows' scalar step, with c 1.49: tests/test_cond_step.py). Unknowns are the real nodes 0..n0-1 then the
 virtual nodes; the velocity table V has the rows of ``layout.VROWS``, W the scalar step per row,
 RK the row's step kind and partner (``layout.ROW``).
 """
@@ -129,13 +132,13 @@ def cond_iterate(P: ti.types.ndarray(), blocks: ti.types.ndarray(), V: ti.types.
                  VNf: ti.types.ndarray(), VNi: ti.types.ndarray(), rod_start: ti.types.ndarray(),
                  rod_rows: ti.types.ndarray(), F: ti.types.ndarray(), S: ti.types.ndarray(), slot: ti.i32,
                  n0: ti.i32, nv: ti.i32, nc: ti.i32, nrods: ti.i32, alpha_in: float, nu: float, u: float,
-                 omega: float, fem_a: float, fem_b: float, op: ti.template(), bb: ti.template(),
+                 omega: float, fem_a: float, fem_b: float, fem_c: float, op: ti.template(), bb: ti.template(),
                  has_blocks: ti.template(), rods: ti.template(), fem: ti.template()):
     """One iteration (module docstring); its norms and α go to ``S[slot]``. α is ``alpha_in`` when
     positive, else the previous slot's (the iteration before, on the device). Compile-time switches
     (a scene compiles only its variant): ``op`` STRICT | PROXIMAL projection, ``bb``
     Barzilai–Borwein α, ``has_blocks`` spin/rigid block rows, ``rods`` rod rows, ``fem`` the number of
-    sweeps of the FEM step on the STEP_FEM rows (0: none; module docstring), on [fem_a, fem_b]."""
+    sweeps of the FEM step on the STEP_FEM rows (0: none; module docstring), on [fem_a, fem_b], scaled by fem_c."""
     n = n0 + nv
     alpha = alpha_in
     if alpha_in <= 0.0:
@@ -229,7 +232,7 @@ def cond_iterate(P: ti.types.ndarray(), blocks: ti.types.ndarray(), V: ti.types.
                 V[VROWS.v_star, i] = V[VROWS.v, i] - alpha * _block_step(WB, RK, V, i, VROWS.g)
         elif step == STEP_FEM:        # FEM step (never in a contact: blocks.cond_fem_blocks)
             if ti.static(fem > 0):
-                V[VROWS.v_star, i] = V[VROWS.v, i] - alpha * V[VROWS.d_fem, i]
+                V[VROWS.v_star, i] = V[VROWS.v, i] - (alpha * fem_c) * V[VROWS.d_fem, i]
         else:
             V[VROWS.v_star, i] = V[VROWS.v, i] - (alpha * W[i]) * V[VROWS.g, i]
     # one-shot contact solve (Alg. 2) and v̂** = v* + W Jᵀ λ

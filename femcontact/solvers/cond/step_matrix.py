@@ -101,6 +101,19 @@ def cond_power_step_block(indptr: ti.types.ndarray(), indices: ti.types.ndarray(
         y[i] = yi
 
 
+def fem_interval(lmax: float, sweeps: int) -> tuple[float, float, float]:
+    """(a, b, c) of the FEM step (iterate.py): its interval [a, b] of D⁻¹M's spectrum from the power
+    estimate ``lmax`` of λ_max(D⁻¹A), and the scale c = 1/(1 + 1/T_K(σ)) that keeps ``c x p(x) ≤ 1``
+    on [a, b] for K ≥ 2 sweeps (1 for block Jacobi, whose ``x/θ ≤ 2b/(a + b)`` is ≤ 1.65 on the
+    true spectrum, like the Frobenius step's 1.7)."""
+    b = FEM_MARGIN * lmax
+    a = b / FEM_RATIO
+    c = 1.0
+    if sweeps >= 2 and b > 0.0:
+        c = 1.0 / (1.0 + 1.0 / math.cosh(sweeps * math.acosh((b + a) / (b - a))))
+    return a, b, c
+
+
 def block_lambda_max(A, fixed, kind, x, y, out) -> float:
     """λ̃ ≈ λ_max(D⁻¹A) on the free scalar-kind rows (D: A's 3x3 diagonal blocks), ``POWER_STEPS``
     power iterations from a fixed random start; a Rayleigh quotient, so at most the true value
