@@ -48,7 +48,7 @@ def _fem_step_matrix(solver, A, rows, K):
     for r, i in enumerate(rows):
         s = slice(3 * r, 3 * r + 3)
         Dinv[s, s] = WB[0, i]
-        M[s, s] = WB[1, i]                       # A_ii plus the virtual coupling (none here)
+        M[s, s] += WB[1, i]                      # A_ii plus the virtual coupling (none here)
     a, b, c = step_matrix.fem_interval(solver.fem_lmax, K)
     theta, delta = (a + b) / 2, (b - a) / 2
     P = Dinv / theta

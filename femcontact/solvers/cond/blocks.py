@@ -5,8 +5,8 @@
   virtual coupling k_v J_vᵀJ_v, eq. 15), ``cond_block_inverses`` inverts them; ``WB[0, i]`` is the
   row's own block of W, ``WB[1, i]`` its coupling to the partner row;
 - free FEM rows (``fem_step`` "block3" / "chebyshev": scalar-kind, not prescribed, no contact side on
-  them): ``cond_fem_blocks`` sets ``WB[1, i] = D_i = Ã_ii`` (A's 3x3 diagonal block plus the
-  coupling's diagonal blocks) and ``WB[0, i] = D_i⁻¹``, and marks the row STEP_FEM (iterate.py);
+  them): ``cond_fem_blocks`` sets ``WB[1, i] = C_i`` (the coupling's diagonal blocks) and
+  ``WB[0, i] = D_i⁻¹``, ``D_i = Ã_ii = A_ii + C_i``, and marks the row STEP_FEM (iterate.py);
 - rods: with unknowns ``z_j = (ẋ_j, ω_j)`` a rod's sub-block of Ã is block-tridiagonal in 6x6
   blocks D_j, L_j. Block LDLᵀ once per step, ``S_0 = D_0, G_j = L_j S_{j−1}⁻¹, S_j = D_j − G_j L_jᵀ``
   (``cond_rod_factor``), applied each iteration by ``y_j = g_j − G_j y_{j−1}``,
@@ -77,12 +77,12 @@ def cond_fem_blocks(blocks: ti.types.ndarray(), diag: ti.types.ndarray(), fixed:
                     RK: ti.types.ndarray(), VNf: ti.types.ndarray(), VNi: ti.types.ndarray(), n0: ti.i32,
                     nvx: ti.i32) -> ti.i32:
     """The free FEM rows (scalar kind, not prescribed, ``claim`` 0: no contact side on the row, so Γ
-    never sees their step): WB[1, i] = Ã_ii (A's block plus Σ k_v W_kᵀW_k), WB[0, i] = Ã_ii⁻¹, row
-    step STEP_FEM. Returns their number."""
+    never sees their step): WB[1, i] = C_i = Σ k_v W_kᵀW_k (the coupling's diagonal block),
+    WB[0, i] = Ã_ii⁻¹ = (A_ii + C_i)⁻¹, row step STEP_FEM. Returns their number."""
     count = 0
     for i in range(n0):
         if kind[i] == KIND_SCALAR and fixed[i] == 0 and claim[i] == 0:
-            WB[1, i] = blocks[diag[i]]
+            WB[1, i] = ti.Matrix.zero(float, 3, 3)
             ROW.step.put(RK, i, STEP_FEM)
             count += 1
     for q in range(nvx):
@@ -95,7 +95,7 @@ def cond_fem_blocks(blocks: ti.types.ndarray(), diag: ti.types.ndarray(), fixed:
                     WB[1, j] += kv * mTm(Wk, Wk)
     for i in range(n0):
         if ROW.step.get(RK, i) == STEP_FEM:
-            WB[0, i] = inv3(WB[1, i])
+            WB[0, i] = inv3(blocks[diag[i]] + WB[1, i])
     return count
 
 

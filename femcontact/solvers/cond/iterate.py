@@ -79,6 +79,7 @@ def cond_start(blocks: ti.types.ndarray(), diag: ti.types.ndarray(), b: ti.types
         V[VROWS.b, i] = b[i]
         V[VROWS.d_rod, i] = zero
         V[VROWS.d_rod_prev, i] = zero
+        V[VROWS.p_fem, i] = zero
         W[i] = w
         step = STEP_SCALAR
         if kind[i] != KIND_SCALAR and fixed[i] == 0:
@@ -177,13 +178,11 @@ def cond_iterate(P: ti.types.ndarray(), blocks: ti.types.ndarray(), V: ti.types.
                 V[VROWS.d_fem, i] = p
         rho = delta / theta
         for _ in ti.static(range(fem - 1)):
-            for i in range(n0):      # r -= M p
+            for i in range(n0):      # r -= M p (p is zero off the FEM rows: cond_start)
                 if ROW.step.get(RK, i) == STEP_FEM:
                     acc = mv(WB[1, i], V[VROWS.p_fem, i])
                     for k in range(P[i], P[i + 1]):
-                        j = P[n0 + 1 + k]
-                        if j != i and ROW.step.get(RK, j) == STEP_FEM:
-                            acc += mv(blocks[k], V[VROWS.p_fem, j])
+                        acc += mv(blocks[k], V[VROWS.p_fem, P[n0 + 1 + k]])
                     V[VROWS.r_fem, i] -= acc
             rho_new = 1.0 / (2.0 * theta / delta - rho)
             c1 = rho_new * rho
