@@ -43,7 +43,7 @@ class CondOptions:
     omega: float = 0.0
     step: str = "frobenius"
     fem_step: str = "jacobi"
-    fem_sweeps: int = 3
+    fem_sweeps: int = 8
     recycle: int = 1
     acceleration: Optional[str] = None
     chebyshev_start: int = 8
