@@ -2,7 +2,7 @@
 
     python tools/bench_cond.py [--scene mat_drag|gripper_ball|cube_drop|cable_winding|clutter]
                                [--sizes ...] [--accel chebyshev anderson none] [--steps 20] [--settle S]
-                               [--tol 1e-5] [--arch cpu]
+                               [--tol 1e-5] [--fem-step jacobi block3 chebyshev:4] [--arch cpu]
 
 Scenes (``--sizes`` and ``--settle`` default per scene):
 
@@ -16,7 +16,10 @@ Scenes (``--sizes`` and ``--settle`` default per scene):
   (wound onto the drum).
 - ``clutter`` (scenes/clutter.py under COND, Euler): 4 columns of 10 rigid bodies, settle 0.5 s.
 
-For each size and each acceleration, runs the scene for ``--settle`` s and then measures
+``--fem-step`` lists the steps of the free FEM rows to compare (COND option ``fem_step``;
+``chebyshev:K`` sets ``fem_sweeps`` K; default: the solver's default).
+
+For each size, FEM step and acceleration, runs the scene for ``--settle`` s and then measures
 ``--steps`` steps at a COND tolerance ``--tol`` (default 1e-5: looser thresholds stop the
 unaccelerated iteration early on a slowly converging stiff mat, which looks like "fewer
 iterations" but is a different answer). Prints DOF, mean contacts, dynamics (assembly) ms,
@@ -40,10 +43,19 @@ SCENES = ("mat_drag", "gripper_ball", "cube_drop", "cable_winding", "clutter")  
 SETTLE = {"cube_drop": 0.1}                 # s: landed (the Table I presets' settle otherwise)
 
 
-def bench(build, steps: int, accel: str, tol: float, max_iter: int, settle: float) -> dict:
+def fem_options(spec: str) -> dict:
+    """COND options of a ``--fem-step`` entry: ``jacobi``, ``block3`` or ``chebyshev[:K]``."""
+    if spec == "default":
+        return {}
+    step, _, k = spec.partition(":")
+    return {"fem_step": step, **({"fem_sweeps": int(k)} if k else {})}
+
+
+def bench(build, steps: int, accel: str, tol: float, max_iter: int, settle: float, fem: str = "default") -> dict:
     """Run the scene for ``settle`` s under COND with these options, then measure ``steps`` steps."""
     scene = build()
-    scene.solver_options = {**scene.solver_options, "acceleration": accel, "tol": tol, "max_iter": max_iter}
+    scene.solver_options = {**scene.solver_options, "acceleration": accel, "tol": tol, "max_iter": max_iter,
+                            **fem_options(fem)}
     sim = fc.Simulator(scene)
     sim.run(duration=settle)
     sim.stats.clear()
@@ -71,6 +83,8 @@ def main() -> None:
     ap.add_argument("--tol", type=float, nargs="+", default=[1e-5],
                     help="COND stopping thresholds (relative step norm); several give iterations against e_m")
     ap.add_argument("--max-iter", type=int, default=3000)
+    ap.add_argument("--fem-step", nargs="+", default=["default"],
+                    help="FEM-row steps to compare: jacobi, block3, chebyshev[:K] (default: the solver's)")
     ap.add_argument("--arch", default="cpu")
     ap.add_argument("--precision", default="f64")
     args = ap.parse_args()
@@ -81,12 +95,12 @@ def main() -> None:
     args.settle = settle if args.settle is None else args.settle
     print(f"backend {cfg['arch']} {cfg['precision']}; scene {args.scene}; {args.steps} measured steps after "
           f"{args.settle:g} s; max_iter {args.max_iter}")
-    print(f"{'DOF':>7} {'contacts':>9} {'accel':>9} {'tol':>7} {'dynamics ms':>12} {'detect ms':>10} {'solver ms':>10} "
+    print(f"{'DOF':>7} {'contacts':>9} {'fem step':>12} {'accel':>9} {'tol':>7} {'dynamics ms':>12} {'detect ms':>10} {'solver ms':>10} "
           f"{'iters':>7} {'ms/iter':>8} {'conv':>5} {'e_m':>9} {'step ms':>8}")
     for n in sizes:
-        for accel, tol in ((a, t) for a in args.accel for t in args.tol):
-            r = bench(lambda: build(n, "cond"), args.steps, accel, tol, args.max_iter, args.settle)
-            print(f"{r['dof']:>7} {r['contacts']:>9.0f} {accel:>9} {tol:>7.0e} {r['dynamics']:>12.2f} "
+        for fem, accel, tol in ((f, a, t) for f in args.fem_step for a in args.accel for t in args.tol):
+            r = bench(lambda: build(n, "cond"), args.steps, accel, tol, args.max_iter, args.settle, fem)
+            print(f"{r['dof']:>7} {r['contacts']:>9.0f} {fem:>12} {accel:>9} {tol:>7.0e} {r['dynamics']:>12.2f} "
                   f"{r['detection']:>10.2f} {r['solver']:>10.2f} {r['iters']:>7.1f} "
                   f"{r['solver'] / max(r['iters'], 1):>8.3f} {r['converged']:>5.2f} {r['e_m']:>9.2e} "
                   f"{r['step']:>8.2f}", flush=True)

@@ -4,6 +4,9 @@
   complement of the linear block): ``cond_block_diagonal`` gathers Ã's blocks (A plus the
   virtual coupling k_v J_vᵀJ_v, eq. 15), ``cond_block_inverses`` inverts them; ``WB[0, i]`` is the
   row's own block of W, ``WB[1, i]`` its coupling to the partner row;
+- free FEM rows (``fem_step`` "block3" / "chebyshev": scalar-kind, not prescribed, no contact side on
+  them): ``cond_fem_blocks`` sets ``WB[1, i] = C_i`` (the coupling's diagonal blocks) and
+  ``WB[0, i] = D_i⁻¹``, ``D_i = Ã_ii = A_ii + C_i``, and marks the row STEP_FEM (iterate.py);
 - rods: with unknowns ``z_j = (ẋ_j, ω_j)`` a rod's sub-block of Ã is block-tridiagonal in 6x6
   blocks D_j, L_j. Block LDLᵀ once per step, ``S_0 = D_0, G_j = L_j S_{j−1}⁻¹, S_j = D_j − G_j L_jᵀ``
   (``cond_rod_factor``), applied each iteration by ``y_j = g_j − G_j y_{j−1}``,
@@ -14,9 +17,9 @@
 import taichi as ti
 
 from ...smallmat import inv3, mm, mmT, mTm, mv, tr
-from .groups import KIND_RIGID_ANG, KIND_RIGID_LIN, KIND_SPIN
-from .layout import (ROD_BLOCKS, ROD_FACTOR, ROD_ROWS, ROD_SLOTS, ROW, STEP_ROD, VIRTUAL, VIRTUAL_NODES,
-                     VROWS)
+from .groups import KIND_RIGID_ANG, KIND_RIGID_LIN, KIND_SCALAR, KIND_SPIN
+from .layout import (ROD_BLOCKS, ROD_FACTOR, ROD_ROWS, ROD_SLOTS, ROW, STEP_FEM, STEP_ROD, VIRTUAL,
+                     VIRTUAL_NODES, VROWS)
 
 
 # ------------------------------------------------------------------------------ spin and rigid blocks
@@ -66,6 +69,34 @@ def cond_block_inverses(fixed: ti.types.ndarray(), kind: ti.types.ndarray(), WB:
             ROW.partner.put(RK, i + 1, i)
         elif fixed[i] == 0 and kind[i] == KIND_RIGID_LIN:
             WB[0, i] = inv3(WB[0, i])
+
+
+@ti.kernel
+def cond_fem_blocks(blocks: ti.types.ndarray(), diag: ti.types.ndarray(), fixed: ti.types.ndarray(),
+                    kind: ti.types.ndarray(), claim: ti.types.ndarray(), WB: ti.types.ndarray(),
+                    RK: ti.types.ndarray(), VNf: ti.types.ndarray(), VNi: ti.types.ndarray(), n0: ti.i32,
+                    nvx: ti.i32) -> ti.i32:
+    """The free FEM rows (scalar kind, not prescribed, ``claim`` 0: no contact side on the row, so Γ
+    never sees their step): WB[1, i] = C_i = Σ k_v W_kᵀW_k (the coupling's diagonal block),
+    WB[0, i] = Ã_ii⁻¹ = (A_ii + C_i)⁻¹, row step STEP_FEM. Returns their number."""
+    count = 0
+    for i in range(n0):
+        if kind[i] == KIND_SCALAR and fixed[i] == 0 and claim[i] == 0:
+            WB[1, i] = ti.Matrix.zero(float, 3, 3)
+            ROW.step.put(RK, i, STEP_FEM)
+            count += 1
+    for q in range(nvx):
+        kv = VIRTUAL.gain.get(VNf, q)
+        for k in range(4):
+            j = VIRTUAL_NODES.node.at(VNi, q, k)
+            if j >= 0:
+                if ROW.step.get(RK, j) == STEP_FEM:
+                    Wk = VIRTUAL.weight.at(VNf, q, k)
+                    WB[1, j] += kv * mTm(Wk, Wk)
+    for i in range(n0):
+        if ROW.step.get(RK, i) == STEP_FEM:
+            WB[0, i] = inv3(blocks[diag[i]] + WB[1, i])
+    return count
 
 
 # ------------------------------------------------------------------------------ rods

@@ -3,13 +3,24 @@
 One iteration (``cond_iterate``, one launch, nothing read back):
 
     g       = Ã v̂ˡ − b                     (eq. 15: A plus the virtual damper, applied matrix-free)
-    v*      = v̂ˡ − α W g                   (eq. 18; W scalar, block or rod block step; α = 1 or BB2)
+    v*      = v̂ˡ − α W g                   (eq. 18; W scalar, block, rod block or FEM step; α = 1 or BB2)
     λ_m     = ProjectFC(−(η_m + φ̃_m)/(γ_m + ω)),  η = J v*,  γ_m = w̄_a + w̄_b     (Alg. 2, eq. 23, 33)
     v̂**     = v* + W Jᵀ λ                  (eq. 22)
     v̂ˡ⁺¹    = ν (u (v̂** − v̂ˡ) + v̂ˡ − v̂ˡ⁻¹) + v̂ˡ⁻¹   (Alg. 3)
 
 writing (‖v̂ˡ⁺¹−v̂ˡ‖², ‖v̂ˡ⁺¹‖², α, ‖v̂**−v̂ˡ‖²) to a slot of a small device ring that the host
-reads every ``check_every`` iterations (on the CPU through a host view, at no cost). Unknowns are the real nodes 0..n0-1 then the
+reads every ``check_every`` iterations (on the CPU through a host view, at no cost).
+
+The FEM step (``fem`` = K > 0 sweeps, rows marked STEP_FEM by ``blocks.cond_fem_blocks``: no contact
+side on them, so Γ = J W Jᵀ is unchanged): ``d = p_{K−1}(D⁻¹M) D⁻¹ g``, K Chebyshev steps on
+``M d = g`` from d = 0, preconditioned by the 3x3 blocks D = Ã_ii and tuned to the interval
+[a, b] of D⁻¹M's spectrum (Saad, Iterative Methods, Alg. 12.1), M = Ã restricted to the FEM rows
+(the coupling's off-diagonal blocks dropped). A polynomial in D⁻¹M times D⁻¹, so W is symmetric, and
+positive definite since ``x p(x) ∈ (0, 1 + 1/T_K)`` on (0, b]; K = 1 is block Jacobi ``d = D⁻¹g / θ``,
+``θ = (a + b)/2``. For K ≥ 2 the step is scaled by ``c = 1/(1 + 1/T_K(σ))``, σ = (b + a)/(b − a), so that
+``c x p(x) ≤ 1`` on [a, b] (the Chebyshev error ``1 − x p(x)`` oscillates with amplitude 1/T_K(σ)
+there; with c = 1 and 4 sweeps on [b/100, b], λ_max(W A) of a resting cube reached 2.02 through the
+coupling to the contact rows' scalar step, with c 1.49: tests/test_cond_step.py). Unknowns are the real nodes 0..n0-1 then the
 virtual nodes; the velocity table V has the rows of ``layout.VROWS``, W the scalar step per row,
 RK the row's step kind and partner (``layout.ROW``).
 """
@@ -20,8 +31,8 @@ from ...smallmat import inv3, mTv, mv
 from ..projection import STRICT, project_cone, project_strict
 from .blocks import rod_solve
 from .groups import KIND_ROD, KIND_SCALAR
-from .layout import (CONTACT, CONTACT_NODES, ROW, STEP_BLOCK, STEP_ROD, STEP_SCALAR, VIRTUAL, VIRTUAL_NODES,
-                     VROWS)
+from .layout import (CONTACT, CONTACT_NODES, ROW, STEP_BLOCK, STEP_FEM, STEP_ROD, STEP_SCALAR, VIRTUAL,
+                     VIRTUAL_NODES, VROWS)
 from .step_matrix import inf_norm
 
 BB_LO, BB_HI = 0.01, 10.0    # Barzilai–Borwein α is clamped to this range
@@ -68,6 +79,7 @@ def cond_start(blocks: ti.types.ndarray(), diag: ti.types.ndarray(), b: ti.types
         V[VROWS.b, i] = b[i]
         V[VROWS.d_rod, i] = zero
         V[VROWS.d_rod_prev, i] = zero
+        V[VROWS.p_fem, i] = zero
         W[i] = w
         step = STEP_SCALAR
         if kind[i] != KIND_SCALAR and fixed[i] == 0:
@@ -121,12 +133,13 @@ def cond_iterate(P: ti.types.ndarray(), blocks: ti.types.ndarray(), V: ti.types.
                  VNf: ti.types.ndarray(), VNi: ti.types.ndarray(), rod_start: ti.types.ndarray(),
                  rod_rows: ti.types.ndarray(), F: ti.types.ndarray(), S: ti.types.ndarray(), slot: ti.i32,
                  n0: ti.i32, nv: ti.i32, nc: ti.i32, nrods: ti.i32, alpha_in: float, nu: float, u: float,
-                 omega: float, op: ti.template(), bb: ti.template(), has_blocks: ti.template(),
-                 rods: ti.template()):
+                 omega: float, fem_a: float, fem_b: float, fem_c: float, op: ti.template(), bb: ti.template(),
+                 has_blocks: ti.template(), rods: ti.template(), fem: ti.template()):
     """One iteration (module docstring); its norms and α go to ``S[slot]``. α is ``alpha_in`` when
     positive, else the previous slot's (the iteration before, on the device). Compile-time switches
     (a scene compiles only its variant): ``op`` STRICT | PROXIMAL projection, ``bb``
-    Barzilai–Borwein α, ``has_blocks`` spin/rigid block rows, ``rods`` rod rows."""
+    Barzilai–Borwein α, ``has_blocks`` spin/rigid block rows, ``rods`` rod rows, ``fem`` the number of
+    sweeps of the FEM step on the STEP_FEM rows (0: none; module docstring), on [fem_a, fem_b], scaled by fem_c."""
     n = n0 + nv
     alpha = alpha_in
     if alpha_in <= 0.0:
@@ -152,6 +165,34 @@ def cond_iterate(P: ti.types.ndarray(), blocks: ti.types.ndarray(), V: ti.types.
     # rod rows: d = Ã_rod⁻¹ g (exact block step, before BB, which needs W z = d − d_prev)
     if ti.static(rods):
         rod_solve(V, RK, rod_start, rod_rows, F, nrods)
+    if ti.static(fem > 0):
+        # FEM rows: d = p(D⁻¹M) D⁻¹ g by K Chebyshev steps on M d = g from d = 0 (module docstring)
+        theta = 0.5 * (fem_b + fem_a)
+        delta = 0.5 * (fem_b - fem_a)
+        for i in range(n0):
+            if ROW.step.get(RK, i) == STEP_FEM:
+                gi = V[VROWS.g, i]
+                p = mv(WB[0, i], gi) / theta
+                V[VROWS.r_fem, i] = gi
+                V[VROWS.p_fem, i] = p
+                V[VROWS.d_fem, i] = p
+        rho = delta / theta
+        for _ in ti.static(range(fem - 1)):
+            for i in range(n0):      # r -= M p (p is zero off the FEM rows: cond_start)
+                if ROW.step.get(RK, i) == STEP_FEM:
+                    acc = mv(WB[1, i], V[VROWS.p_fem, i])
+                    for k in range(P[i], P[i + 1]):
+                        acc += mv(blocks[k], V[VROWS.p_fem, P[n0 + 1 + k]])
+                    V[VROWS.r_fem, i] -= acc
+            rho_new = 1.0 / (2.0 * theta / delta - rho)
+            c1 = rho_new * rho
+            c2 = 2.0 * rho_new / delta
+            for i in range(n0):      # p = ρ' ρ p + (2ρ'/δ) D⁻¹ r,  d += p
+                if ROW.step.get(RK, i) == STEP_FEM:
+                    p = c1 * V[VROWS.p_fem, i] + c2 * mv(WB[0, i], V[VROWS.r_fem, i])
+                    V[VROWS.p_fem, i] = p
+                    V[VROWS.d_fem, i] += p
+            rho = rho_new
     if ti.static(bb):
         # Barzilai–Borwein (BB2, preconditioned by W_F): α = sᵀz / zᵀ W_F z, s = v̂ˡ−v̂ˡ⁻¹, z = g − g_prev
         sz = 0.0
@@ -188,6 +229,9 @@ def cond_iterate(P: ti.types.ndarray(), blocks: ti.types.ndarray(), V: ti.types.
         elif step == STEP_BLOCK:      # spin / rigid block step (never in a contact)
             if ti.static(has_blocks):
                 V[VROWS.v_star, i] = V[VROWS.v, i] - alpha * _block_step(WB, RK, V, i, VROWS.g)
+        elif step == STEP_FEM:        # FEM step (never in a contact: blocks.cond_fem_blocks)
+            if ti.static(fem > 0):
+                V[VROWS.v_star, i] = V[VROWS.v, i] - (alpha * fem_c) * V[VROWS.d_fem, i]
         else:
             V[VROWS.v_star, i] = V[VROWS.v, i] - (alpha * W[i]) * V[VROWS.g, i]
     # one-shot contact solve (Alg. 2) and v̂** = v* + W Jᵀ λ

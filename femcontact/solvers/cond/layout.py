@@ -141,12 +141,13 @@ VIRTUAL = Table("virtual", float, [("weight", "m3", 4), ("gain", "s")])
 VIRTUAL_NODES = Table("virtual_nodes", ti.i32, [("node", "s", 4)])
 # per unknown: its step (STEP_*) and, for a rigid pair, the partner row (-1 none)
 ROW = Table("row", ti.i32, [("step", "s"), ("partner", "s")])
-STEP_SCALAR, STEP_BLOCK, STEP_ROD = 0, 1, 2
+STEP_SCALAR, STEP_BLOCK, STEP_ROD, STEP_FEM = 0, 1, 2, 3
 # rod block-tridiagonal factor (blocks.py): per 6x6 block j the rows of its halves (node, segment)
 ROD_ROWS = Table("rod_rows", ti.i32, [("row", "s", 2)])
 ROD_SLOTS = Table("rod_slots", ti.i32, [("diag", "s", 4), ("sub", "s", 4)])     # A's slots of D_j and L_j
 ROD_BLOCKS = Table("rod_blocks", float, [("diag", "m6"), ("sub", "m6")])      # D_j, L_j of Ã_rod
 ROD_FACTOR = Table("rod_factor", float, [("s_inv", "m6"), ("g", "m6"), ("y", "v6")])   # S_j⁻¹, G_j, sweep
 # rows of the velocity table V: v̂ˡ, v̂ˡ⁻¹, v* / v̂**, gradient, previous gradient, b,
-# rod block step Ã_rod⁻¹ g and its previous value
-VROWS = Rows("v", "v_prev", "v_star", "g", "g_prev", "b", "d_rod", "d_rod_prev")
+# rod block step Ã_rod⁻¹ g and its previous value, the FEM step W_F g (``fem_step``, iterate.py) with
+# its Chebyshev direction and residual
+VROWS = Rows("v", "v_prev", "v_star", "g", "g_prev", "b", "d_rod", "d_rod_prev", "d_fem", "p_fem", "r_fem")

@@ -77,6 +77,9 @@ class CondSolver:
         self._rest = self._rest_key = None
         # memory carried between solves (memory() / restore())
         self.w_scale = 1.0
+        self.fem_lmax: Optional[float] = None   # estimated λ_max(D⁻¹A) on the FEM rows (fem_step; 0: none)
+        self._fem = {"jacobi": 0, "block3": 1, "chebyshev": self.options.fem_sweeps}[self.options.fem_step]
+        self.fem_rows = 0            # rows that took the FEM step in the last solve
         self._steps_since_w: Optional[int] = None
         self._steps_since_scale: Optional[int] = None
         self._rho_prev: Optional[float] = None     # ϱ the last solve ended with (adaptive Chebyshev)
@@ -170,7 +173,7 @@ class CondSolver:
         return {
             "tr": self._tr.to_numpy()[:n0].copy(), "rs": self._rs.to_numpy()[:n0].copy(),
             "l1": self._l1.to_numpy()[:n0].copy(),
-            "w_scale": float(self.w_scale),
+            "w_scale": float(self.w_scale), "fem_lmax": float(-1 if self.fem_lmax is None else self.fem_lmax),
             "steps_since_w": float(-1 if self._steps_since_w is None else self._steps_since_w),
             "steps_since_scale": float(-1 if self._steps_since_scale is None else self._steps_since_scale),
             "rho_prev": float("nan") if self._rho_prev is None else float(self._rho_prev),
@@ -185,6 +188,8 @@ class CondSolver:
             full[:n0] = np.asarray(memory[name])
             arr.from_numpy(full)
         self.w_scale = float(memory["w_scale"])
+        lm = float(memory.get("fem_lmax", -1.0))
+        self.fem_lmax = None if lm < 0 else lm
         s = int(memory["steps_since_w"])
         self._steps_since_w = None if s < 0 else s
         s = int(memory["steps_since_scale"])
@@ -249,7 +254,7 @@ class CondSolver:
                  "cone_violation": comp_c, "acceleration": o.acceleration, "chebyshev_rho": rho,
                  "chebyshev_restarts": sched.restarts, "chebyshev_adaptations": sched.adaptations,
                  "anderson_restarts": mixer.restarts if mixer is not None else 0, "compliance_shifts": shifts,
-                 "alpha": alpha,
+                 "alpha": alpha, "fem_rows": self.fem_rows,
                  "ms": 1e3 * (time.perf_counter() - t_start), "us_per_iteration": 1e6 * loop_s / max(it, 1)}
         return SolveStats(it, theta, converged and math.isfinite(theta), extra)
 
@@ -300,10 +305,13 @@ class CondSolver:
         """One launch of ``cond_iterate`` on the set-up work arrays (nvx virtual nodes, nc contacts);
         (‖v̂ˡ⁺¹−v̂ˡ‖², ‖v̂ˡ⁺¹‖², α, ‖v̂**−v̂ˡ‖²) go to ``_stats[slot]``; α ≤ 0: the previous slot's."""
         o = self.options
+        fem = self._fem if self.fem_rows else 0
+        fem_a, fem_b, fem_c = step_matrix.fem_interval(self.fem_lmax or 0.0, self._fem)
         cond_iterate(self._pattern(A), A.blocks, self.V, self._W, self._RK, self._WB, self._Cf, self._Ci,
                      self._VNf, self._VNi, self._rod_start, self._rod_rows, self._F, self._stats, slot, self.n0, nvx,
                      nc, self.n_rods, alpha, nu, float(o.under_relaxation), float(o.omega),
-                     STRICT if o.operator == "strict" else PROXIMAL, o.step == "bb", self._has_blocks, self.n_rods > 0)
+                     fem_a, fem_b, fem_c, STRICT if o.operator == "strict" else PROXIMAL,
+                     o.step == "bb", self._has_blocks, self.n_rods > 0, fem)
 
     def _virtual_nodes(self, c, nc: int, nv: int) -> int:
         """Nodalize (``cond_nodalize``): contact sides on rod rows or on real rows already taken become
@@ -333,10 +341,14 @@ class CondSolver:
         if self._steps_since_w is None or self._steps_since_w >= o.recycle:
             step_matrix.cond_weights_base(A.indptr, A.blocks, A.diag, self._tr, self._rs, self._l1, self.n0)
             if o.step == "frobenius":
-                if self._steps_since_scale is None or self._steps_since_scale >= step_matrix.SCALE_EVERY:
+                due = self._steps_since_scale is None or self._steps_since_scale >= step_matrix.SCALE_EVERY
+                if due:
                     self.w_scale = step_matrix.spectral_scale(A, fixed, self._blockstep, self._tr, self._rs,
                                                               self._px, self._py, self._pout)
                     self._steps_since_scale = 0
+                if self._fem and (due or self.fem_lmax is None):    # (none yet: restored from a "jacobi" run)
+                    self.fem_lmax = step_matrix.block_lambda_max(A, fixed, self._blockstep, self._px, self._py,
+                                                                 self._pout)
                 if self.w_scale < 1.0:
                     step_matrix.cond_scale_rows(self._tr, self._blockstep, self.w_scale, self.n0)
             self._steps_since_w = 0
@@ -366,6 +378,10 @@ class CondSolver:
                             int(bool(o.warm_start)), wcap)
         if self._has_blocks:
             blocks.cond_block_inverses(fixed, self._blockstep, self._WB, self._RK, n0)
+        self.fem_rows = 0
+        if self._fem and self.fem_lmax:
+            self.fem_rows = int(blocks.cond_fem_blocks(A.blocks, A.diag, fixed, self._blockstep, self._claim, self._WB,
+                                                       self._RK, self._VNf, self._VNi, n0, nvx))
         cond_targets(problem.state.v, c.vn_node, c.vn_weight, c.node_a, c.node_b, c.frame, c.phi, c.v_world, c.mu,
                      c.param, rest, self._RT, self._Cf, self._Ci, n0, nc, n_rest, int(problem.integrator == "midpoint"),
                      float(problem.dt), float(o.restitution), float(o.recovery), float(o.max_recovery_speed))

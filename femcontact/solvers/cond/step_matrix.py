@@ -17,7 +17,7 @@ import numpy as np
 import taichi as ti
 
 from ... import backend
-from ...smallmat import mTm, mv
+from ...smallmat import inv3, mTm, mv
 from .groups import KIND_SCALAR
 from .layout import VIRTUAL, VIRTUAL_NODES
 
@@ -25,6 +25,8 @@ POWER_STEPS = 16      # power iterations for λ_max(W_F A) ...
 SCALE_EVERY = 25      # ... every this many steps (W_F A's spectrum moves little between steps)
 LAMBDA_TARGET = 1.7   # W_F is scaled so that the estimated λ_max(W_F A) is at most this (the estimate is low)
 W_CAP = 1.9           # Gershgorin cap w_i Σ_j ‖Ã_ij‖_∞ ≤ 1.9 on rows the virtual coupling touches
+FEM_MARGIN = 1.2      # the FEM step's interval [a, b]: b = FEM_MARGIN × the (low) estimate of λ_max(D⁻¹A) ...
+FEM_RATIO = 100.0     # ... and a = b / FEM_RATIO (iterate.py, fem_step)
 
 
 @ti.func
@@ -74,6 +76,61 @@ def cond_power_step(indptr: ti.types.ndarray(), indices: ti.types.ndarray(), blo
             out[1] += xi.dot(xi) / w
             out[2] += yi.dot(yi)
         y[i] = yi
+
+
+@ti.kernel
+def cond_power_step_block(indptr: ti.types.ndarray(), indices: ti.types.ndarray(), blocks: ti.types.ndarray(),
+                          diag: ti.types.ndarray(), fixed: ti.types.ndarray(), kind: ti.types.ndarray(),
+                          x: ti.types.ndarray(), y: ti.types.ndarray(), out: ti.types.ndarray(), c: float,
+                          n: ti.i32):
+    """One power-iteration step on D⁻¹A over the free scalar-kind rows, D = A's 3x3 diagonal blocks:
+    y = D⁻¹ A (c x); out += (xᵀAx, xᵀDx, yᵀy) for x = c·x (Rayleigh quotient of A x = λ D x)."""
+    for i in range(n):
+        acc = ti.Vector.zero(float, 3)
+        for k in range(indptr[i], indptr[i + 1]):
+            acc += mv(blocks[k], c * x[indices[k]])
+        yi = ti.Vector.zero(float, 3)
+        if fixed[i] == 0 and kind[i] == KIND_SCALAR:
+            D = blocks[diag[i]]
+            if D.trace() > 0.0:
+                yi = mv(inv3(D), acc)
+                xi = c * x[i]
+                out[0] += xi.dot(acc)
+                out[1] += xi.dot(mv(D, xi))
+                out[2] += yi.dot(yi)
+        y[i] = yi
+
+
+def fem_interval(lmax: float, sweeps: int) -> tuple[float, float, float]:
+    """(a, b, c) of the FEM step (iterate.py): its interval [a, b] of D⁻¹M's spectrum from the power
+    estimate ``lmax`` of λ_max(D⁻¹A), and the scale c = 1/(1 + 1/T_K(σ)) that keeps ``c x p(x) ≤ 1``
+    on [a, b] for K ≥ 2 sweeps (1 for block Jacobi, whose ``x/θ ≤ 2b/(a + b)`` is ≤ 1.65 on the
+    true spectrum, like the Frobenius step's 1.7)."""
+    b = FEM_MARGIN * lmax
+    a = b / FEM_RATIO
+    c = 1.0
+    if sweeps >= 2 and b > 0.0:
+        c = 1.0 / (1.0 + 1.0 / math.cosh(sweeps * math.acosh((b + a) / (b - a))))
+    return a, b, c
+
+
+def block_lambda_max(A, fixed, kind, x, y, out) -> float:
+    """λ̃ ≈ λ_max(D⁻¹A) on the free scalar-kind rows (D: A's 3x3 diagonal blocks), ``POWER_STEPS``
+    power iterations from a fixed random start; a Rayleigh quotient, so at most the true value
+    (0.0 where there are no such rows)."""
+    rng = np.random.default_rng(0)
+    x.from_numpy(rng.standard_normal((x.shape[0], 3)).astype(backend.np_real()))
+    lam, c = 0.0, 1.0
+    for _ in range(POWER_STEPS):
+        out.from_numpy(np.zeros(3, backend.np_real()))
+        cond_power_step_block(A.indptr, A.indices, A.blocks, A.diag, fixed, kind, x, y, out, c, A.n)
+        num, den, yy = (float(v) for v in out.to_numpy())
+        if not den > 0.0 or not yy > 0.0:
+            return 0.0
+        lam = num / den
+        c = 1.0 / math.sqrt(yy)
+        x, y = y, x
+    return lam
 
 
 @ti.kernel
