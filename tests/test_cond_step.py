@@ -113,3 +113,17 @@ def test_fem_step_options_validated():
         CondSolver(fc.Simulator(_scene()).model, {"fem_step": "chebyshev", "fem_sweeps": 0})
     with pytest.raises(ParameterError, match="needs step='frobenius'"):
         CondSolver(fc.Simulator(_scene()).model, {"fem_step": "block3", "step": "bb"})
+
+
+def test_auto_takes_the_sweeps_on_a_soft_body_on_obstacles_only(resting):
+    """fem_step "auto" (the default): the resting cube (48 of 64 rows free, contacts on the ground
+    only) takes the 8 sweeps, with the same iterations as asking for them; a step with a virtual
+    node (a body against a rigid or FEM body) keeps the scalar step."""
+    auto, st_auto = _one_step(resting, {})
+    cheb, st_cheb = _one_step(resting, {"fem_step": "chebyshev"})
+    assert auto.contact_solver.fem_rows == cheb.contact_solver.fem_rows > 0
+    assert st_auto.iterations == st_cheb.iterations
+    solver = auto.contact_solver
+    assert not solver._fem_step_pays(None, solver.n0, nvx=1)   # (a virtual node decides before the rows are read)
+    bb = CondSolver(auto.model, {"step": "bb"})          # auto under the BB step: the scalar step
+    assert bb._fem == 0

@@ -72,6 +72,22 @@ def cond_block_inverses(fixed: ti.types.ndarray(), kind: ti.types.ndarray(), WB:
 
 
 @ti.kernel
+def cond_fem_free_fraction(fixed: ti.types.ndarray(), kind: ti.types.ndarray(), claim: ti.types.ndarray(),
+                           n0: ti.i32) -> float:
+    """Fraction of the FEM rows (scalar kind, not prescribed) that no contact side claims (1: none)."""
+    fem, free = 0, 0
+    for i in range(n0):
+        if kind[i] == KIND_SCALAR and fixed[i] == 0:
+            fem += 1
+            if claim[i] == 0:
+                free += 1
+    out = 1.0
+    if fem > 0:
+        out = free / fem
+    return out
+
+
+@ti.kernel
 def cond_fem_blocks(blocks: ti.types.ndarray(), diag: ti.types.ndarray(), fixed: ti.types.ndarray(),
                     kind: ti.types.ndarray(), claim: ti.types.ndarray(), WB: ti.types.ndarray(),
                     RK: ti.types.ndarray(), VNf: ti.types.ndarray(), VNi: ti.types.ndarray(), n0: ti.i32,
