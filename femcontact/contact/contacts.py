@@ -41,6 +41,22 @@ CONTACT_PARAM_COLUMNS = ("mu1", "mu2", "stiffness", "tau_d", "hc_dissipation", "
                          "restitution")
 
 
+def restitution_per_contact(table, param_rows: np.ndarray, default: float) -> np.ndarray:
+    """Per contact its pair's restitution from the contact-parameter ``table`` (row ``param_rows``,
+    clipped to [0, 1]), ``default`` where the table has none (NaN, no row, no table)."""
+    e = np.full(len(param_rows), float(default))
+    if table is None:
+        return e
+    T = np.asarray(table, dtype=np.float64)
+    k = CONTACT_PARAM_COLUMNS.index("restitution")
+    if T.ndim != 2 or not len(T) or T.shape[1] <= k:
+        return e
+    ok = (param_rows >= 0) & (param_rows < len(T))
+    col = np.full(len(param_rows), np.nan)
+    col[ok] = T[param_rows[ok], k]
+    return np.where(np.isnan(col), e, np.clip(col, 0.0, 1.0))
+
+
 class ContactSet:
     """Preallocated contact and virtual-node arrays; ``count`` and ``n_virtual`` are this step's sizes."""
 

@@ -29,7 +29,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .. import backend
-from ..contact.contacts import CONTACT_PARAM_COLUMNS, OPEN, SLIP, STICK
+from ..contact.contacts import OPEN, SLIP, STICK, restitution_per_contact
 from ..errors import ParameterError, SimulationError
 from .base import SolveStats, StepProblem, solve_without_contacts
 from .cond.targets import normal_targets
@@ -163,19 +163,6 @@ class DelassusSolver(abc.ABC):
             out[m] = cand[np.argmin(np.einsum("ki,ki->k", d, d))]
         return out
 
-    def _restitution(self, param: np.ndarray) -> np.ndarray:
-        e = np.full(len(param), float(self.opt["restitution"]))
-        table = self.model.contact_params
-        if table is not None:
-            T = np.asarray(table, dtype=np.float64)
-            k = CONTACT_PARAM_COLUMNS.index("restitution")
-            if T.ndim == 2 and len(T) and T.shape[1] > k:
-                ok = (param >= 0) & (param < len(T))
-                col = np.full(len(param), np.nan)
-                col[ok] = T[param[ok], k]
-                e = np.where(np.isnan(col), e, np.clip(col, 0.0, 1.0))
-        return e
-
     # ------------------------------------------------------------------ the solve
     def solve(self, problem: StepProblem) -> SolveStats:
         if int(problem.contacts.count) == 0:
@@ -224,7 +211,7 @@ class DelassusSolver(abc.ABC):
 
         # normal targets and biases (COND's rule, cond/targets.py), q = u(λ = 0)
         vck = (J @ vk).reshape(c, 3) + off
-        e = self._restitution(cd["param"].astype(np.int64))
+        e = restitution_per_contact(self.model.contact_params, cd["param"].astype(np.int64), self.opt["restitution"])
         t_m = normal_targets(cd["phi"], vck[:, 2], e, dt, float(o["recovery"]), float(o["max_recovery_speed"]),
                              midpoint)
         q = (J @ v_star).reshape(c, 3) + off

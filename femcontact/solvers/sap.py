@@ -108,7 +108,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .. import backend
-from ..contact.contacts import CONTACT_PARAM_COLUMNS, OPEN
+from ..contact.contacts import CONTACT_PARAM_COLUMNS, OPEN, restitution_per_contact
 from ..errors import ParameterError, SimulationError
 from . import CONTACT_SOLVERS
 from .base import SolveStats, StepProblem, solve_without_contacts
@@ -233,18 +233,6 @@ class NewtonContactSolver:
                 out[name] = np.where(np.isnan(out[name]), float(self.opt[name]), out[name])
         return out
 
-    def restitution(self, param_rows: np.ndarray) -> np.ndarray:
-        """Per-contact restitution in [0, 1]: the pair's table entry, else option ``restitution``."""
-        e = np.full(len(param_rows), float(self.opt["restitution"]))
-        T = self._table()
-        if T is not None:
-            k = CONTACT_PARAM_COLUMNS.index("restitution")
-            ok = (param_rows >= 0) & (param_rows < len(T))
-            col = np.full(len(param_rows), np.nan)
-            col[ok] = T[param_rows[ok], k]
-            e = np.where(np.isnan(col), e, np.clip(col, 0.0, 1.0))
-        return e
-
     def build_model(self, mu, w, phi0, vn0, param_rows, dt: float, theta=None, rebound=None, reg_scale=None):
         """The contact model of this step for per-contact friction ``mu``, Delassus estimate ``w``
         (1/kg), previous gap ``phi0`` (m) and previous normal velocity ``vn0`` (m/s).
@@ -274,7 +262,8 @@ class NewtonContactSolver:
         R_t = sigma * w
         if reg_scale is not None:
             R_t = R_t * reg_scale**2
-        bounce = np.zeros(len(w), bool) if rebound is None else rebound > 0
+        rebound = np.zeros(len(w)) if rebound is None else rebound
+        bounce = rebound > 0
         th_t, th_n = (1.0, 1.0) if theta is None else (theta[:, 0], theta[:, 2])
         mu_u = mu * th_n / th_t                  # friction cone of γ̃ = γ/θ
         if self.kind == "sap":
@@ -292,8 +281,8 @@ class NewtonContactSolver:
                 # midpoint rule: an impact ends up to ½ dt |v_n| deep (positions move by dt v̂); SAP's
                 # full-rate recovery of that depth would launch the body at ≈ ½|v_n| (a hop after an
                 # inelastic impact), so penetrations are recovered at most at max_recovery_speed
-                vhat_n = np.minimum(vhat_n, np.maximum(float(self.opt["max_recovery_speed"]), 0.0))
-            vhat_n = np.where(bounce, np.maximum(vhat_n, 0.0 if rebound is None else rebound), vhat_n)
+                vhat_n = np.minimum(vhat_n, float(self.opt["max_recovery_speed"]))   # (checked >= 0)
+            vhat_n = np.where(bounce, np.maximum(vhat_n, rebound), vhat_n)
             return SapModel(mu_u, np.maximum(R_t * th_t**2, 1e-300), R_n * th_n**2, vhat_n)
         k = np.where(np.isnan(p["stiffness"]), 4 * math.pi**2 / (beta**2 * w * dt * dt), p["stiffness"])
         d = np.where(np.isnan(p["hc_dissipation"]), DEFAULTS["hc_dissipation"], p["hc_dissipation"])
@@ -315,7 +304,7 @@ class NewtonContactSolver:
             return LaggedModel(hc, mu, n0, eps)
         return SimilarModel(hc, mu, eps)
 
-    def contact_weights(self, vc_prev: np.ndarray, phi0: np.ndarray, co: float, dt: float, e=None):
+    def contact_weights(self, impact: np.ndarray, co: float):
         """θ (c, 3) of the contact velocity ``u = θ v_{k+1} + (1 − θ) v_k`` per contact, or None
         (θ = 1: implicit Euler, or option ``midpoint_contact="end"``). Under the midpoint rule
         (docs/THEORY.md §4, "Contact under the midpoint rule"):
@@ -325,13 +314,14 @@ class NewtonContactSolver:
           gap, so a speculative contact pushes only if the bodies actually meet, and the spring
           dissipates), except for an impact: a contact approaching faster than ``impact_speed``
           (v_{n,k} < −v_imp) that reaches the surface by mid-step at its start velocity
-          (φ₀ + dt v_{n,k}/2 ≤ 0) gets θ_n = 1 (u_n = v_{n,k+1}; the caller clamps its gap at 0, so
-          the impact ends at rest: inelastic, or at the rebound speed with restitution e > 0).
+          (φ₀ + dt v_{n,k}/2 ≤ 0; ``impact``, the mask of ``impacts``) gets θ_n = 1 (u_n = v_{n,k+1};
+          the caller clamps its gap at 0, so the impact ends at rest: inelastic, or at the rebound
+          speed with restitution e > 0).
         """
         if co == 0.0 or self.opt["midpoint_contact"] == "end":
             return None
-        theta = np.full((len(phi0), 3), 0.5)
-        theta[:, 2] = np.where(self.impacts(vc_prev, phi0, co, dt, e), 1.0, 0.5)
+        theta = np.full((len(impact), 3), 0.5)
+        theta[:, 2] = np.where(impact, 1.0, 0.5)
         return theta
 
     def impacts(self, vc_prev: np.ndarray, phi0: np.ndarray, co: float, dt: float, e=None) -> np.ndarray:
@@ -407,8 +397,9 @@ class NewtonContactSolver:
         mu, tscale, reg_scale = friction_scaling(cd["mu"] if c else np.zeros((0, 2)))
         vc_hat_prev = (J @ v_prev_hat).reshape(c, 3) + off if co != 0.0 else vc_prev
         param_rows = cd["param"].astype(np.int64)
-        e = self.restitution(param_rows)
-        theta = self.contact_weights(vc_prev, cd["phi"], co, dt, e)
+        e = restitution_per_contact(self.model.contact_params, param_rows, self.opt["restitution"])
+        impact = self.impacts(vc_prev, cd["phi"], co, dt, e)
+        theta = self.contact_weights(impact, co)
         phi0 = cd["phi"]
         if theta is not None:
             # an approaching pair that meets by mid-step is modelled on v_{n,k+1} from the surface:
@@ -421,7 +412,7 @@ class NewtonContactSolver:
             vn0 = vc_hat_prev[:, 2]
         rebound = None
         if np.any(e > 0):
-            rebound = np.where(self.impacts(vc_prev, cd["phi"], co, dt, e), e * np.maximum(-vc_prev[:, 2], 0.0), 0.0)
+            rebound = np.where(impact, e * np.maximum(-vc_prev[:, 2], 0.0), 0.0)
         cm = self.build_model(mu, w, phi0, vn0, param_rows, dt, theta, rebound,
                               reg_scale if tscale is not None else None)
         # the model sees T (θ (J v + off) + (1 − θ) v_c,k) (T: anisotropic friction, θ: midpoint

@@ -118,15 +118,24 @@ def block_lambda_max(A, fixed, kind, x, y, out) -> float:
     """λ̃ ≈ λ_max(D⁻¹A) on the free scalar-kind rows (D: A's 3x3 diagonal blocks), ``POWER_STEPS``
     power iterations from a fixed random start; a Rayleigh quotient, so at most the true value
     (0.0 where there are no such rows)."""
+    lam = _rayleigh_power(lambda x, y, c: cond_power_step_block(A.indptr, A.indices, A.blocks, A.diag, fixed,
+                                                                kind, x, y, out, c, A.n), x, y, out)
+    return 0.0 if lam is None else lam
+
+
+def _rayleigh_power(step, x, y, out) -> "float | None":
+    """``POWER_STEPS`` power iterations from a fixed random start: ``step(x, y, c)`` writes y from the
+    scaled iterate c·x and (xᵀAx, xᵀDx, ‖y‖²) into ``out``; the last Rayleigh quotient, or None
+    where a quotient is undefined (no rows of the kind)."""
     rng = np.random.default_rng(0)
     x.from_numpy(rng.standard_normal((x.shape[0], 3)).astype(backend.np_real()))
     lam, c = 0.0, 1.0
     for _ in range(POWER_STEPS):
         out.from_numpy(np.zeros(3, backend.np_real()))
-        cond_power_step_block(A.indptr, A.indices, A.blocks, A.diag, fixed, kind, x, y, out, c, A.n)
+        step(x, y, c)
         num, den, yy = (float(v) for v in out.to_numpy())
         if not den > 0.0 or not yy > 0.0:
-            return 0.0
+            return None
         lam = num / den
         c = 1.0 / math.sqrt(yy)
         x, y = y, x
@@ -144,19 +153,9 @@ def cond_scale_rows(tr: ti.types.ndarray(), kind: ti.types.ndarray(), s: float, 
 def spectral_scale(A, fixed, kind, tr, rs, x, y, out) -> float:
     """min(1, 1.7/λ̃), λ̃ the largest eigenvalue of W_F A on the scalar-step rows estimated by
     ``POWER_STEPS`` power iterations from a fixed random start (x, y, out: work arrays)."""
-    rng = np.random.default_rng(0)
-    x.from_numpy(rng.standard_normal((x.shape[0], 3)).astype(backend.np_real()))
-    lam, c = 0.0, 1.0
-    for _ in range(POWER_STEPS):
-        out.from_numpy(np.zeros(3, backend.np_real()))
-        cond_power_step(A.indptr, A.indices, A.blocks, tr, rs, fixed, kind, x, y, out, c, A.n)
-        num, den, yy = (float(v) for v in out.to_numpy())
-        if not den > 0.0 or not yy > 0.0:
-            return 1.0
-        lam = num / den
-        c = 1.0 / math.sqrt(yy)
-        x, y = y, x
-    return min(1.0, LAMBDA_TARGET / lam) if lam > 0.0 else 1.0
+    lam = _rayleigh_power(lambda x, y, c: cond_power_step(A.indptr, A.indices, A.blocks, tr, rs, fixed, kind,
+                                                          x, y, out, c, A.n), x, y, out)
+    return min(1.0, LAMBDA_TARGET / lam) if lam is not None and lam > 0.0 else 1.0
 
 
 @ti.kernel
