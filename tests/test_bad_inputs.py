@@ -389,3 +389,44 @@ def test_rods_resting_or_excused_are_not_called_overlapping():
     scene = _crossing_rods()
     scene.set_contact("cable", "other", enabled=False)
     check_initial_overlap(scene)
+
+
+def test_hanging_reader_is_cut_off_outside_the_main_thread(tmp_path):
+    """A Dask worker or a GUI loads meshes in a worker thread, where SIGALRM never arrives: the
+    reader is interrupted in that thread and the caller gets its error in time, with no thread left behind."""
+    import threading
+    import time
+
+    outcome = {}
+
+    def load_in_thread():
+        start = time.monotonic()
+        try:
+            _hanging_ply(tmp_path)
+        except MeshError as exc:
+            outcome["error"] = str(exc)
+        outcome["seconds"] = time.monotonic() - start
+
+    worker = threading.Thread(target=load_in_thread)
+    worker.start()
+    worker.join(30)
+    assert not worker.is_alive(), "the load hung in a non-main thread"
+    assert "did not finish within 1 s" in outcome["error"], outcome
+    assert outcome["seconds"] < 10, outcome
+    for t in threading.enumerate():
+        if t.name.startswith("femcontact"):
+            t.join(2)
+            assert not t.is_alive(), f"thread {t.name} was left running"
+
+
+def test_reader_errors_pass_through_the_thread_watchdog(tmp_path):
+    """Off the main thread, a reader's own error still becomes the MeshError naming the file."""
+    import threading
+
+    bad = tmp_path / "bad.vtu"
+    bad.write_text("<VTKFile>not a mesh")
+    errors = []
+    worker = threading.Thread(target=lambda: errors.append(pytest.raises(MeshError, load, bad).value))
+    worker.start()
+    worker.join(60)
+    assert errors and "bad.vtu" in str(errors[0]), errors

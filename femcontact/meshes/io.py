@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import io
 import signal
 import threading
@@ -50,14 +51,11 @@ class _ReadTimeout(BaseException):
 
 
 @contextlib.contextmanager
-def _watchdog(seconds: float):
-    """Interrupt the block after ``seconds`` (SIGALRM; only in the main thread, where signals arrive).
+def _alarm(seconds: float):
+    """Interrupt the block after ``seconds`` by SIGALRM (main thread only, where signals arrive).
 
-    A timer the program set itself is kept: when it is due first, the watchdog stays off and that
+    A timer the program set itself is kept: when it is due first, the alarm stays off and that
     timer fires as planned; otherwise it is re-armed afterwards with the time it had left."""
-    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
-        yield
-        return
     theirs = signal.getitimer(signal.ITIMER_REAL)
     if 0 < theirs[0] <= seconds:
         yield
@@ -76,6 +74,40 @@ def _watchdog(seconds: float):
         signal.signal(signal.SIGALRM, previous)
         if theirs[0] > 0:
             signal.setitimer(signal.ITIMER_REAL, max(theirs[0] - (time.monotonic() - start), 1e-3), theirs[1])
+
+
+@contextlib.contextmanager
+def _thread_alarm(seconds: float):
+    """Interrupt the block after ``seconds`` outside the main thread, where no signal arrives (a
+    Dask worker's task thread, a GUI's loader thread): a timer raises the error in this thread
+    through CPython's ``PyThreadState_SetAsyncExc``, which, like SIGALRM's handler, lands at the next
+    bytecode (meshio's hanging readers loop in Python)."""
+    ident = ctypes.c_ulong(threading.get_ident())
+    lock = threading.Lock()
+    armed = [True]
+
+    def fire():
+        with lock:
+            if armed[0]:
+                ctypes.pythonapi.PyThreadState_SetAsyncExc(ident, ctypes.py_object(_ReadTimeout))
+
+    timer = threading.Timer(seconds, fire)
+    timer.name, timer.daemon = "femcontact-read-timeout", True
+    timer.start()
+    try:
+        yield
+    finally:
+        with lock:
+            armed[0] = False
+            ctypes.pythonapi.PyThreadState_SetAsyncExc(ident, None)      # drop one not yet delivered
+        timer.cancel()
+
+
+def _watchdog(seconds: float):
+    """The block's time limit: SIGALRM in the main thread, the thread alarm elsewhere."""
+    if threading.current_thread() is threading.main_thread() and hasattr(signal, "setitimer"):
+        return _alarm(seconds)
+    return _thread_alarm(seconds)
 
 
 def read_meshio(path, file_format: str | None = None):
