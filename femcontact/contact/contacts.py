@@ -128,6 +128,26 @@ class ContactSet:
         rd = backend.read
         return {"node": rd(self.vn_node, v), "weight": rd(self.vn_weight, v).astype(np.float64, copy=False)}
 
+    def side_velocities(self, v: np.ndarray, data: dict | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """World-frame velocities (c, 3) of each contact's two sides for node velocities ``v``
+        (n, 3): a real node's own, a virtual node's ``J_v v``, the world's ``v_world`` for side A of
+        an S-contact; ``data``: this step's ``to_numpy()`` when the caller already has it."""
+        d = self.to_numpy() if data is None else data
+        n, out = self.n_nodes, []
+        vd = self.virtual_to_numpy() if self.n_virtual else None
+        for side in ("node_a", "node_b"):
+            node = d[side].astype(np.int64)
+            vel = np.where((node < 0)[:, None], d["v_world"], 0.0)
+            real = (node >= 0) & (node < n)
+            vel[real] = v[node[real]]
+            virt = np.flatnonzero(node >= n)
+            for k in range(4 if virt.size else 0):
+                links = vd["node"][node[virt] - n, k]
+                ok = links >= 0
+                vel[virt[ok]] += np.einsum("mij,mj->mi", vd["weight"][node[virt[ok]] - n, k], v[links[ok]])
+            out.append(vel)
+        return out[0], out[1]
+
     def jacobian(self, expand_virtual: bool = True, data: dict | None = None) -> sp.csr_matrix:
         """Contact Jacobian J (3c x 3N) with rows (t1, t2, n) per contact, as scipy CSR.
 
