@@ -91,11 +91,15 @@ class Scene:
         return name
 
     def add_fem_body(self, mesh: TetMesh, material: Material, position=(0.0, 0.0, 0.0), rotation=None,
-                     velocity=(0.0, 0.0, 0.0), name: Optional[str] = None) -> FemBodySpec:
+                     velocity=(0.0, 0.0, 0.0), name: Optional[str] = None, self_contact: bool = False) -> FemBodySpec:
         """Add a deformable body. The mesh (m) is rotated by ``rotation`` then moved by ``position``;
-        ``velocity`` (m/s) is the initial velocity of every node. Returns the body's spec, whose
+        ``velocity`` (m/s) is the initial velocity of every node. ``self_contact``: the body's surface
+        also collides with itself (a mat folded onto itself), between a vertex and the surface
+        triangles farther from it at rest than ``SELF_CONTACT_REST_GAP`` surface edges (friction:
+        the bodies' default, or ``set_contact(name, name, ...)``). Returns the body's spec, whose
         ``pin``, ``drive`` and ``add_force`` set boundary conditions."""
-        body = make_fem_body(self._unique_name(name, "body"), mesh, material, position, rotation, velocity)
+        body = make_fem_body(self._unique_name(name, "body"), mesh, material, position, rotation, velocity,
+                             self_contact)
         self.fem_bodies.append(body)
         return body
 
@@ -277,8 +281,12 @@ class Scene:
         enabled=False: the pair never collides. Unset parameters keep the pair's defaults (the
         scene's for two bodies, the obstacle's for body-obstacle). friction_axes: first tangent
         direction (world frame for body pairs, obstacle frame for obstacles). Names are checked
-        when the model is built (so bodies may be added later).
+        when the model is built (so bodies may be added later). The same name twice sets an FEM
+        body's self-contact (added before, with ``self_contact=True``).
         """
+        if name_a == name_b and not any(b.name == name_a and b.self_contact for b in self.fem_bodies):
+            raise ParameterError(f"set_contact({name_a!r}, {name_b!r}): give two different bodies/obstacles, or the "
+                                 "same FEM body twice for its self-contact (add it first, with self_contact=True)")
         self.contact_pairs.append(make_contact_pair(
             name_a, name_b, enabled, friction_axes, friction=friction, restitution=restitution, stiffness=stiffness,
             tau_d=tau_d, hc_dissipation=hc_dissipation, stiction_tolerance=stiction_tolerance, sigma=sigma))

@@ -86,10 +86,11 @@ def body_boxes(x: ti.types.ndarray(), node_body: ti.types.ndarray(), n: ti.i32, 
 @ti.func
 def near_other_body(lo_p, hi_p, ba, node_body: ti.template(), pair_row: ti.template(), box_lo: ti.template(),
                     box_hi: ti.template(), n_bodies, pad):
-    """True when the box [lo_p, hi_p] of something on body ba comes within pad of a body it may touch."""
+    """True when the box [lo_p, hi_p] of something on body ba comes within pad of a body it may touch
+    (itself too when it has self-contact: ``pair_row[ba, ba] >= 0``)."""
     near = False
     for b in range(n_bodies):
-        if b != ba and pair_row[ba, b] >= 0:
+        if pair_row[ba, b] >= 0:
             ok = True
             for k in ti.static(range(3)):
                 if lo_p[k] > box_hi[b, k] + pad or hi_p[k] < box_lo[b, k] - pad:

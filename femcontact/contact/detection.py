@@ -28,6 +28,13 @@ entities, ``detect_rigid``, between 1. and 2.):
    stiffness of a compliant contact; the sample's normal, from the FEM
    triangle kept in the rigid surface's normal cone, is the well-defined one at a box edge or corner.
 
+4. **Self-contacts** (``detect_self``, FEM bodies added with ``self_contact=True``): a surface
+   vertex against its own body's surface triangles within ``margin``, leaving out those within
+   ``self_gap`` of it at rest (``setup.SELF_CONTACT_REST_GAP`` longest surface edges: its neighbours
+   and, for a mat one or two elements thick, the opposite face). Only the near side is searched (no
+   in-tet test: a vertex always lies in its own body's tets), so a vertex that has crossed a triangle
+   by more than ``margin`` is lost, as in any proximity-based self-contact.
+
 Contact sides: a real node (an FEM vertex), the world (-1) or a virtual node, i.e. a point
 Jacobian of up to four weighted blocks (a triangle point, a rigid-body point). Detection does not
 nodalize: several contacts may share a real node; COND routes all but one of them through
@@ -242,6 +249,62 @@ def detect_bodies(x: ti.types.ndarray(), surf: ti.types.ndarray(), n_surf: ti.i3
                            tet_counts, tet_entries, h, size, mus, axes, margin, n_nodes, counters,
                            c_node_a, c_node_b, c_frame, c_phi, c_mu, c_vw, c_point, c_param, c_imp, c_status,
                            vn_node, vn_weight)
+
+
+@ti.kernel
+def detect_self(x: ti.types.ndarray(), rest: ti.types.ndarray(), self_surf: ti.types.ndarray(), n_self: ti.i32,
+                self_gap: ti.types.ndarray(), node_body: ti.types.ndarray(), fixed: ti.types.ndarray(),
+                pair_row: ti.types.ndarray(), tris: ti.types.ndarray(), tri_counts: ti.types.ndarray(),
+                tri_entries: ti.types.ndarray(), h: float, size: ti.i32, mus: ti.types.ndarray(),
+                axes: ti.types.ndarray(), margin: float, n_nodes: ti.i32, counters: ti.types.ndarray(),
+                c_node_a: ti.types.ndarray(), c_node_b: ti.types.ndarray(), c_frame: ti.types.ndarray(),
+                c_phi: ti.types.ndarray(), c_mu: ti.types.ndarray(), c_vw: ti.types.ndarray(),
+                c_point: ti.types.ndarray(), c_param: ti.types.ndarray(), c_imp: ti.types.ndarray(),
+                c_status: ti.types.ndarray(), vn_node: ti.types.ndarray(), vn_weight: ti.types.ndarray()):
+    """Self-contacts (module docstring, 4.): a surface vertex of a self-contact body against its own
+    surface triangles within ``margin`` that were farther than ``self_gap`` from it at rest (not its
+    neighbours, not the opposite face of a thin mat). One contact per vertex, with the nearest such
+    triangle: side A a virtual node at the closest point, the gap negative once the vertex has crossed
+    the triangle's face (closest point inside it, behind its outward normal; a point nearest an edge
+    or corner counts as outside), the normal from the triangle to the vertex (the triangle's own
+    normal when crossed or touching)."""
+    KT = tri_entries.shape[1]
+    for s in range(n_self):
+        i = self_surf[s]
+        bv = node_body[i]
+        p, p0, gap = x[i], rest[i], self_gap[bv]
+        best, bt = margin, -1
+        c0, c1 = cell_of(p - margin, h), cell_of(p + margin, h)
+        for ci, cj, ck in ti.ndrange((c0[0], c1[0] + 1), (c0[1], c1[1] + 1), (c0[2], c1[2] + 1)):
+            b2 = bucket(ci, cj, ck, size)
+            for e in range(ti.min(tri_counts[b2], KT)):
+                t = tri_entries[b2, e]
+                tv = tris[t]
+                if node_body[tv[0]] == bv and tv[0] != i and tv[1] != i and tv[2] != i:
+                    q, w = closest_on_triangle(p, x[tv[0]], x[tv[1]], x[tv[2]])
+                    d = (p - q).norm()
+                    if d < best:
+                        q0, w0 = closest_on_triangle(p0, rest[tv[0]], rest[tv[1]], rest[tv[2]])
+                        if (p0 - q0).norm() > gap:
+                            best, bt = d, t
+        if bt >= 0:
+            tv = tris[bt]
+            if not (fixed[i] == 1 and fixed[tv[0]] == 1 and fixed[tv[1]] == 1 and fixed[tv[2]] == 1):
+                a, b, c = x[tv[0]], x[tv[1]], x[tv[2]]
+                q, w = closest_on_triangle(p, a, b, c)
+                fn = (b - a).cross(c - a).normalized()
+                n = fn
+                phi = best
+                inner = w[0] > 1e-9 and w[1] > 1e-9 and w[2] > 1e-9
+                if inner and (p - q).dot(fn) < 0.0:       # crossed the face (near an edge: outside)
+                    phi = -best
+                elif best > 1e-12 * h:
+                    n = (p - q) / best
+                row = pair_row[bv, bv]
+                F = contact_frame(n, axes[row])
+                na = triangle_point_node(tv, w, counters, vn_node, vn_weight, n_nodes)
+                emit(na, i, F, phi, mus[row], ti.Vector([0.0, 0.0, 0.0]), q, row, counters,
+                     c_node_a, c_node_b, c_frame, c_phi, c_mu, c_vw, c_point, c_param, c_imp, c_status)
 
 
 @ti.kernel

@@ -8,7 +8,8 @@ the list, so only their kernels compile:
 
 1. ``ObstaclePass`` — FEM surface vertices against SDF entities (obstacles, rigid bodies);
 2. ``RigidProxyPass`` — rigid bodies' proxies against SDF entities;
-3. ``BodyPass`` — FEM surface vertices inside / near other FEM bodies (hashed tets, triangles);
+3. ``BodyPass`` — FEM surface vertices inside / near other FEM bodies (hashed tets, triangles),
+   ``SelfPass`` — and near their own body's surface (self-contact);
 4. ``RigidInFemPass`` — rigid surface samples inside / near FEM bodies;
 5. ``RodSdfPass``, ``RodPairPass``, ``RodFemPass`` — rods against SDF entities, rods, FEM bodies.
 
@@ -28,8 +29,8 @@ import taichi as ti
 
 from .. import backend
 from .broadphase import SpatialHash, body_boxes
-from .detection import (detect_bodies, detect_obstacles, detect_rigid, detect_rigid_in_fem, rigid_boxes,
-                        rigid_poses, sdf_points)
+from .detection import (detect_bodies, detect_obstacles, detect_rigid, detect_rigid_in_fem, detect_self,
+                        rigid_boxes, rigid_poses, sdf_points)
 from .narrowphase import OBS_POSE
 from .rod_detection import detect_rod_fem, detect_rod_pairs, detect_rod_pairs_grid, detect_rod_sdf
 from .tables import DetectionTables
@@ -113,6 +114,15 @@ class BodyPass(Pass):
                       t.margin, t.n_nodes, *out)
 
 
+class SelfPass(Pass):
+    """FEM surface vertices against their own body's surface (self-contact; detection.py, 4.)."""
+
+    def run(self, state, dt: float, out: tuple, sdf: tuple) -> None:
+        t, tg = self.t, self.b.tri_hash
+        detect_self(state.x, t.rest, t.self_surf, t.n_self, t.self_gap, t.node_body, t.fixed, t.pair_row, tg.items,
+                    tg.counts, tg.entries, t.h, tg.size, t.mus, t.axes, t.margin, t.n_nodes, *out)
+
+
 class RigidInFemPass(Pass):
     """Rigid surface samples inside / near FEM bodies (detection.py, 3.)."""
 
@@ -186,6 +196,8 @@ class CollisionPipeline:
             self.passes.append(RigidProxyPass(t, b))
         if t.has_bodies:
             self.passes.append(BodyPass(t, b))
+            if t.n_self:
+                self.passes.append(SelfPass(t, b))
             if t.n_samp:
                 self.passes.append(RigidInFemPass(t, b))
         if t.n_rn and t.n_sdf:

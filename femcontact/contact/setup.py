@@ -2,8 +2,11 @@
 
 Entities are numbered bodies first (0..B-1, in ``model.bodies`` order) then obstacles
 (B..B+O-1). ``pair_row[ea, eb]`` is the row of ``params`` (``model.contact_params``) used by a
-contact between entities ea and eb, or -1 when they never collide (a body with itself,
-obstacle with obstacle, pairs turned off with ``set_contact(..., enabled=False)``).
+contact between entities ea and eb, or -1 when they never collide (obstacle with obstacle, pairs
+turned off with ``set_contact(..., enabled=False)``, a body with itself unless it is an FEM body
+added with ``self_contact=True``: then row 0 or its ``set_contact(name, name)`` row).
+``self_gap[b]``: the rest distance beyond which body b's surface collides with itself
+(``SELF_CONTACT_REST_GAP`` of its longest surface edge; -1: no self-contact).
 
 Rows of ``params``: 0 = the scene's default for body-body pairs, 1..O = obstacles (their own
 parameters), then one row per ``set_contact`` call. ``axes[row]`` is the first friction axis
@@ -18,6 +21,11 @@ import numpy as np
 from ..errors import ParameterError
 from ..meshes.surface import boundary_faces
 
+#: A self-contact body's vertex and surface triangle collide only when they are farther apart at rest
+#: than this many of its longest surface edges: neighbours, and the two faces of a mat one or two
+#: elements thick, never do.
+SELF_CONTACT_REST_GAP = 1.5
+
 
 @dataclass
 class ContactData:
@@ -28,6 +36,7 @@ class ContactData:
     surf_tris: np.ndarray       # (T, 3) global node ids, outward orientation
     node_body: np.ndarray       # (n_nodes,) body index of every node
     fixed: np.ndarray           # (n_nodes,) 1 for prescribed (pinned/driven) nodes
+    self_gap: np.ndarray        # (B,) rest distance beyond which a body collides with itself (-1: never), m
     margin: float               # detection margin, m
     mean_edge: float            # mean surface edge length, m
     obstacles: list             # ObstacleSpec (femcontact.spec.contact), in entity order
@@ -48,6 +57,9 @@ def build_contact_data(model) -> ContactData:
     pair_row = np.full((E, E), -1, np.int32)
     pair_row[:B, :B] = 0
     np.fill_diagonal(pair_row, -1)
+    self_contact = {names.index(spec.name) for _, spec in model.fem_bodies if spec.self_contact}
+    for b in self_contact:
+        pair_row[b, b] = 0
     for k, o in enumerate(obstacles):
         rows.append(o.params.row(f"obstacle {o.name!r}"))
         axes.append(np.zeros(3) if o.friction_axes is None else o.friction_axes)
@@ -61,6 +73,9 @@ def build_contact_data(model) -> ContactData:
                                      f"(bodies and obstacles: {names})")
             ids.append(names.index(nm))
         ia, ib = ids
+        if ia == ib and ia not in self_contact:
+            raise ParameterError(f"set_contact({pair.a!r}, {pair.b!r}) sets a body's contact with itself: only an FEM "
+                                 "body added with self_contact=True has one")
         if ia >= B and ib >= B:
             raise ParameterError(f"set_contact({pair.a!r}, {pair.b!r}): obstacles never collide with "
                                  "each other; name at least one body")
@@ -83,11 +98,14 @@ def build_contact_data(model) -> ContactData:
     for bi, b in enumerate(model.bodies):
         node_body[b.nodes] = bi
     tris, edges = [], []
+    self_gap = np.full(B, -1.0)
     for b, spec in model.fem_bodies:
         f = boundary_faces(spec.mesh)
         tris.append(f + b.node_start)
         x = spec.positions
         edges.append(np.linalg.norm(x[f] - x[np.roll(f, 1, axis=1)], axis=2).ravel())
+        if spec.self_contact:
+            self_gap[names.index(spec.name)] = SELF_CONTACT_REST_GAP * float(edges[-1].max())
     surf_tris = np.concatenate(tris).astype(np.int32) if tris else np.zeros((0, 3), np.int32)
     surf_nodes = np.unique(surf_tris).astype(np.int32)
     mean_edge = float(np.concatenate(edges).mean()) if edges and sum(map(len, edges)) else 0.0
@@ -110,4 +128,4 @@ def build_contact_data(model) -> ContactData:
         margin = min(sizes) if sizes else 0.0
     margin = float(margin)
     return ContactData(np.array(rows, float), np.array(axes, float), pair_row, surf_nodes, surf_tris, node_body,
-                       fixed, margin, mean_edge, obstacles, row_names)
+                       fixed, self_gap, margin, mean_edge, obstacles, row_names)

@@ -132,11 +132,17 @@ class DetectionTables:
         """FEM surface triangles and tets for the body-body hash, when an FEM body may touch an FEM or
         rigid body (rigid–rigid pairs are the proxies', rods' the rod passes')."""
         fem_or_rigid = [i for i, b in enumerate(model.bodies) if b.kind in ("fem", "rigid")]
-        self.has_bodies = self.n_bodies > 1 and self.any_pair(self.fem_bodies, fem_or_rigid)
+        self.has_bodies = self.any_pair(self.fem_bodies, fem_or_rigid)      # a self-contact body touches itself
         self.h = max(2.0 * self.margin, self.mean_edge, 1e-9)
         t = cd.surf_tris
         self.tri_items = np.concatenate([t, t[:, 2:]], axis=1).astype(np.int32)
         self.tet_items = model.tets_np.astype(np.int32)
+        # self-contact: the surface vertices of bodies with it, their rest positions and gaps
+        self_nodes = cd.surf_nodes[cd.self_gap[cd.node_body[cd.surf_nodes]] > 0] if len(cd.surf_nodes) else []
+        self.n_self = len(self_nodes)
+        self.self_surf = backend.int_array(np.asarray(self_nodes, np.int32))
+        self.rest = backend.vec3_array(self.n_nodes, model.rest_positions) if self.n_self else None
+        self.self_gap = backend.scalar_array(max(self.n_bodies, 1), cd.self_gap if self.n_bodies else None)
 
     def _rods(self, model, cd) -> None:
         """Rod nodes (radius, a segment at each node), segments (two nodes, the frame's spin block,

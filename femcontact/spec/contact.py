@@ -154,8 +154,9 @@ class ContactPair:
 def make_contact_pair(name_a: str, name_b: str, enabled: bool, friction_axes, **overrides) -> ContactPair:
     """Validate ``Scene.set_contact``'s arguments (names are checked when the model is built)."""
     what = f"set_contact({name_a!r}, {name_b!r})"
-    if not isinstance(name_a, str) or not isinstance(name_b, str) or name_a == name_b:
-        raise ParameterError(f"{what}: give the names of two different bodies/obstacles")
+    if not isinstance(name_a, str) or not isinstance(name_b, str):
+        raise ParameterError(f"{what}: give the names of two bodies/obstacles (the same FEM body twice for its "
+                             "self-contact)")
     checked = {k: overrides.get(k) for k in PARAM_KEYS}
     ContactParams(**{**checked, "friction": 0.0 if checked["friction"] is None else checked["friction"],
                      "restitution": 0.0 if checked["restitution"] is None else checked["restitution"]}).row(what)

@@ -67,6 +67,7 @@ class FemBodySpec:
     velocity: np.ndarray           # (n, 3) initial velocities, m/s
     drives: list = field(default_factory=list)
     forces: list = field(default_factory=list)
+    self_contact: bool = False     # contact between parts of its own surface far apart at rest
 
     @property
     def n_nodes(self) -> int:
@@ -107,7 +108,7 @@ class FemBodySpec:
         return idx
 
 
-def make_fem_body(name: str, mesh, material, position, rotation, velocity) -> FemBodySpec:
+def make_fem_body(name: str, mesh, material, position, rotation, velocity, self_contact: bool = False) -> FemBodySpec:
     """Validate ``Scene.add_fem_body``'s arguments and place the mesh (rotate, then move)."""
     if not isinstance(mesh, TetMesh):
         raise MeshError(f"body {name!r}: expected a femcontact.meshes.TetMesh, got {type(mesh).__name__}")
@@ -118,4 +119,6 @@ def make_fem_body(name: str, mesh, material, position, rotation, velocity) -> Fe
     x = mesh.vertices @ R.T + vec3(position, f"position of {name!r}")
     check_coordinates(x, f"body {name!r} placed at position {np.asarray(position).tolist()}")
     v = np.tile(vec3(velocity, f"velocity of {name!r}"), (len(x), 1))
-    return FemBodySpec(name, mesh, material, x, v)
+    if not isinstance(self_contact, (bool, np.bool_)):
+        raise ParameterError(f"body {name!r}: self_contact must be True or False, got {self_contact!r}")
+    return FemBodySpec(name, mesh, material, x, v, self_contact=bool(self_contact))
