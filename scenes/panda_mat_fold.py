@@ -6,9 +6,10 @@ to the hand (``Scene.attach``, stiff springs) at the hand's tool point, the fing
 it, contact between the hand (and fingers) and the mat off. The hand, pointing down, carries the
 edge along a half circle over the mid-line of the mat (radius ``reach`` times half the mat
 length) toward the robot, so the far half is flipped onto the near half; the joint targets come
-from the differential-IK helper (``Robot.cartesian_path``) and the drives follow them. The mat
-does not collide with itself (FEM self-contact is not modelled here): the path ends one mat
-thickness higher than it starts, so the flap is laid just above the near half.
+from the differential-IK helper (``Robot.cartesian_path``) and the drives follow them. The path
+ends at the height it starts at, so the flipped flap's face (the mat's top before the fold) is
+laid onto the near half's top and rests there on the mat's self-contact (``self_contact``: about
+40 contacts between the two halves at the end).
 
 Friction between mat and floor is ``friction``. What to expect (the paper's result): at μ = 1.0
 the near edge of the mat, which stays on the floor, does not slip while the far half is lifted
@@ -43,15 +44,15 @@ def fold_angle(t: float) -> float:
 
 def tool_path(t: float, reach: float = 1.0) -> np.ndarray:
     """World position (m) of the hand's tool point at time t: a half circle over the mat's
-    mid-line from above the far edge to one mat thickness higher above the near edge."""
+    mid-line from above the far edge to the same height above the near edge."""
     r = reach * SIZE[0] / 2
     xc, z0 = NEAR + SIZE[0] / 2, SIZE[2] + HOLD
     a = fold_angle(t)
-    return np.array([xc + r * np.cos(a), 0.0, z0 + SIZE[2] * a / np.pi + r * np.sin(a)])
+    return np.array([xc + r * np.cos(a), 0.0, z0 + r * np.sin(a)])
 
 
 def build(friction: float = 1.0, resolution: int = 15, reach: float = 1.0, solver: str = "lagged",
-          dt: float = 1e-2, duration: float = None) -> fc.Scene:
+          dt: float = 1e-2, duration: float = None, self_contact: bool = True) -> fc.Scene:
     duration = T_SETTLE + T_FOLD + 0.3 if duration is None else duration
     # grasp pose: the hand pointing down with its tool point above the far edge, by differential IK
     # from the Panda's ready pose (a throwaway robot: joint positions are fixed when a robot is added)
@@ -72,7 +73,7 @@ def build(friction: float = 1.0, resolution: int = 15, reach: float = 1.0, solve
         fc.meshes.box(SIZE, (nx, max(1, round(nx * SIZE[1] / SIZE[0])), 1)),
         material=fc.Material(youngs_modulus=5e4, poisson_ratio=0.3, density=200.0,
                              rayleigh_alpha=0.5, rayleigh_beta=5e-3),
-        position=(NEAR + SIZE[0] / 2, 0.0, SIZE[2] / 2), name="mat")
+        position=(NEAR + SIZE[0] / 2, 0.0, SIZE[2] / 2), name="mat", self_contact=self_contact)
     robot = scene.add_robot("panda", joint_positions=q_grasp)
     for body in robot.end_effector_bodies:
         scene.set_contact(body, mat.name, enabled=False)       # the held edge is glued, not pinched

@@ -49,6 +49,8 @@ def _run_mat_fold(friction: float):
                      float(np.linalg.norm(x[held].mean(0) - offset - tcp)),
                      float(np.linalg.norm(tcp - mod.tool_path(sim.state.time))), float(x[:, 2].min())))
     t, slip, edge, track, zmin = map(np.array, zip(*rows))
+    own = int((sim.contacts.to_numpy()["node_a"] >= 0).sum())      # the mat's self-contacts at the end
+    assert own > 10, f"the flap does not lie on the near half ({own} self-contacts)"
     return t, slip, edge, track, zmin, sim.body_positions("mat"), x0, mod
 
 
@@ -60,6 +62,9 @@ def _check_fold_kinematics(edge, track, zmin, x, x0, mod):
     held = (x0[:, 0] > mod.NEAR + mod.SIZE[0] - 1e-6)
     assert x[held, 0].mean() < mod.NEAR + 0.05
     assert x[held, 2].min() > mod.SIZE[2] - 1e-3
+    # the flap's face (the mat's top before the fold) lies on the near half, not in it
+    flap = (x0[:, 0] > mod.NEAR + mod.SIZE[0] / 2 + 0.05) & (x0[:, 2] > mod.SIZE[2] - 1e-6)
+    assert x[flap, 2].min() > mod.SIZE[2] - 1e-3
 
 
 @pytest.mark.slow
