@@ -582,15 +582,18 @@ def delassus_estimate(J: sp.csr_matrix, blocks: np.ndarray, fixed: np.ndarray, c
     relieve, hundreds of times too stiff.)
     Prescribed nodes (``fixed``) have infinite mass; a contact with no free node gets the
     smallest ``w`` of the others."""
-    n = len(blocks)
-    free = ~fixed
-    inv = np.zeros_like(blocks)
+    # per 3x3 block J_mk of J (contact m, node k): tr(J_mk B_k⁻¹ J_mkᵀ)/3, summed per (contact, body);
+    # only the blocks of nodes in contact are inverted
+    Jb = sp.bsr_matrix(J, blocksize=(3, 3))
+    contact = np.repeat(np.arange(Jb.shape[0] // 3), np.diff(Jb.indptr))
+    node = Jb.indices
+    free = ~fixed[node]
+    tr = np.zeros(len(node))
     if free.any():
-        inv[free] = np.linalg.inv(blocks[free])
-    Binv = sp.bsr_matrix((inv, np.arange(n), np.arange(n + 1)), shape=(3 * n, 3 * n)).tocsr()
-    per_dof = J.multiply(J @ Binv).tocoo()                       # (3c, 3n): entries of J_m B⁻¹ J_mᵀ traces
-    per_body = sp.coo_matrix((per_dof.data / 3.0, (per_dof.row // 3, node_body[per_dof.col // 3])),
-                             shape=(c, len(body_mass))).toarray()
+        Jd = Jb.data[free]
+        tr[free] = np.einsum("bij,bjk,bik->b", Jd, np.linalg.inv(blocks[node[free]]), Jd) / 3.0
+    nb = len(body_mass)
+    per_body = np.bincount(contact * nb + node_body[node], weights=tr, minlength=c * nb).reshape(c, nb)
     floor = np.where(per_body > 0, 1.0 / np.maximum(body_mass, 1e-300), 0.0)
     w = np.maximum(per_body, floor).sum(axis=1)
     if np.any(w <= 0):
