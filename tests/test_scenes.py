@@ -41,6 +41,7 @@ SMOKE = {
     "cube_stack": ({}, 3, True, True),
     "free_fall": ({}, 3, False, True),
     "gripper_ball": ({"resolution": 2}, 3, True, False),
+    "grasp_stress": ({"duration": 0.1}, 3, True, False),
     "hinge_pendulum": ({}, 3, False, True),
     "mat_drag": ({"resolution": 6}, 3, True, False),
     "painleve_rod": ({}, 3, True, False),
