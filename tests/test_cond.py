@@ -383,3 +383,23 @@ def test_frobenius_step_is_scaled_below_the_spectral_limit():
     lam = eigsh(sw @ A @ sw, k=1, which="LA", return_eigenvectors=False)[0]   # λ_max(W A) with the scaled W
     assert solver.w_scale < 0.85, solver.w_scale                          # measured 0.78 (λ̃ = 2.19)
     assert 1.6 < lam < 1.9, lam                                            # measured 1.77
+
+
+def test_momentum_tol_stops_on_the_momentum_error():
+    """momentum_tol: COND stops only once SAP eq. 32's e_m is below it (θ's tol tightened 10x at a
+    time); the default θ stop leaves the soft stack at e_m ≈ 4e-6 (measured), above 1e-6."""
+    from scenes_util import load_scene
+
+    errors = {}
+    for tol in (1.0, 1e-6):                  # 1.0: never binding, e_m only reported (default θ stop)
+        scene = load_scene("cube_stack").build()
+        scene.solver, scene.solver_options = "cond", {"momentum_tol": tol}
+        sim = fc.Simulator(scene)
+        errors[tol] = []
+        sim.run(steps=30)                    # the landing: its impact step sits at e_m ≈ 1e-6 (θ 1e-9)
+        for _ in range(12):
+            sim.step()
+            errors[tol].append(sim.last_solve.extra["momentum_error"])
+            assert sim.last_solve.converged and errors[tol][-1] <= tol
+    assert max(errors[1e-6]) <= 1e-6
+    assert np.median(errors[1.0]) > 1e-6                      # the option did something

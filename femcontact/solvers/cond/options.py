@@ -7,7 +7,8 @@ touches, ``iterate.py``); acceleration "anderson" (default with step "frobenius"
 "none" with chebyshev_start, rho, rho_adapt (Alg. 3,
 eq. 34; ``chebyshev.py``) or anderson_history (AA(m), ``anderson.py``; Frobenius step only);
 under_relaxation u; tol (None: ``DEFAULT_TOL`` of the acceleration, at least ``F32_TOL_FLOOR`` in float32) and max_iter (stopping, Alg. 1
-line 13); check_every (iterations between reads of the residual: None = every one on the CPU, 8
+line 13); momentum_tol (None: off): also stop only once the SAP eq. 32 momentum error e_m is below it
+(checked on the host when θ < tol; tol is then divided by 10 until it is, or max_iter); check_every (iterations between reads of the residual: None = every one on the CPU, 8
 on a GPU; Chebyshev needs every θ); warm_start; restitution,
 recovery, max_recovery_speed (normal targets, ``targets.py``); virtual_gain, rigid_gain
 (virtual-node gains, ``virtual.py``); compliance_passes (re-solves with the targets shifted by the
@@ -56,6 +57,7 @@ class CondOptions:
     anderson_history: int = 8
     under_relaxation: float = 0.9
     tol: Optional[float] = None
+    momentum_tol: Optional[float] = None
     max_iter: int = 500
     check_every: Optional[int] = None
     warm_start: bool = True
@@ -129,6 +131,8 @@ class CondOptions:
             if backend.ensure_init()["precision"] == "f32":
                 self.tol = max(self.tol, F32_TOL_FLOOR)
         num("tol", 0.0, lo_open=True)
+        if self.momentum_tol is not None:
+            num("momentum_tol", 0.0, lo_open=True)
         num("max_iter", 1, integer=True)
         if self.check_every is not None:
             num("check_every", 1, 64, integer=True)

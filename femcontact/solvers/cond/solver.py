@@ -19,6 +19,7 @@ from ... import backend
 from ...contact.contacts import CONTACT_PARAM_COLUMNS
 from ..base import SolveStats, StepProblem, solve_without_contacts
 from ..projection import PROXIMAL, STRICT
+from ..sap import momentum_error
 from . import blocks, step_matrix
 from .anderson import AndersonMixer
 from .chebyshev import ChebyshevSchedule
@@ -228,49 +229,67 @@ class CondSolver:
         self._update_w(A, problem.fixed)
         scale2 = self._setup(problem, nc, nv, nvx)
         vscale = max(math.sqrt(max(scale2, 0.0)), 1e-12)
-        cheb = o.acceleration == "chebyshev"
         self.history = []
         t_loop = time.perf_counter()
-        it, alpha, shifts = 0, 1.0, 0
+        it, alpha, shifts, tol, e_m = 0, 1.0, 0, o.tol, None
         while True:
-            sched = ChebyshevSchedule(cheb, o.chebyshev_start, o.rho,
-                                      adapt=o.rho_adapt and o.step == "frobenius", rho_prev=self._rho_prev)
-            mixer = self._anderson(nvx)
-            n_it, theta, converged, alpha = self._iterate(A, nvx, nc, alpha, vscale, sched, mixer, o.max_iter - it)
-            it += n_it
-            if not converged or shifts >= o.compliance_passes or it >= o.max_iter or not nvx:
+            sched, mixer, it, theta, converged, alpha, shifts = self._passes(A, nvx, nc, vscale, tol, it, alpha,
+                                                                             shifts)
+            comp = cond_finish(self.V, self._W, self._Cf, self._Ci, problem.v_hat, self.lam, c.impulse, c.status,
+                               self.n0, nc, float(problem.coef.impulse_scale), alpha)
+            if o.momentum_tol is None:
                 break
-            change = float(cond_compliance_shift(self._Cf, self._Ci, self._VNf, self._VNi, self._blockstep, self.n0,
-                                                 nc))
-            shifts += 1
-            if change <= o.tol * vscale / math.sqrt(self.n0 + nvx):    # below the per-row accuracy
+            e_m = momentum_error(problem)
+            if e_m <= o.momentum_tol or not converged or it >= o.max_iter:
+                converged = e_m <= o.momentum_tol      # the accuracy asked for, whatever θ reached
                 break
+            tol *= 0.1                   # θ converged, e_m not yet: go on from here, 10x tighter
         loop_s = time.perf_counter() - t_loop
         self._rho_prev = sched.carry(converged)
         self.rho_estimate = sched.estimate
         self._last_nc, self._last_nv = nc, nv
-        comp = cond_finish(self.V, self._W, self._Cf, self._Ci, problem.v_hat, self.lam, c.impulse, c.status,
-                           self.n0, nc, float(problem.coef.impulse_scale), alpha)
         comp_n = float(comp[0]) / max(float(comp[2]), 1e-300) if nc else 0.0
         comp_c = float(comp[1]) / max(float(comp[3]), 1e-300) if nc else 0.0
-        rho = sched.rho if cheb else None
+        rho = sched.rho if o.acceleration == "chebyshev" else None
         extra = {"contacts": nc, "virtual_nodes": nv, "complementarity_normal": comp_n,
                  "cone_violation": comp_c, "acceleration": o.acceleration, "chebyshev_rho": rho,
                  "chebyshev_restarts": sched.restarts, "chebyshev_adaptations": sched.adaptations,
                  "anderson_restarts": mixer.restarts if mixer is not None else 0, "compliance_shifts": shifts,
                  "alpha": alpha, "fem_rows": self.fem_rows,
                  "ms": 1e3 * (time.perf_counter() - t_start), "us_per_iteration": 1e6 * loop_s / max(it, 1)}
+        if e_m is not None:
+            extra.update(momentum_error=e_m, final_tol=tol)
         return SolveStats(it, theta, converged and math.isfinite(theta), extra)
 
+    def _passes(self, A, nvx: int, nc: int, vscale: float, tol: float, it: int, alpha: float, shifts: int):
+        """Iterate to θ < tol, then shift the targets by the virtual dampers' compliance and iterate
+        again, up to ``compliance_passes`` times: (schedule, mixer, iterations so far, θ, converged,
+        α, shifts so far)."""
+        o = self.options
+        cheb = o.acceleration == "chebyshev"
+        while True:
+            sched = ChebyshevSchedule(cheb, o.chebyshev_start, o.rho,
+                                      adapt=o.rho_adapt and o.step == "frobenius", rho_prev=self._rho_prev)
+            mixer = self._anderson(nvx)
+            n_it, theta, converged, alpha = self._iterate(A, nvx, nc, alpha, vscale, sched, mixer, o.max_iter - it,
+                                                          tol)
+            it += n_it
+            if not converged or shifts >= o.compliance_passes or it >= o.max_iter or not nvx:
+                return sched, mixer, it, theta, converged, alpha, shifts
+            change = float(cond_compliance_shift(self._Cf, self._Ci, self._VNf, self._VNi, self._blockstep, self.n0,
+                                                 nc))
+            shifts += 1
+            if change <= tol * vscale / math.sqrt(self.n0 + nvx):    # below the per-row accuracy
+                return sched, mixer, it, theta, converged, alpha, shifts
+
     def _iterate(self, A, nvx: int, nc: int, alpha: float, vscale: float, sched: ChebyshevSchedule,
-                 mixer: Optional[AndersonMixer], max_iter: int) -> tuple[int, float, bool, float]:
+                 mixer: Optional[AndersonMixer], max_iter: int, tol: float) -> tuple[int, float, bool, float]:
         """Iterate until θ < tol (or ``max_iter``): returns (iterations, θ, converged, α).
 
         The iteration norms stay on the device in the ring ``_stats`` and are read every
         ``check_every`` iterations (every one under Chebyshev, whose schedule needs each θ); the
         test then looks at the last θ read, so a solve may run up to check_every − 1 iterations
         past the first θ < tol."""
-        o = self.options
         k = self._check_every
         theta, it, last = math.inf, 0, 0
         for it in range(1, max_iter + 1):
@@ -288,7 +307,7 @@ class CondSolver:
                     if j < l:
                         sched.record(j, theta, dn)
                 last = it
-                if theta < o.tol and sched.may_stop(l):
+                if theta < tol and sched.may_stop(l):
                     return it, theta, True, alpha
                 sched.record(l, theta, dn)
             if mixer is not None:
