@@ -150,3 +150,17 @@ def test_metis_and_amd_give_the_same_cube_drop_within_round_off():
     assert sum(it_amd) > 8                      # contact steps were solved
     assert it_amd == it_nd
     assert np.abs(x_nd - x_amd).max() <= 1e-9 * 0.1
+
+
+def test_ordering_from_the_block_pattern_equals_the_one_read_off_the_matrix():
+    """NewtonMatrix hands its 3x3 block pattern to the ordering (no graph built from H's entries):
+    the same graph, so the same METIS permutation."""
+    pytest.importorskip("pymetis")
+    A = _grid_spd(5)
+    L, cols = nl._lower_csc(A)
+    B = sp.bsr_matrix(A, blocksize=(3, 3))
+    B.sort_indices()
+    p_blocks = nl.nested_dissection(L, cols, blocks=(B.indptr, B.indices))
+    p_matrix = nl.nested_dissection(L, cols)
+    assert np.array_equal(np.sort(p_matrix), np.arange(A.shape[0]))
+    assert np.array_equal(p_blocks, p_matrix)

@@ -66,29 +66,40 @@ def metis_available() -> bool:
     return True
 
 
-def nested_dissection(L: sp.csc_matrix, cols: np.ndarray, block: int = 3) -> Optional[np.ndarray]:
+def nested_dissection(L: sp.csc_matrix, cols: np.ndarray, block: int = 3,
+                      blocks: Optional[tuple[np.ndarray, np.ndarray]] = None) -> Optional[np.ndarray]:
     """METIS nested-dissection ordering (``METIS_NodeND`` through pymetis) of the symmetric matrix
     whose lower triangle is ``L`` (``cols``: the column of each entry), computed on the graph of its
     ``block`` x ``block`` node blocks (one vertex per node, so a node's DOFs stay together) and
-    expanded to the DOFs. Returned as CHOLMOD's permutation (row k of P A Pᵀ is row p[k] of A,
-    METIS's ``perm``); None when pymetis is not installed or the graph has no edges."""
+    expanded to the DOFs. ``blocks`` = (indptr, indices): that block pattern (both triangles) where
+    the caller has it, else it is read off ``L``. Returned as CHOLMOD's permutation (row k of P A Pᵀ
+    is row p[k] of A, METIS's ``perm``); None when pymetis is not installed or the graph has no
+    edges."""
     try:
         import pymetis
     except ImportError:
         return None
     n = L.shape[0]
     if block < 1 or n % block:
-        block = 1
+        block, blocks = 1, None
     nn = n // block
-    r, c = L.indices // block, np.asarray(cols) // block
-    off = r != c
-    if nn < 2 or not off.any():
+    if blocks is not None:
+        indptr, indices = blocks
+        r = np.repeat(np.arange(nn), np.diff(indptr))
+        off = r != indices
+        r, c = r[off], np.asarray(indices)[off]
+    else:
+        r, c = L.indices // block, np.asarray(cols) // block
+        key = np.unique(c.astype(np.int64) * nn + r)          # one lower-triangle pair per block
+        key = key[key // nn != key % nn]
+        r, c = key % nn, key // nn
+        r, c = np.concatenate([r, c]), np.concatenate([c, r])
+    if nn < 2 or len(r) == 0:
         return None
-    r, c = r[off], c[off]
-    graph = sp.csr_matrix((np.ones(2 * len(r), dtype=np.int32), (np.concatenate([r, c]), np.concatenate([c, r]))),
-                          shape=(nn, nn))                         # duplicates summed: one edge per pair
-    graph.sort_indices()
-    perm, _ = pymetis.nested_dissection(pymetis.CSRAdjacency(graph.indptr, graph.indices))
+    order = np.lexsort((c, r))                                  # CSR adjacency (both directions)
+    adj_starts = np.zeros(nn + 1, dtype=np.int64)
+    np.cumsum(np.bincount(r, minlength=nn), out=adj_starts[1:])
+    perm, _ = pymetis.nested_dissection(pymetis.CSRAdjacency(adj_starts, np.asarray(c)[order]))
     q = np.array(perm).astype(np.int64)         # C long ('l'): what cvxopt's int matrices take
     return (block * q[:, None] + np.arange(block, dtype=np.int64)).ravel()
 
@@ -144,9 +155,11 @@ class CholmodSolver:
         key = (L.shape[0], L.nnz, hash(L.indices.tobytes()), hash(L.indptr.tobytes()))
         return self.factorize_lower(L, cols, key)
 
-    def factorize_lower(self, L: sp.csc_matrix, cols: np.ndarray, key) -> "CholmodFactor":
+    def factorize_lower(self, L: sp.csc_matrix, cols: np.ndarray, key,
+                        blocks: Optional[tuple[np.ndarray, np.ndarray]] = None) -> "CholmodFactor":
         """Factorize from the lower triangle ``L`` (sorted CSC) with ``cols`` the column of each
-        entry; ``key`` names the pattern (the symbolic analysis is redone when it changes)."""
+        entry; ``key`` names the pattern (the symbolic analysis is redone when it changes);
+        ``blocks``: the 3x3 node-block pattern (indptr, indices) for the ordering, if known."""
         from cvxopt import matrix, spmatrix
 
         values = matrix(np.ascontiguousarray(L.data, dtype=np.float64))
@@ -159,7 +172,7 @@ class CholmodSolver:
         Hc.V = values
         try:
             if key != self._key:
-                self._symbolic = self._analyze(Hc, L, cols)
+                self._symbolic = self._analyze(Hc, L, cols, blocks)
                 self._key = key
             F = self._symbolic
             self._cholmod.numeric(Hc, F)
@@ -167,13 +180,13 @@ class CholmodSolver:
             raise SimulationError(f"Newton matrix is not positive definite (CHOLMOD: {exc})") from None
         return CholmodFactor(self._cholmod, F)
 
-    def _analyze(self, Hc, L: sp.csc_matrix, cols: np.ndarray):
+    def _analyze(self, Hc, L: sp.csc_matrix, cols: np.ndarray, blocks=None):
         """CHOLMOD's symbolic analysis of ``Hc`` with the ordering chosen by ``self.ordering``."""
         from cvxopt import matrix
 
         p = None
         if self.ordering == "metis" or (self.ordering == "auto" and L.shape[0] >= METIS_MIN_DOFS):
-            p = nested_dissection(L, cols)
+            p = nested_dissection(L, cols, blocks=blocks)
         self.analyses += 1
         self.ordering_used = "amd" if p is None else "metis"
         if p is None:
@@ -320,6 +333,11 @@ class NewtonMatrix:
         return sp.bsr_matrix((self._blocks(G), m["indices"], m["indptr"]), shape=(m["n"], m["n"])).tocsc()
 
     @property
+    def block_pattern(self) -> tuple[np.ndarray, np.ndarray]:
+        """(indptr, indices) of H's 3x3 node blocks (block CSR, both triangles)."""
+        return self._map["indptr"], self._map["indices"]
+
+    @property
     def cols(self) -> np.ndarray:
         """The column of each entry of ``lower``'s matrix."""
         return self._map["cols"]
@@ -329,7 +347,7 @@ def solve_newton(solver, H: NewtonMatrix, G: np.ndarray, r: np.ndarray) -> np.nd
     """Solve ``H(G) x = r`` with ``solver`` (CHOLMOD from the lower triangle, the others from the
     full matrix)."""
     if isinstance(solver, CholmodSolver):
-        return solver.factorize_lower(H.lower(G), H.cols, ("newton", id(H), H.key)).solve(r)
+        return solver.factorize_lower(H.lower(G), H.cols, ("newton", id(H), H.key), H.block_pattern).solve(r)
     return solver.solve(H.full(G), r)
 
 
