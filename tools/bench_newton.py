@@ -2,7 +2,8 @@
 
     python tools/bench_newton.py [--scenes mat12 mat26 pile] [--solvers lagged sap cond] [--steps 10]
                                  [--integrator euler] [--cond-tol 1e-5] [--linear auto] [--arch cpu]
-                                 [--option friction_majorize_above=inf]
+                                 [--option friction_majorize_above=inf] [--ordering auto|metis|amd]
+                                 [--settle 0.09]
 
 Scenes: ``mat12`` / ``mat26`` the dragged mat (scenes/mat_drag.py, 1053 / 4428 DOF) measured after
 0.4 s (the clamp has lifted and pulls, the mat lies on the floor); ``pile`` the dropped pile
@@ -10,21 +11,26 @@ Scenes: ``mat12`` / ``mat26`` the dragged mat (scenes/mat_drag.py, 1053 / 4428 D
 the ground and on each other); ``box`` the stiff box of the earlier version, pushed on the ground;
 ``clutter`` the SAP paper's 40 rigid bodies in a box (scenes/clutter.py, 240 DOF) measured after
 0.5 s (the falling columns collapse: SAP §VI-C's transient) and ``clutter_rest`` after 4 s (at
-rest); ``cube8`` / ``cube16`` the soft-cube drop of the benchmarks (femcontact/bench/cases.py,
-2,187 / 14,739 DOF) measured from 0.1 s (the impact) on.
+rest); ``cube8`` / ``cube16`` / ``cube26`` / ``cube33`` the soft-cube drop of the benchmarks
+(femcontact/bench/cases.py, 2,187 / 14,739 / 59,049 / 118,098 DOF) measured from 0.1 s (the impact)
+on (``--settle`` moves the start).
 Each solver runs the scene from the start (so each follows its own trajectory) and measures
 ``--steps`` steps. COND runs once per ``--cond-tol`` value. Per solver it prints DOF, mean contacts, Newton iterations (COND: VL-FPI
 iterations), line-search trials per Newton iteration and linear-solve ms (Newton path only: H's
 assembly, factorization and solve), total solver ms per step, the momentum error
 e_m of SAP eq. 32 (evaluated by ``solvers.sap.momentum_error`` on every solver's output, so
 COND's stopping threshold is measured on the same scale; median and max over the steps) and the
-deepest penetration at the end.
+deepest penetration at the end. With CHOLMOD (``--linear auto`` up to ``DIRECT_MAX_DOFS``) a second
+line splits the linear solve per contact step: numeric factorizations (count, ms), solves, symbolic
+analyses with their ordering (``--ordering``: the ``CholmodSolver`` ordering), and the process's
+peak RSS so far.
 
 Integrator: implicit Euler for every solver by default (the form SAP and ICF are derived in;
 COND supports it too), so the columns compare solvers, not integrators. ``--integrator
 midpoint`` runs the scenes as written.
 """
 import argparse
+import resource
 import time
 from pathlib import Path
 
@@ -33,6 +39,7 @@ import numpy as np
 import femcontact as fc
 from femcontact.bench.cases import cube_drop
 from femcontact.cli import load_scene_module
+from femcontact.solvers.newton_linear import CholmodSolver
 from femcontact.solvers.sap import momentum_error
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -63,7 +70,32 @@ SCENES = {
     "clutter_rest": (lambda solver: load_scene("clutter").build(solver=solver), 4.0),
     "cube8": (lambda solver: cube_drop(8, solver), 0.1),
     "cube16": (lambda solver: cube_drop(16, solver), 0.1),
+    "cube26": (lambda solver: cube_drop(26, solver), 0.1),
+    "cube33": (lambda solver: cube_drop(33, solver), 0.1),
 }
+
+
+class _CholmodClock:
+    """Stands in for ``cvxopt.cholmod`` inside one CholmodSolver: counts and times its calls."""
+
+    def __init__(self, cholmod):
+        self._cholmod = cholmod
+        self.ms = {"symbolic": 0.0, "numeric": 0.0, "solve": 0.0}
+        self.calls = {"symbolic": 0, "numeric": 0, "solve": 0}
+
+    def __getattr__(self, name):
+        fn = getattr(self._cholmod, name)
+        if name not in self.ms:
+            return fn
+
+        def timed(*args, **kwargs):
+            t0 = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                self.ms[name] += 1e3 * (time.perf_counter() - t0)
+                self.calls[name] += 1
+        return timed
 
 
 class _Timed:
@@ -87,8 +119,9 @@ class _Timed:
 
 
 def run(scene_name: str, solver: str, steps: int, integrator: str, cond_tol: float, cond_max_iter: int,
-        linear: str, options: dict = None) -> dict:
-    build, settle = SCENES[scene_name]
+        linear: str, options: dict = None, ordering: str = "auto", settle: float = None) -> dict:
+    build, default_settle = SCENES[scene_name]
+    settle = default_settle if settle is None else settle
     scene = build(solver)
     scene.integrator = integrator
     if solver == "cond":
@@ -96,7 +129,15 @@ def run(scene_name: str, solver: str, steps: int, integrator: str, cond_tol: flo
     else:
         scene.solver_options = {**scene.solver_options, "linear_solver": linear, **(options or {})}
     sim = fc.Simulator(scene)
+    lin = getattr(sim.contact_solver, "linear", None)
+    clock = None
+    if isinstance(lin, CholmodSolver):
+        lin.ordering = ordering
+        clock = lin._cholmod = _CholmodClock(lin._cholmod)
     sim.run(duration=settle)
+    if clock is not None:
+        clock.__init__(clock._cholmod)
+        analyses0 = lin.analyses
     timed = _Timed(sim.contact_solver)
     sim.contact_solver = timed
     sim.run(steps=steps)
@@ -105,7 +146,13 @@ def run(scene_name: str, solver: str, steps: int, integrator: str, cond_tol: flo
         return {"dof": sim.model.n_dofs, "solves": 0}
     c = sim.contacts.to_numpy() if sim.contacts is not None and sim.contacts.count else {"phi": np.zeros(1)}
     em = np.array([x["e_m"] for x in r])
-    return {"dof": sim.model.n_dofs, "solves": len(r), "contacts": np.mean([x["contacts"] for x in r]),
+    split = None
+    if clock is not None:
+        k = max(1, sum(x["contacts"] > 0 for x in r))
+        split = {"numeric": clock.calls["numeric"] / k, "ms_numeric": clock.ms["numeric"] / k,
+                 "ms_solve": clock.ms["solve"] / k, "ms_symbolic": clock.ms["symbolic"] / k,
+                 "analyses": lin.analyses - analyses0, "ordering": lin.ordering_used}
+    return {"split": split, "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,"dof": sim.model.n_dofs, "solves": len(r), "contacts": np.mean([x["contacts"] for x in r]),
             "iters": np.mean([x["iterations"] for x in r]), "max_iters": max(x["iterations"] for x in r),
             "ls_per_iter": np.sum([x["ls"] for x in r]) / max(1, sum(x["iterations"] for x in r)),
             "ms_linear": np.mean([x["ms_linear"] for x in r]), "ms": np.mean([x["ms"] for x in r]),
@@ -125,6 +172,9 @@ def main() -> None:
     ap.add_argument("--linear", default="auto", help="Newton linear solver: auto, cholmod, splu, pcg")
     ap.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
                     help="extra Newton-path solver option (repeatable), e.g. friction_majorize_above=inf")
+    ap.add_argument("--ordering", default="auto", choices=["auto", "metis", "amd"],
+                    help="CHOLMOD fill-reducing ordering (newton_linear.CholmodSolver)")
+    ap.add_argument("--settle", type=float, default=None, help="start of the measured steps (s; default per scene)")
     ap.add_argument("--arch", default="cpu")
     ap.add_argument("--precision", default="f64")
     args = ap.parse_args()
@@ -148,7 +198,7 @@ def main() -> None:
         for solver, tol in runs:
             label = solver if tol is None else f"cond {tol:.0e}"
             r = run(name, solver, args.steps, args.integrator, tol, args.cond_max_iter, args.linear,
-                    options if solver != "cond" else None)
+                    options if solver != "cond" else None, args.ordering, args.settle)
             if not r["solves"]:
                 print(f"{name:>6} {label:>10} {r['dof']:>6}  (no contacts in the measured steps)")
                 continue
@@ -157,6 +207,11 @@ def main() -> None:
             print(f"{name:>6} {label:>10} {r['dof']:>6} {r['contacts']:>8.0f} {r['iters']:>7.1f} {r['max_iters']:>6d} "
                   f"{r['converged']:>2d}/{r['solves']:<2d} {lsi:>6} {lin:>8} {r['ms']:>10.1f} {r['ms_median']:>9.1f} "
                   f"{r['e_m']:>9.2e} {r['e_m_max']:>9.2e} {r['pen_mm']:>7.3f}", flush=True)
+            sp_ = r["split"]
+            if sp_ is not None:
+                print(f"{'':>17} per contact step: {sp_['numeric']:.1f} factorizations {sp_['ms_numeric']:.0f} ms, "
+                      f"solves {sp_['ms_solve']:.0f} ms, symbolic {sp_['ms_symbolic']:.0f} ms; {sp_['analyses']} "
+                      f"analyses ({sp_['ordering']}); peak RSS {r['rss_mb']:.0f} MB", flush=True)
 
 
 if __name__ == "__main__":

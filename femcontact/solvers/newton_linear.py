@@ -10,7 +10,12 @@ float64 vector, so a GPU/Taichi implementation can replace it later. Implementat
   ``scikit_sparse-0.5.0.tar.gz``) and needs SuiteSparse headers that are not installed here.
   The symbolic analysis (fill-reducing ordering, supernodes) is cached and reused while the
   sparsity pattern of ``H`` stays the same (all Newton iterations of a step, and later steps
-  with the same contact set). Optional dependency: ``pip install cvxopt``.
+  whose contacts give ``H`` the same pattern). Fill-reducing ordering: cvxopt's CHOLMOD is built
+  without METIS, so from ``METIS_MIN_DOFS`` unknowns on the ordering is METIS nested dissection
+  (``METIS_NodeND``, Karypis & Kumar 1998) computed through **pymetis** on the graph of 3x3 node
+  blocks and handed to ``cholmod.symbolic(A, p)`` (``nested_dissection``); without pymetis, or
+  below that size, CHOLMOD's own AMD. Optional dependency: ``pip install cvxopt`` (``pymetis``
+  for the ordering: the ``fast`` extra).
 - ``"splu"``: SciPy's SuperLU (``scipy.sparse.linalg.splu``) with a symmetric-mode setup
   (``MMD_AT_PLUS_A`` ordering, no pivoting threshold). Always available; an LU does about
   twice the work of a Cholesky and cannot reuse the analysis, but it needs nothing beyond SciPy.
@@ -31,6 +36,8 @@ the same) and the full matrix to the others.
 """
 from __future__ import annotations
 
+from typing import Optional
+
 import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
@@ -39,6 +46,8 @@ from ..errors import ParameterError, SimulationError
 
 NEWTON_LINEAR_SOLVERS = ("auto", "direct", "cholmod", "splu", "pcg")
 DIRECT_MAX_DOFS = 150_000
+ORDERINGS = ("auto", "metis", "amd")
+METIS_MIN_DOFS = 5000      # "auto": METIS nested dissection from this many unknowns, AMD below
 
 
 def cholmod_available() -> bool:
@@ -47,6 +56,52 @@ def cholmod_available() -> bool:
     except ImportError:
         return False
     return True
+
+
+def metis_available() -> bool:
+    try:
+        import pymetis  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def nested_dissection(L: sp.csc_matrix, cols: np.ndarray, block: int = 3,
+                      blocks: Optional[tuple[np.ndarray, np.ndarray]] = None) -> Optional[np.ndarray]:
+    """METIS nested-dissection ordering (``METIS_NodeND`` through pymetis) of the symmetric matrix
+    whose lower triangle is ``L`` (``cols``: the column of each entry), computed on the graph of its
+    ``block`` x ``block`` node blocks (one vertex per node, so a node's DOFs stay together) and
+    expanded to the DOFs. ``blocks`` = (indptr, indices): that block pattern (both triangles) where
+    the caller has it, else it is read off ``L``. Returned as CHOLMOD's permutation (row k of P A Pᵀ
+    is row p[k] of A, METIS's ``perm``); None when pymetis is not installed or the graph has no
+    edges."""
+    try:
+        import pymetis
+    except ImportError:
+        return None
+    n = L.shape[0]
+    if block < 1 or n % block:
+        block, blocks = 1, None
+    nn = n // block
+    if blocks is not None:
+        indptr, indices = blocks
+        r = np.repeat(np.arange(nn), np.diff(indptr))
+        off = r != indices
+        r, c = r[off], np.asarray(indices)[off]
+    else:
+        r, c = L.indices // block, np.asarray(cols) // block
+        key = np.unique(c.astype(np.int64) * nn + r)          # one lower-triangle pair per block
+        key = key[key // nn != key % nn]
+        r, c = key % nn, key // nn
+        r, c = np.concatenate([r, c]), np.concatenate([c, r])
+    if nn < 2 or len(r) == 0:
+        return None
+    order = np.lexsort((c, r))                                  # CSR adjacency (both directions)
+    adj_starts = np.zeros(nn + 1, dtype=np.int64)
+    np.cumsum(np.bincount(r, minlength=nn), out=adj_starts[1:])
+    perm, _ = pymetis.nested_dissection(pymetis.CSRAdjacency(adj_starts, np.asarray(c)[order]))
+    q = np.array(perm).astype(np.int64)         # C long ('l'): what cvxopt's int matrices take
+    return (block * q[:, None] + np.arange(block, dtype=np.int64)).ravel()
 
 
 def make_newton_linear_solver(kind: str = "auto", n_dofs: int = 0, **options):
@@ -69,15 +124,23 @@ def make_newton_linear_solver(kind: str = "auto", n_dofs: int = 0, **options):
 
 
 class CholmodSolver:
-    """Supernodal Cholesky (CHOLMOD via cvxopt) with the symbolic analysis cached per pattern."""
+    """Supernodal Cholesky (CHOLMOD via cvxopt) with the ordering and symbolic analysis cached per
+    pattern. ``ordering``: "auto" (METIS nested dissection from ``METIS_MIN_DOFS`` unknowns when
+    pymetis is installed, else AMD), "metis" (nested dissection at any size, AMD without pymetis)
+    or "amd" (CHOLMOD's default)."""
 
     name = "cholmod"
 
-    def __init__(self):
+    def __init__(self, ordering: str = "auto"):
         from cvxopt import cholmod
 
+        if ordering not in ORDERINGS:
+            raise ParameterError(f"unknown ordering {ordering!r}; choose one of {', '.join(ORDERINGS)}")
         self._cholmod = cholmod
         cholmod.options["supernodal"] = 2   # always supernodal
+        self.ordering = ordering
+        self.ordering_used = None  # "metis" or "amd": the current pattern's ordering
+        self.analyses = 0          # symbolic analyses done (one per pattern change)
         self._key = None
         self._symbolic = None
         self._matrix = None        # the cvxopt matrix of the current pattern (values replaced)
@@ -92,9 +155,11 @@ class CholmodSolver:
         key = (L.shape[0], L.nnz, hash(L.indices.tobytes()), hash(L.indptr.tobytes()))
         return self.factorize_lower(L, cols, key)
 
-    def factorize_lower(self, L: sp.csc_matrix, cols: np.ndarray, key) -> "CholmodFactor":
+    def factorize_lower(self, L: sp.csc_matrix, cols: np.ndarray, key,
+                        blocks: Optional[tuple[np.ndarray, np.ndarray]] = None) -> "CholmodFactor":
         """Factorize from the lower triangle ``L`` (sorted CSC) with ``cols`` the column of each
-        entry; ``key`` names the pattern (the symbolic analysis is redone when it changes)."""
+        entry; ``key`` names the pattern (the symbolic analysis is redone when it changes);
+        ``blocks``: the 3x3 node-block pattern (indptr, indices) for the ordering, if known."""
         from cvxopt import matrix, spmatrix
 
         values = matrix(np.ascontiguousarray(L.data, dtype=np.float64))
@@ -107,13 +172,35 @@ class CholmodSolver:
         Hc.V = values
         try:
             if key != self._key:
-                self._symbolic = self._cholmod.symbolic(Hc, uplo="L")
+                self._symbolic = self._analyze(Hc, L, cols, blocks)
                 self._key = key
             F = self._symbolic
             self._cholmod.numeric(Hc, F)
         except ArithmeticError as exc:
             raise SimulationError(f"Newton matrix is not positive definite (CHOLMOD: {exc})") from None
         return CholmodFactor(self._cholmod, F)
+
+    def _analyze(self, Hc, L: sp.csc_matrix, cols: np.ndarray, blocks=None):
+        """CHOLMOD's symbolic analysis of ``Hc`` with the ordering chosen by ``self.ordering``."""
+        from cvxopt import matrix
+
+        p = None
+        if self.ordering == "metis" or (self.ordering == "auto" and L.shape[0] >= METIS_MIN_DOFS):
+            p = nested_dissection(L, cols, blocks=blocks)
+        self.analyses += 1
+        self.ordering_used = "amd" if p is None else "metis"
+        if p is None:
+            return self._cholmod.symbolic(Hc, uplo="L")
+        opts = self._cholmod.options
+        saved = opts.get("nmethods")
+        opts["nmethods"] = 1               # the given ordering only (no AMD run to compare with)
+        try:
+            return self._cholmod.symbolic(Hc, p=matrix(p), uplo="L")
+        finally:
+            if saved is None:
+                opts.pop("nmethods", None)
+            else:
+                opts["nmethods"] = saved
 
 
 class CholmodFactor:
@@ -164,7 +251,7 @@ class NewtonMatrix:
     sparse product, and one gather."""
 
     def __init__(self):
-        self.key = 0               # changes whenever the pattern of H changes
+        self.key = 0               # changes whenever the pattern of H changes (not when only J's does)
         self._pattern = None       # block patterns of (Ã, J) of the cached map
         self._map = None
 
@@ -177,9 +264,13 @@ class NewtonMatrix:
         pattern = (Ab.indptr, Ab.indices, Jb.indptr, Jb.indices)
         if self._pattern is None or any(a.shape != b.shape or not np.array_equal(a, b)
                                         for a, b in zip(pattern, self._pattern)):
+            old = self._map
             self._build(Ab, Jb)
             self._pattern = tuple(a.copy() for a in pattern)
-            self.key += 1
+            m = self._map
+            if old is None or not (np.array_equal(old["indptr"], m["indptr"])
+                                   and np.array_equal(old["indices"], m["indices"])):
+                self.key += 1      # H's pattern changed (not only J's): a new symbolic analysis
         m = self._map
         self._base = np.zeros((m["nb"], 3, 3))
         self._base[m["a_slot"]] = Ab.data
@@ -242,6 +333,11 @@ class NewtonMatrix:
         return sp.bsr_matrix((self._blocks(G), m["indices"], m["indptr"]), shape=(m["n"], m["n"])).tocsc()
 
     @property
+    def block_pattern(self) -> tuple[np.ndarray, np.ndarray]:
+        """(indptr, indices) of H's 3x3 node blocks (block CSR, both triangles)."""
+        return self._map["indptr"], self._map["indices"]
+
+    @property
     def cols(self) -> np.ndarray:
         """The column of each entry of ``lower``'s matrix."""
         return self._map["cols"]
@@ -251,7 +347,7 @@ def solve_newton(solver, H: NewtonMatrix, G: np.ndarray, r: np.ndarray) -> np.nd
     """Solve ``H(G) x = r`` with ``solver`` (CHOLMOD from the lower triangle, the others from the
     full matrix)."""
     if isinstance(solver, CholmodSolver):
-        return solver.factorize_lower(H.lower(G), H.cols, ("newton", id(H), H.key)).solve(r)
+        return solver.factorize_lower(H.lower(G), H.cols, ("newton", id(H), H.key), H.block_pattern).solve(r)
     return solver.solve(H.full(G), r)
 
 
