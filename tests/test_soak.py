@@ -1,14 +1,17 @@
 """Soak and determinism: a stack of three soft cubes rests for 10,000 steps under each solver without drifting
 (< 1e-4 m) or gaining energy; two runs of one scene in deterministic mode write bit-identical files.
 
-Known failure (issue 18 item 7, open): the stack creeps. Measured after 3 s of settling (cpu, this
-scene): the top cube moves ~1.5e-4 m per 50 steps under COND and ~8e-5 m per 50 steps under Lagged
-(sideways, along y, and sinking), ~1.6e-5 m per 100 steps with stiction_tolerance=1e-6 m/s. The full
-soak under Lagged (``soak("lagged", 10_000)``, 286 s here) drifted 1.26e-2 m and lost 3.8e-4 J: no
-energy gain, the stack standing, but a centimetre of creep; SAP drifted 2.2e-3 m (-3.5e-4 J, 282 s),
-Similar 3.3e-3 m (-5.0e-4 J, 275 s), COND 9.3e-2 m (-5.0e-5 J, 1840 s: 184 ms per step at ~130-200
-iterations; the top cube ends above its start, 0.3019 m, i.e. the stack has slid apart and tilted). The 10,000-step test is therefore an xfail until the creep is fixed;
-the short sample checks what holds today: no energy gain, the stack standing, contacts kept.
+Issue 18 item 7 (diagnosis in docs/THEORY.md §4, "Creep at rest"). With their default regularization
+(Lagged/Similar v_s = 1e-4 m/s, σ = 1e-3; SAP σ = 1e-3) the Newton models let a contact holding |f_t| = r μ f_n
+slip at ε r/√(1 − r²) (Lagged, Similar) or R_t |γ_t| (SAP): up to ~1e-4 m/s by design (SAP §V-B, ICF §VII-E),
+i.e. up to a centimetre over these 97 s. Measured with the defaults: Lagged 1.26e-2 m (-3.8e-4 J, 286 s), SAP
+2.2e-3 m, Similar 3.3e-3 m; COND 9.3e-2 m (-5.0e-5 J, 1840 s; the top cube ends at 0.3019 m: the stack slid
+apart and tilted). The loads that creep are real (the friction holding the bottom cube's Poisson expansion) and
+a detection artifact (contacts with horizontal normals on the cubes' coplanar y = -0.05 faces, which squeeze
+the interfaces). With tight stiction (Lagged/Similar v_s = 1e-7 m/s and σ = 0, SAP σ = 1e-6) the measured drift
+over 10,000 steps is Lagged 6.2e-5 m, SAP 1.9e-5 m, Similar 1.002e-4 m, with no energy gain. So: the
+default-parameter soak stays an xfail, the tight-stiction soak passes for Lagged and SAP (Similar xfail by
+0.2%), and the creep law itself is a known-answer test.
 """
 import os
 import subprocess
@@ -26,9 +29,10 @@ SETTLE = 300            # steps (3 s) to come to rest before the drift and energ
 DRIFT = 1e-4            # m
 
 
-def stack(solver: str) -> fc.Scene:
+def stack(solver: str, options: dict | None = None) -> fc.Scene:
     """Three soft 0.1 m cubes stacked on frictional ground, each slightly off the one below."""
-    scene = fc.Scene(dt=1e-2, gravity=(0.0, 0.0, -9.81), solver=solver, integrator="euler", name="stack3")
+    scene = fc.Scene(dt=1e-2, gravity=(0.0, 0.0, -9.81), solver=solver, integrator="euler", name="stack3",
+                     solver_options=dict(options or {}))
     material = fc.Material(youngs_modulus=1e5, poisson_ratio=0.4, density=1000.0, rayleigh_alpha=1.0,
                            rayleigh_beta=2e-3)
     for k in range(3):
@@ -38,8 +42,8 @@ def stack(solver: str) -> fc.Scene:
     return scene
 
 
-def soak(solver: str, steps: int) -> dict:
-    sim = fc.Simulator(stack(solver))
+def soak(solver: str, steps: int, options: dict | None = None) -> dict:
+    sim = fc.Simulator(stack(solver, options))
     sim.run(steps=SETTLE)
     x0, e0 = sim.state.positions().copy(), sim.energy()["total"]
     peak = -np.inf
@@ -67,12 +71,77 @@ def test_stack_rests_short_without_gaining_energy():
     assert r["drift"] < 1e-3, r                     # creeps (module doc), but by far less than a millimetre here
 
 
+TIGHT = {"lagged": {"stiction_tolerance": 1e-7, "sigma": 0.0}, "similar": {"stiction_tolerance": 1e-7, "sigma": 0.0},
+         "sap": {"sigma": 1e-6}}
+
+
 @pytest.mark.slow
-@pytest.mark.xfail(reason="the stack creeps: ~1e-4 m per 50-100 steps after settling (module doc); issue 18 item 7",
+@pytest.mark.xfail(reason="default regularization creeps by design, up to ~1e-4 m/s (module doc, docs/THEORY.md §4 "
+                          "'Creep at rest'): Lagged 1.26e-2 m, SAP 2.2e-3, Similar 3.3e-3, COND 9.3e-2; issue 18 item 7",
                    strict=False)
 @pytest.mark.parametrize("solver", SOLVERS)
 def test_stack_rests_10000_steps(solver):
     _check(soak(solver, 10_000), solver)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("solver", [
+    "lagged", "sap",
+    pytest.param("similar", marks=pytest.mark.xfail(reason="drifted 1.002e-4 m (measured), 0.2% over", strict=False))])
+def test_stack_rests_10000_steps_with_tight_stiction(solver):
+    """The creep is the regularization's (test_creep_*): at v_s = 1e-7 m/s (σ = 0) or SAP σ = 1e-6 the stack
+    holds to < 1e-4 m over 10,000 steps without gaining energy (measured: Lagged 6.2e-5 m in 151 s, SAP 1.9e-5 m
+    in 173 s, Similar 1.002e-4 m in 189 s)."""
+    _check(soak(solver, 10_000, TIGHT[solver]), solver)
+
+
+def _pushed_cube(solver: str, ratio: float, options: dict, steps: int = 60):
+    """A stiff 0.1 m cube on the ground (μ = 0.5, no Rayleigh α) pushed by F = ratio·μ m g along x: the mean
+    x-velocity of its bottom nodes over the last 10 steps, F, m g and the last step's contact model."""
+    mu = 0.5
+    scene = fc.Scene(dt=1e-2, gravity=(0.0, 0.0, -9.81), solver=solver, integrator="euler", solver_options=options)
+    body = scene.add_fem_body(fc.meshes.box((0.1,) * 3, resolution=2, center=(0.0, 0.0, 0.05)),
+                              fc.Material(youngs_modulus=1e7, poisson_ratio=0.3, density=1000.0, rayleigh_beta=1e-3))
+    scene.add_obstacle(fc.shapes.HalfSpace(normal=(0.0, 0.0, 1.0)), friction=mu)
+    mg = 9.81 * 1000.0 * 0.1**3
+    body.add_force((ratio * mu * mg, 0.0, 0.0), mode="total")
+    sim = fc.Simulator(scene)
+    cs, seen = sim.contact_solver, {}
+    build = cs.build_model
+    cs.build_model = lambda *a, **k: seen.setdefault("m", []).append(build(*a, **k)) or seen["m"][-1]
+    bottom = sim.state.positions()[:, 2] < 1e-6
+    vx = []
+    for _ in range(steps):
+        sim.step()
+        vx.append(sim.state.velocities()[bottom, 0].mean())
+    return float(np.mean(vx[-10:])), ratio * mu * mg, mg, seen["m"][-1], sim
+
+
+@pytest.mark.parametrize("solver,vs", [("lagged", 1e-4), ("lagged", 1e-6), ("similar", 1e-4), ("similar", 1e-6)])
+@pytest.mark.parametrize("ratio", [0.3, 0.7])
+def test_creep_below_the_cone_follows_the_regularized_law(solver, vs, ratio):
+    """Known answer of the regularized stiction (docs/THEORY.md §4, "Creep at rest"): a body held by friction
+    at |f_t| = r μ f_n creeps at ε r/√(1 − r²) (ICF eq. 10 solved for v_t; Lagged and Similar with σ = 0: ε = v_s),
+    i.e. linearly in the stiction tolerance; the drift of a resting body over a time T is at most that speed × T."""
+    v, F, mg, model, _ = _pushed_cube(solver, ratio, {"stiction_tolerance": vs, "sigma": 0.0})
+    np.testing.assert_allclose(model.eps, vs)
+    expect = vs * ratio / np.sqrt(1.0 - ratio**2)
+    print(solver, vs, ratio, "creep", v, "law", expect)
+    # v_s = 1e-4: the law to 6 digits. v_s = 1e-6: within 4-8% after 0.6 s (the bottom nodes' mean still carries
+    # the cube's elastic settling, ~1e-8 m/s, and ε_r = 1e-10 changes nothing)
+    np.testing.assert_allclose(v, expect, rtol=1e-4 if vs >= 1e-4 else 0.1)
+
+
+@pytest.mark.parametrize("sigma", [1e-3, 1e-6])
+def test_sap_creep_below_the_cone_follows_its_regularization(sigma):
+    """SAP's stiction is γ_t = −v_t/R_t (SAP eq. 28 region I, R_t = σ w, eq. 30): a body pushed with F below μ m g
+    creeps at v = F dt / Σ_m 1/R_t,m over its sticking contacts, linearly in σ (SAP §V-B: v_s ≈ σ μ g dt)."""
+    v, F, mg, model, sim = _pushed_cube("sap", 0.5, {"sigma": sigma})
+    g = sim.contacts.to_numpy()["impulse"]
+    on = g[:, 2] > 0
+    expect = F * sim.scene.dt / np.sum(1.0 / model.R_t[on])
+    print("sap", sigma, "creep", v, "law", expect, "bound σ μ g dt", sigma * 0.5 * 9.81 * sim.scene.dt)
+    np.testing.assert_allclose(v, expect, rtol=0.02)
 
 
 def test_deterministic_flag_is_not_undone_by_the_simulator():
