@@ -116,8 +116,22 @@ def _into_cone(n, a, c):
     return r
 
 
+@ti.kernel
+def vertex_normals(x: ti.types.ndarray(), surf: ti.types.ndarray(), n_surf: ti.i32, tris: ti.types.ndarray(),
+                   n_tris: ti.i32, nrm: ti.types.ndarray()):
+    """Area-weighted outward normal (unnormalized) of every FEM surface vertex: the sum of its surface
+    triangles' ``(b − a) × (c − a)``; ``_body_contacts`` reads only its direction's sign against a face."""
+    for s in range(n_surf):
+        nrm[surf[s]] = ti.Vector([0.0, 0.0, 0.0])
+    for t in range(n_tris):
+        tv = tris[t]
+        fn = (x[tv[1]] - x[tv[0]]).cross(x[tv[2]] - x[tv[0]])
+        for k in ti.static(range(3)):
+            nrm[tv[k]] += fn
+
+
 @ti.func
-def _body_contacts(p, bv, i, lin, com, g, cg, x: ti.template(), fixed: ti.template(), node_body: ti.template(),
+def _body_contacts(p, bv, i, lin, com, g, cg, own, x: ti.template(), fixed: ti.template(), node_body: ti.template(),
                    pair_row: ti.template(), tris: ti.template(), tri_counts: ti.template(),
                    tri_entries: ti.template(), tets: ti.template(), tet_counts: ti.template(),
                    tet_entries: ti.template(), h, size, mus: ti.template(), axes: ti.template(), margin, n_nodes,
@@ -131,12 +145,20 @@ def _body_contacts(p, bv, i, lin, com, g, cg, x: ti.template(), fixed: ti.templa
     nearest boundary triangle (vertex–face), is then kept in the cone ``n·(−g) ≥ cg`` of the
     rigid surface's inward normals at p (``surface_samples``): a force on a rigid point must push
     into one of the faces there, so a flat face pressed into a curved FEM surface is pushed along its
-    own normal (cg = -2 for an FEM vertex: no cone)."""
+    own normal (cg = -2 for an FEM vertex: no cone).
+
+    For a point inside A the nearest face is ambiguous where a face of A is coplanar with p's own surface
+    (two cubes stacked flush: an edge vertex 3e-5 m into the top face lies ~0 from the shared side plane,
+    and that side face would push it sideways, docs/THEORY.md §4): only faces of A whose outward normal
+    opposes p's own outward normal ``own`` (``vertex_normals``, or the rigid sample's axis g) are taken,
+    and the nearest face of any orientation only when no opposed face is within reach."""
     KT, KE = tri_entries.shape[1], tet_entries.shape[1]
     sb = ti.Vector([-1] * SLOTS)          # body A of each slot
     sin = ti.Vector([0] * SLOTS)          # p inside A
     sd = ti.Vector([1e30] * SLOTS)        # best distance
-    st = ti.Vector([-1] * SLOTS)          # best triangle
+    st = ti.Vector([-1] * SLOTS)          # best triangle (for inside points: among faces opposing own)
+    sa = ti.Vector([1e30] * SLOTS)        # best distance and triangle of any orientation (fallback)
+    ta = ti.Vector([-1] * SLOTS)
     # 1. inside which other bodies? (tets of p's cell)
     cc = cell_of(p, h)
     bk = bucket(cc[0], cc[1], cc[2], size)
@@ -182,15 +204,27 @@ def _body_contacts(p, bv, i, lin, com, g, cg, x: ti.template(), fixed: ti.templa
                                 k = z
                         if k >= 0:
                             sb[k] = ba
-                    if k >= 0 and d < sd[k]:
-                        sd[k] = d
-                        st[k] = t
+                    if k >= 0:
+                        opposed = True
+                        if sin[k] == 1:
+                            fn = (x[tv[1]] - x[tv[0]]).cross(x[tv[2]] - x[tv[0]])
+                            opposed = fn.dot(own) < 0.0 or own.norm_sqr() == 0.0
+                        if d < sa[k]:
+                            sa[k] = d
+                            ta[k] = t
+                        if opposed and d < sd[k]:
+                            sd[k] = d
+                            st[k] = t
         done = 1
         for z in ti.static(range(SLOTS)):
             if sin[z] == 1 and sd[z] > r:
                 done = 0
         if done == 1:
             break
+    for z in ti.static(range(SLOTS)):
+        if st[z] < 0:
+            sd[z] = sa[z]
+            st[z] = ta[z]
     # 3. one D-contact per slot
     fixed_b = 0
     if i >= 0:
@@ -238,14 +272,16 @@ def detect_bodies(x: ti.types.ndarray(), surf: ti.types.ndarray(), n_surf: ti.i3
                   c_node_a: ti.types.ndarray(), c_node_b: ti.types.ndarray(), c_frame: ti.types.ndarray(),
                   c_phi: ti.types.ndarray(), c_mu: ti.types.ndarray(), c_vw: ti.types.ndarray(),
                   c_point: ti.types.ndarray(), c_param: ti.types.ndarray(), c_imp: ti.types.ndarray(),
-                  c_status: ti.types.ndarray(), vn_node: ti.types.ndarray(), vn_weight: ti.types.ndarray()):
-    """FEM surface vertices against the other FEM bodies' tets (``_body_contacts``)."""
+                  c_status: ti.types.ndarray(), vn_node: ti.types.ndarray(), vn_weight: ti.types.ndarray(),
+                  nrm: ti.types.ndarray()):
+    """FEM surface vertices against the other FEM bodies' tets (``_body_contacts``); ``nrm`` their
+    outward normals (``vertex_normals``)."""
     for s in range(n_surf):
         i = surf[s]
         bv = node_body[i]
         p = x[i]
         if near_other_body(p, p, bv, node_body, pair_row, box_lo, box_hi, n_bodies, margin):
-            _body_contacts(p, bv, i, -1, p, p, -2.0, x, fixed, node_body, pair_row, tris, tri_counts, tri_entries, tets,
+            _body_contacts(p, bv, i, -1, p, p, -2.0, nrm[i], x, fixed, node_body, pair_row, tris, tri_counts, tri_entries, tets,
                            tet_counts, tet_entries, h, size, mus, axes, margin, n_nodes, counters,
                            c_node_a, c_node_b, c_frame, c_phi, c_mu, c_vw, c_point, c_param, c_imp, c_status,
                            vn_node, vn_weight)
@@ -337,7 +373,8 @@ def detect_rigid_in_fem(x: ti.types.ndarray(), v: ti.types.ndarray(), quat: ti.t
         bv = rigid_body[k]
         reach = rigid_point_reach(v, lin, p, com, margin, dt)
         if near_other_body(p, p, bv, node_body, pair_row, box_lo, box_hi, n_bodies, reach):
-            _body_contacts(p, bv, -1, lin, com, mv(R, s_axis[j]), s_cos[j], x, fixed, node_body, pair_row, tris, tri_counts, tri_entries, tets,
+            g = mv(R, s_axis[j])
+            _body_contacts(p, bv, -1, lin, com, g, s_cos[j], g, x, fixed, node_body, pair_row, tris, tri_counts, tri_entries, tets,
                            tet_counts, tet_entries, h, size, mus, axes, reach, n_nodes, counters,
                            c_node_a, c_node_b, c_frame, c_phi, c_mu, c_vw, c_point, c_param, c_imp, c_status,
                            vn_node, vn_weight)

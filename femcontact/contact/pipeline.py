@@ -30,7 +30,7 @@ import taichi as ti
 from .. import backend
 from .broadphase import SpatialHash, body_boxes
 from .detection import (detect_bodies, detect_obstacles, detect_rigid, detect_rigid_in_fem, detect_self,
-                        rigid_boxes, rigid_poses, sdf_points)
+                        rigid_boxes, rigid_poses, sdf_points, vertex_normals)
 from .narrowphase import OBS_POSE
 from .rod_detection import detect_rod_fem, detect_rod_pairs, detect_rod_pairs_grid, detect_rod_sdf
 from .tables import DetectionTables
@@ -61,6 +61,7 @@ class StepBuffers:
             self.tet_hash = SpatialHash(t.tet_items, t.h, size)
             self.box_lo = ti.ndarray(float, shape=(t.n_bodies, 3))
             self.box_hi = ti.ndarray(float, shape=(t.n_bodies, 3))
+            self.normals = backend.vec3_array(t.n_nodes)        # FEM surface vertices' (vertex_normals)
             self.hashes += [(self.tri_hash, FILL_TRI), (self.tet_hash, FILL_TET)]
         if t.n_rs:
             def grown(items, rad):
@@ -109,9 +110,10 @@ class BodyPass(Pass):
     def run(self, state, dt: float, out: tuple, sdf: tuple) -> None:
         t, b = self.t, self.b
         tg, eg = b.tri_hash, b.tet_hash
+        vertex_normals(state.x, t.surf, t.n_surf, tg.items, len(t.tri_items), b.normals)
         detect_bodies(state.x, t.surf, t.n_surf, t.node_body, t.fixed, t.pair_row, tg.items, tg.counts, tg.entries,
                       eg.items, eg.counts, eg.entries, t.h, tg.size, b.box_lo, b.box_hi, t.n_bodies, t.mus, t.axes,
-                      t.margin, t.n_nodes, *out)
+                      t.margin, t.n_nodes, *out, b.normals)
 
 
 class SelfPass(Pass):
