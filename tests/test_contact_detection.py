@@ -186,6 +186,27 @@ def test_overlapping_cubes_give_virtual_node_contacts():
                                            if v >= model.n_nodes}
 
 
+@pytest.mark.parametrize("upper", ["fem", "rigid"])
+def test_flush_stack_pushes_along_the_shared_face_only(upper):
+    """Two equal cubes stacked flush (all four side faces coplanar), the upper 30 µm into the lower: an
+    edge vertex (or rigid edge sample) of one is ~0 from the other's side plane but 30 µm from the face it
+    presses, and its contact must push along ±z with gap −30 µm, not sideways (the nearest face is taken
+    among those opposing the point's own outward normal; docs/THEORY.md §3)."""
+    depth = 3e-5
+    scene = fc.Scene(contact_margin=0.005)
+    cube(scene, size=0.1, res=2, name="A")
+    if upper == "fem":
+        cube(scene, size=0.1, res=2, pos=(0, 0, 0.1 - depth), name="B")
+    else:
+        scene.add_rigid_body(shapes.Box((0.05, 0.05, 0.05)), density=1000.0, position=(0, 0, 0.1 - depth), name="B")
+    model, state, cs, det, n = detect(scene)
+    d = cs.to_numpy()
+    inside = d["phi"] < 0
+    assert inside.sum() >= 9
+    np.testing.assert_allclose(np.abs(d["normal"][inside, 2]), 1.0, atol=1e-9)
+    np.testing.assert_allclose(d["phi"][inside], -depth, atol=1e-9)
+
+
 def test_speculative_contacts_before_touch_and_disabled_pairs():
     scene, a, b = two_cubes(depth=-0.002)              # 2 mm apart, margin 5 mm
     _, _, cs, _, n = detect(scene)

@@ -166,7 +166,6 @@ def _scheduler_address(sched_file: Path, timeout: float) -> str:
 
 
 @pytest.mark.slow
-@pytest.mark.sample
 def test_same_sweep_on_a_separately_started_scheduler_gives_the_same_table(local_sweep, tmp_path):
     out_local, df_local = local_sweep
     sched_file = tmp_path / "scheduler.json"

@@ -11,7 +11,8 @@ entities, ``detect_rigid``, between 1. and 2.):
    velocity at that point over the step (``obstacles.ObstacleSpec.step_motion``).
 2. **D-contacts** (FEM surface vertex of body B vs body A != B): the vertex is *inside* A when a
    tet of A contains it (spatial hash over tets), and its gap is the distance to the nearest
-   boundary triangle of A (spatial hash over surface triangles; rings widen for deep points):
+   boundary triangle of A (spatial hash over surface triangles; rings widen for deep points; for a
+   vertex inside A, among the triangles facing against its own outward normal, ``vertex_normals``):
    ``phi = -d`` inside, ``+d`` outside (reported when ``d < margin``). Side A is a **virtual
    node** at the closest point of that triangle (``vn_node`` = its 3 nodes, ``vn_weight`` =
    barycentric weights x I); normal from A into B (``(x - q)/d`` outside, ``(q - x)/d`` inside,
@@ -296,20 +297,25 @@ def detect_self(x: ti.types.ndarray(), rest: ti.types.ndarray(), self_surf: ti.t
                 c_node_a: ti.types.ndarray(), c_node_b: ti.types.ndarray(), c_frame: ti.types.ndarray(),
                 c_phi: ti.types.ndarray(), c_mu: ti.types.ndarray(), c_vw: ti.types.ndarray(),
                 c_point: ti.types.ndarray(), c_param: ti.types.ndarray(), c_imp: ti.types.ndarray(),
-                c_status: ti.types.ndarray(), vn_node: ti.types.ndarray(), vn_weight: ti.types.ndarray()):
+                c_status: ti.types.ndarray(), vn_node: ti.types.ndarray(), vn_weight: ti.types.ndarray(),
+                nrm: ti.types.ndarray()):
     """Self-contacts (module docstring, 4.): a surface vertex of a self-contact body against its own
     surface triangles within ``margin`` that were farther than ``self_gap`` from it at rest (not its
     neighbours, not the opposite face of a thin mat). One contact per vertex, with the nearest such
-    triangle: side A a virtual node at the closest point, the gap negative once the vertex has crossed
-    the triangle's face (closest point inside it, behind its outward normal; a point nearest an edge
-    or corner counts as outside), the normal from the triangle to the vertex (the triangle's own
+    triangle whose outward normal opposes the vertex's own (``nrm``, as in ``_body_contacts``; the
+    nearest of any orientation when none does): side A a virtual node at the closest point, the gap
+    negative once the vertex has crossed the triangle's face (behind it, straight along its outward
+    normal, so the closest point is its foot in the closed triangle; a point beyond a convex edge,
+    nearest the edge at a slant, counts as outside), the normal from the triangle to the vertex (the triangle's own
     normal when crossed or touching)."""
     KT = tri_entries.shape[1]
     for s in range(n_self):
         i = self_surf[s]
         bv = node_body[i]
         p, p0, gap = x[i], rest[i], self_gap[bv]
-        best, bt = margin, -1
+        own = nrm[i]
+        best, bt = margin, -1           # nearest opposing triangle
+        best_any, bt_any = margin, -1   # nearest of any orientation (fallback)
         c0, c1 = cell_of(p - margin, h), cell_of(p + margin, h)
         for ci, cj, ck in ti.ndrange((c0[0], c1[0] + 1), (c0[1], c1[1] + 1), (c0[2], c1[2] + 1)):
             b2 = bucket(ci, cj, ck, size)
@@ -319,10 +325,16 @@ def detect_self(x: ti.types.ndarray(), rest: ti.types.ndarray(), self_surf: ti.t
                 if node_body[tv[0]] == bv and tv[0] != i and tv[1] != i and tv[2] != i:
                     q, w = closest_on_triangle(p, x[tv[0]], x[tv[1]], x[tv[2]])
                     d = (p - q).norm()
-                    if d < best:
+                    if d < best_any or d < best:
                         q0, w0 = closest_on_triangle(p0, rest[tv[0]], rest[tv[1]], rest[tv[2]])
                         if (p0 - q0).norm() > gap:
-                            best, bt = d, t
+                            if d < best_any:
+                                best_any, bt_any = d, t
+                            fn = (x[tv[1]] - x[tv[0]]).cross(x[tv[2]] - x[tv[0]])
+                            if d < best and fn.dot(own) < 0.0:
+                                best, bt = d, t
+        if bt < 0:
+            best, bt = best_any, bt_any
         if bt >= 0:
             tv = tris[bt]
             if not (fixed[i] == 1 and fixed[tv[0]] == 1 and fixed[tv[1]] == 1 and fixed[tv[2]] == 1):
@@ -331,8 +343,8 @@ def detect_self(x: ti.types.ndarray(), rest: ti.types.ndarray(), self_surf: ti.t
                 fn = (b - a).cross(c - a).normalized()
                 n = fn
                 phi = best
-                inner = w[0] > 1e-9 and w[1] > 1e-9 and w[2] > 1e-9
-                if inner and (p - q).dot(fn) < 0.0:       # crossed the face (near an edge: outside)
+                inner = -(p - q).dot(fn) >= (1.0 - 1e-6) * best     # behind the face, within its prism
+                if inner and best > 0.0:                  # crossed the face (beyond a convex edge: outside)
                     phi = -best
                 elif best > 1e-12 * h:
                     n = (p - q) / best

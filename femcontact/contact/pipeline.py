@@ -110,7 +110,6 @@ class BodyPass(Pass):
     def run(self, state, dt: float, out: tuple, sdf: tuple) -> None:
         t, b = self.t, self.b
         tg, eg = b.tri_hash, b.tet_hash
-        vertex_normals(state.x, t.surf, t.n_surf, tg.items, len(t.tri_items), b.normals)
         detect_bodies(state.x, t.surf, t.n_surf, t.node_body, t.fixed, t.pair_row, tg.items, tg.counts, tg.entries,
                       eg.items, eg.counts, eg.entries, t.h, tg.size, b.box_lo, b.box_hi, t.n_bodies, t.mus, t.axes,
                       t.margin, t.n_nodes, *out, b.normals)
@@ -122,7 +121,7 @@ class SelfPass(Pass):
     def run(self, state, dt: float, out: tuple, sdf: tuple) -> None:
         t, tg = self.t, self.b.tri_hash
         detect_self(state.x, t.rest, t.self_surf, t.n_self, t.self_gap, t.node_body, t.fixed, t.pair_row, tg.items,
-                    tg.counts, tg.entries, t.h, tg.size, t.mus, t.axes, t.margin, t.n_nodes, *out)
+                    tg.counts, tg.entries, t.h, tg.size, t.mus, t.axes, t.margin, t.n_nodes, *out, self.b.normals)
 
 
 class RigidInFemPass(Pass):
@@ -251,7 +250,7 @@ class CollisionPipeline:
         return (phi.to_numpy()[:len(pts)].astype(np.float64), nrm.to_numpy()[:len(pts)].astype(np.float64))
 
     def _prepare(self, state, dt: float) -> None:
-        """The step's SDF poses and body boxes (before any pass)."""
+        """The step's SDF poses, body boxes and FEM surface normals (before any pass)."""
         t, b = self.tables, self.buffers
         if t.n_obs:
             self.update_obstacles(state.time, dt)
@@ -259,6 +258,7 @@ class CollisionPipeline:
             rigid_poses(state.x, state.v, state.q, t.rigid_lin, t.com_local, t.n_obs, t.n_rigid, b.obs_pose)
         if t.has_bodies:
             body_boxes(state.x, t.node_body, t.n_nodes, t.n_bodies, b.box_lo, b.box_hi)
+            vertex_normals(state.x, t.surf, t.n_surf, b.tri_hash.items, len(t.tri_items), b.normals)
             if t.n_rigid:
                 rigid_boxes(b.obs_pose, t.obs_f, t.n_obs, t.n_rigid, t.rigid_body, dt, b.box_lo, b.box_hi)
 
