@@ -6,8 +6,9 @@ DOF, constraints, max contacts, dynamics/detection/solver ms, iterations, e_m pe
 ``table2`` (COND Table II: COND's iterations under each acceleration), ``fig11`` (COND Fig. 11:
 solver ms against DOF on the mat, log–log slope per solver, speed-up over NCP-PGS), ``clutter``
 (SAP §VI-C: 40 rigid bodies in a box), ``cube_drop`` (the peers' soft cube, 100 steps from the
-drop), ``pgs_convergence`` (COND §V-D, Fig. 9b: residual against sweeps on the held grip, PGS
-against COND). ``--quick`` runs small sizes and few steps (CI). Every measurement of a run is
+drop), ``pgs_convergence`` (COND §V-D, Fig. 9b: residual against sweeps/iterations, PGS against
+COND, on the symmetric grip of ``scenes/symmetric_grip.py``, its one-pad control and the jointed
+gripper; histories as CSV and JSON). ``--quick`` runs small sizes and few steps (CI). Every measurement of a run is
 made once (a row Table I and Fig. 11 share is reused). docs/BENCHMARKS.md explains the columns.
 """
 from __future__ import annotations
