@@ -54,6 +54,12 @@ PRESETS: dict[str, tuple[Callable[[int, str], Scene], list[int], float, str]] = 
     "soft_gripper": (lambda n, s="cond": load_scene("soft_fingers_cylinder").build(resolution=n, solver=s),
                      [9, 20], 1.0, "finger resolution"),
     "cube_drop": (cube_drop, [8, 16], 0.0, "cells per edge"),
+    # COND §V-D's symmetric grip: the soft ball (E 1 MPa) squeezed between two pads, and its one-pad
+    # control (the ball pressed on one pad with about the same force); settled once the pads hold
+    "symmetric_grip": (lambda n, s="cond": load_scene("symmetric_grip").build(sides=2, resolution=n, solver=s),
+                       [6], 0.3, "ball resolution"),
+    "one_pad": (lambda n, s="cond": load_scene("symmetric_grip").build(sides=1, resolution=n, solver=s),
+                [6], 0.3, "ball resolution"),
     "clutter": (lambda n, s="cond": load_scene("clutter").build(solver=s, per_column=n), [10], 0.5,
                 "bodies per column"),
 }

@@ -112,6 +112,16 @@ def write_table(out: Path, name: str, title: str, rows: Sequence[dict], columns:
     atomic_write_bytes(out / f"{name}.csv", buf.getvalue().encode())
 
 
+def write_csv(path: Path, rows: Sequence[dict], columns: Sequence[str]) -> None:
+    """Plain CSV of ``columns`` (a data file, no machine columns: the table's CSV has those)."""
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(columns)
+    for r in rows:
+        w.writerow([r.get(k, "") for k in columns])
+    atomic_write_bytes(path, buf.getvalue().encode())
+
+
 def write_json(path: Path, data: dict) -> None:
     atomic_write_bytes(path, (json.dumps(data, indent=1, default=str) + "\n").encode())
 
@@ -171,16 +181,20 @@ def plot_scaling(path: Path, series: dict, paper: Optional[dict] = None, baselin
     _save(fig, path)
 
 
-def plot_convergence(path: Path, histories: dict, title: str) -> None:
-    """Residual against iterations (sweeps for PGS), log scale, one line per solver."""
-    fig, ax = _figure(1)
-    for name, h in histories.items():
-        h = [x for x in h if x > 0]
-        if h:
-            ax.semilogy(np.arange(1, len(h) + 1), h, label=f"{name} ({len(h)} iterations)")
-    ax.set_xlabel("iteration (PGS: sweep)")
-    ax.set_ylabel("relative residual (each solver's own stop measure)")
-    ax.set_title(title)
-    ax.legend(fontsize=8)
+def plot_convergence(path: Path, panels: dict, title: str) -> None:
+    """Residual against iterations (sweeps for PGS), log scale: one panel per case, one line per
+    solver. panels: panel title -> {solver label: residual history}."""
+    fig, axes = _figure(len(panels))
+    axes = np.atleast_1d(axes)
+    for ax, (name, histories) in zip(axes, panels.items()):
+        for label, h in histories.items():
+            h = [x for x in h if x > 0]
+            if h:
+                ax.semilogy(np.arange(1, len(h) + 1), h, label=f"{label} ({len(h)} iterations)")
+        ax.set_xlabel("iteration (PGS: sweep)")
+        ax.set_ylabel("relative residual (each solver's own stop measure)")
+        ax.set_title(name, fontsize=10)
+        ax.legend(fontsize=8)
+    fig.suptitle(title)
     fig.tight_layout()
     _save(fig, path)

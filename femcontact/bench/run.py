@@ -6,8 +6,9 @@ DOF, constraints, max contacts, dynamics/detection/solver ms, iterations, e_m pe
 ``table2`` (COND Table II: COND's iterations under each acceleration), ``fig11`` (COND Fig. 11:
 solver ms against DOF on the mat, log–log slope per solver, speed-up over NCP-PGS), ``clutter``
 (SAP §VI-C: 40 rigid bodies in a box), ``cube_drop`` (the peers' soft cube, 100 steps from the
-drop), ``pgs_convergence`` (COND §V-D, Fig. 9b: residual against sweeps on the held grip, PGS
-against COND). ``--quick`` runs small sizes and few steps (CI). Every measurement of a run is
+drop), ``pgs_convergence`` (COND §V-D, Fig. 9b: residual against sweeps/iterations, PGS against
+COND, on the symmetric grip of ``scenes/symmetric_grip.py``, its one-pad control and the jointed
+gripper; histories as CSV and JSON). ``--quick`` runs small sizes and few steps (CI). Every measurement of a run is
 made once (a row Table I and Fig. 11 share is reused). docs/BENCHMARKS.md explains the columns.
 """
 from __future__ import annotations
@@ -24,8 +25,8 @@ from ..errors import FemcontactError
 from ..solvers.cond.options import ACCELERATIONS
 from . import cases as C
 from .measure import Settled, measure, solver_options
-from .report import (fit_slope, format_table, machine_record, plot_convergence, plot_scaling, write_json,
-                     write_table)
+from .report import (fit_slope, format_table, machine_record, plot_convergence, plot_scaling, write_csv,
+                     write_json, write_table)
 
 TABLES = ("table1", "table2", "fig11", "clutter", "cube_drop", "pgs_convergence")
 QUICK_TABLES = ("table1", "table2", "fig11", "pgs_convergence")
@@ -101,8 +102,12 @@ def cube_cases(p: Plan) -> list:
     return [C.case("cube_drop", 4)] if p.quick else [C.case("cube_drop", n) for n in sizes]
 
 
-def grip_case(p: Plan) -> C.Case:
-    return C.case("gripper_ball", 3, settle=1.0) if p.quick else C.case("gripper_ball", 7)
+def grip_cases(p: Plan) -> list:
+    """pgs_convergence's cases: the symmetric grip (two pads), its one-pad control and the ball held
+    by the jointed rigid gripper (Table I's); --quick: the symmetric grip at resolution 4 only."""
+    if p.quick:
+        return [C.case("symmetric_grip", 4, settle=0.25)]
+    return [C.case("symmetric_grip", 6), C.case("one_pad", 6), C.case("gripper_ball", 7)]
 
 
 def jobs(p: Plan) -> list:
@@ -120,7 +125,7 @@ def jobs(p: Plan) -> list:
         elif t == "cube_drop":
             out += [(c, s, {}, 10 if p.quick else 100, False) for c in cube_cases(p) for s in p.solvers_for(t)]
         elif t == "pgs_convergence":
-            out += [(grip_case(p), s, GRIP_OPTIONS, 1, True) for s in ("pgs", "cond")]
+            out += [(c, s, GRIP_OPTIONS, 1, True) for c in grip_cases(p) for s in ("pgs", "cond")]
     seen, unique = set(), []
     for j in out:
         k = _key(*j)
@@ -283,28 +288,61 @@ def cube_drop(p: Plan, machine: dict) -> str:
     return _emit(p, "cube_drop", "Soft-cube drop", rows, ROW_COLUMNS + ("total_s",), notes, machine)
 
 
+GRIP_LEVEL = 1e-4           # pgs_convergence: iterations to bring the residual below this
+
+
+def convergence_figures(h) -> dict:
+    """Residual history -> its first and 10th residuals, the last, the iterations to ``GRIP_LEVEL``
+    (None: not reached) and the mean rate per iteration from the 10th to the last (linear
+    convergence: residual_k ~ rate^k)."""
+    h = [float(x) for x in h]
+    below = next((k + 1 for k, x in enumerate(h) if 0 <= x < GRIP_LEVEL), None)
+    rate = None
+    if len(h) > 10 and h[9] > 0 and h[-1] > 0:
+        rate = (h[-1] / h[9]) ** (1.0 / (len(h) - 10))
+    return {"residual_first": h[0] if h else None, "residual_10": h[9] if len(h) > 9 else None,
+            "residual_last": h[-1] if h else None, "iterations_to_1e-4": below, "rate_per_iteration": rate}
+
+
+GRIP_TITLES = {"symmetric_grip": "symmetric grip (two pads)", "one_pad": "one pad (control, same force)",
+               "gripper_ball": "rigid gripper + ball (jointed fingers)"}
+
+
 def pgs_convergence(p: Plan, machine: dict) -> str:
-    c = grip_case(p)
-    rows, hist = [], {}
-    for s in ("pgs", "cond"):
-        r = _row(p, c, s, GRIP_OPTIONS, steps=1, history=True)
-        h = r.pop("histories", [[]])[0]
-        hist[s] = h
-        r.update(residual_first=h[0] if h else None, residual_10=h[9] if len(h) > 9 else None,
-                 residual_last=h[-1] if h else None)
-        rows.append(r)
+    rows, panels, hist_rows = [], {}, []
+    json_out: dict = {"cases": {}}
+    for c in grip_cases(p):
+        hist = {}
+        for s in ("pgs", "cond"):
+            r = _row(p, c, s, GRIP_OPTIONS, steps=1, history=True)
+            h = r.pop("histories", [[]])[0]
+            hist[s] = h
+            r.update(convergence_figures(h))
+            rows.append(r)
+            hist_rows += [{"scene": c.scene, "size": c.size, "solver": s, "iteration": k + 1, "residual": x}
+                          for k, x in enumerate(h)]
+        json_out["cases"][c.label] = hist
+        if len(json_out) == 1:                          # the first case (the symmetric grip) at the top level
+            json_out.update(hist)
+        dof = next((r["dof"] for r in rows if r.get("scene") == c.scene and "dof" in r), "?")
+        panels[f"{GRIP_TITLES.get(c.scene, c.scene)}, {dof} DOF"] = {
+            "NCP-PGS" if k == "pgs" else "COND": v for k, v in hist.items()}
     text = _emit(p, "pgs_convergence", "COND §V-D: convergence on the symmetric grip", rows,
-                 ("scene", "size", "solver", "dof", "max_contacts", "iterations", "converged", "residual_first",
-                  "residual_10", "residual_last", "e_m", "solver_ms"),
-                 "One step of the ball held by the rigid gripper, both solvers started cold (no warm start), at "
-                 "most 500 iterations (the paper's PGS cap). Residual: "
-                 "each solver's own stop measure (PGS: relative impulse change of a sweep; COND: relative "
-                 "velocity step theta), so compare the rates, and e_m for the accuracy reached.", machine)
-    write_json(p.out / "pgs_convergence_history.json", hist)
+                 ("scene", "size", "solver", "dof", "max_contacts", "iterations", "converged",
+                  "iterations_to_1e-4", "rate_per_iteration", "residual_first", "residual_10", "residual_last",
+                  "e_m", "solver_ms"),
+                 "One step per case, both solvers started cold (no warm start) from the same settled state, at "
+                 "most 500 iterations (the paper's PGS cap). symmetric_grip: the soft ball (E 1 MPa) squeezed "
+                 "between two pads (scenes/symmetric_grip.py); one_pad: the same ball pressed on one pad by a "
+                 "body force of about the same pad force (the control: same contact patch, nothing opposite); "
+                 "gripper_ball: Table I's jointed rigid gripper. Residual: each solver's own stop measure "
+                 "(PGS: relative impulse change of a sweep; COND: relative velocity step theta), so compare "
+                 "iterations, rates, and e_m for the accuracy reached. rate_per_iteration: (residual_last / "
+                 "residual_10)^(1/(iterations - 10)).", machine)
+    write_json(p.out / "pgs_convergence_history.json", json_out)
+    write_csv(p.out / "pgs_convergence_history.csv", hist_rows, ("scene", "size", "solver", "iteration", "residual"))
     if p.plots:
-        plot_convergence(p.out / "pgs_convergence.png", {"NCP-PGS" if k == "pgs" else "COND": v
-                                                         for k, v in hist.items()},
-                         f"held soft ball ({rows[0].get('dof', '?')} DOF): residual against iterations")
+        plot_convergence(p.out / "pgs_convergence.png", panels, "residual against iterations, one cold step")
     return text
 
 
