@@ -11,7 +11,7 @@ opposing: the same contact patch, no squeeze mode.
 
 No ground and no gravity: the grip alone. The pads are
 obstacles (prescribed boxes), so no joint or virtual node enters either solver.
-``femcontact bench --table grip_convergence`` measures both solvers here (docs/BENCHMARKS.md).
+``femcontact bench --table pgs_convergence`` measures both solvers here (docs/BENCHMARKS.md).
 Run: femcontact run scenes/symmetric_grip.py --out out/symmetric_grip
 """
 import numpy as np
