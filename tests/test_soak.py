@@ -10,10 +10,11 @@ apart and tilted). The loads that crept were real (the friction holding the bott
 and a detection artifact (contacts with horizontal normals on the cubes' coplanar y = -0.05 faces, which
 squeezed the interfaces). With the artifact fixed (docs/THEORY.md §3) the defaults drift Lagged 1.01e-3 m,
 SAP 1.71e-3 m, Similar 1.86e-3 m (all losing energy), and COND no longer creeps but jitters: drift bounded
-at 1e-4 … 5e-4 m over 1,000 steps, energy within ±1e-4 J (3e-5 relative) of its start. With tight stiction (Lagged/Similar v_s = 1e-7 m/s and σ = 0, SAP σ = 1e-6) the measured drift
-over 10,000 steps is Lagged 6.2e-5 m, SAP 1.9e-5 m, Similar 1.002e-4 m, with no energy gain. So: the
-default-parameter soak stays an xfail, the tight-stiction soak passes for Lagged and SAP (Similar xfail by
-0.2%), and the creep law itself is a known-answer test.
+at 1e-4 … 5e-4 m over 1,000 steps, energy within ±1e-4 J (3e-5 relative) of its start. With tight stiction
+(Lagged/Similar v_s = 1e-7 m/s and σ = 0, SAP σ = 1e-6) the measured drift over 10,000 steps is Lagged 6.2e-5 m;
+SAP 2.85e-4 m and Similar 2.74e-4 m, from a one-time drape of an edge vertex on the coplanar faces (test below);
+no energy gain. So: the default-parameter soak stays an xfail, the tight-stiction soak passes for Lagged (SAP and
+Similar xfail), and the creep law itself is a known-answer test.
 """
 import os
 import subprocess
@@ -73,6 +74,8 @@ def test_stack_rests_short_without_gaining_energy():
     assert r["drift"] < 1e-3, r                     # creeps (module doc), but by far less than a millimetre here
 
 
+DRAPE = ("drifted {:.3g} m (measured): not creep (3.5e-7 m per 250 steps) but a one-time 0.29 mm drape of the top "
+         "cube's bottom edge vertex over the middle cube's top edge, on the coplanar y = -0.05 faces, after ~43 s")
 TIGHT = {"lagged": {"stiction_tolerance": 1e-7, "sigma": 0.0}, "similar": {"stiction_tolerance": 1e-7, "sigma": 0.0},
          "sap": {"sigma": 1e-6}}
 
@@ -89,12 +92,16 @@ def test_stack_rests_10000_steps(solver):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("solver", [
-    "lagged", "sap",
-    pytest.param("similar", marks=pytest.mark.xfail(reason="drifted 1.002e-4 m (measured), 0.2% over", strict=False))])
+    "lagged",
+    pytest.param("sap", marks=pytest.mark.xfail(reason=DRAPE.format(2.85e-4), strict=False)),
+    pytest.param("similar", marks=pytest.mark.xfail(reason=DRAPE.format(2.74e-4), strict=False))])
 def test_stack_rests_10000_steps_with_tight_stiction(solver):
     """The creep is the regularization's (test_creep_*): at v_s = 1e-7 m/s (σ = 0) or SAP σ = 1e-6 the stack
-    holds to < 1e-4 m over 10,000 steps without gaining energy (measured: Lagged 6.2e-5 m in 151 s, SAP 1.9e-5 m
-    in 173 s, Similar 1.002e-4 m in 189 s)."""
+    holds to < 1e-4 m over 10,000 steps without gaining energy. Measured: Lagged 6.2e-5 m. SAP and Similar creep
+    by 3.5e-7 m per 250 steps, but one bottom edge vertex of the top cube, on the coplanar y = -0.05 faces, drapes
+    0.29 mm over the middle cube's top edge once, after about 43 s (SAP 2.85e-4 m, Similar 2.74e-4 m). Before
+    the detection fix for coplanar faces (docs/THEORY.md §3) the sideways contacts there held it (SAP 1.9e-5 m,
+    Similar 1.002e-4 m) and made the default-parameter creep 12x larger."""
     _check(soak(solver, 10_000, TIGHT[solver]), solver)
 
 

@@ -11,8 +11,8 @@ entities, ``detect_rigid``, between 1. and 2.):
    velocity at that point over the step (``obstacles.ObstacleSpec.step_motion``).
 2. **D-contacts** (FEM surface vertex of body B vs body A != B): the vertex is *inside* A when a
    tet of A contains it (spatial hash over tets), and its gap is the distance to the nearest
-   boundary triangle of A (spatial hash over surface triangles; rings widen for deep points; for a
-   vertex inside A, among the triangles facing against its own outward normal, ``vertex_normals``):
+   boundary triangle of A (spatial hash over surface triangles; rings widen for deep points; among
+   the triangles facing against the vertex's own outward normal, ``vertex_normals``):
    ``phi = -d`` inside, ``+d`` outside (reported when ``d < margin``). Side A is a **virtual
    node** at the closest point of that triangle (``vn_node`` = its 3 nodes, ``vn_weight`` =
    barycentric weights x I); normal from A into B (``(x - q)/d`` outside, ``(q - x)/d`` inside,
@@ -148,16 +148,16 @@ def _body_contacts(p, bv, i, lin, com, g, cg, own, x: ti.template(), fixed: ti.t
     into one of the faces there, so a flat face pressed into a curved FEM surface is pushed along its
     own normal (cg = -2 for an FEM vertex: no cone).
 
-    For a point inside A the nearest face is ambiguous where a face of A is coplanar with p's own surface
-    (two cubes stacked flush: an edge vertex 3e-5 m into the top face lies ~0 from the shared side plane,
-    and that side face would push it sideways, docs/THEORY.md §4): only faces of A whose outward normal
+    The nearest face is ambiguous where a face of A is coplanar with p's own surface (two cubes stacked
+    flush: an edge vertex 3e-5 m into, or just above, the top face lies ~0 from the shared side plane, and
+    that side face would push it sideways, docs/THEORY.md §3): only faces of A whose outward normal
     opposes p's own outward normal ``own`` (``vertex_normals``, or the rigid sample's axis g) are taken,
     and the nearest face of any orientation only when no opposed face is within reach."""
     KT, KE = tri_entries.shape[1], tet_entries.shape[1]
     sb = ti.Vector([-1] * SLOTS)          # body A of each slot
     sin = ti.Vector([0] * SLOTS)          # p inside A
     sd = ti.Vector([1e30] * SLOTS)        # best distance
-    st = ti.Vector([-1] * SLOTS)          # best triangle (for inside points: among faces opposing own)
+    st = ti.Vector([-1] * SLOTS)          # best triangle among the faces opposing own
     sa = ti.Vector([1e30] * SLOTS)        # best distance and triangle of any orientation (fallback)
     ta = ti.Vector([-1] * SLOTS)
     # 1. inside which other bodies? (tets of p's cell)
@@ -206,10 +206,8 @@ def _body_contacts(p, bv, i, lin, com, g, cg, own, x: ti.template(), fixed: ti.t
                         if k >= 0:
                             sb[k] = ba
                     if k >= 0:
-                        opposed = True
-                        if sin[k] == 1:
-                            fn = (x[tv[1]] - x[tv[0]]).cross(x[tv[2]] - x[tv[0]])
-                            opposed = fn.dot(own) < 0.0 or own.norm_sqr() == 0.0
+                        fn = (x[tv[1]] - x[tv[0]]).cross(x[tv[2]] - x[tv[0]])
+                        opposed = fn.dot(own) < 0.0 or own.norm_sqr() == 0.0
                         if d < sa[k]:
                             sa[k] = d
                             ta[k] = t
