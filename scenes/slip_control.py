@@ -21,8 +21,13 @@ each finger is pressed by a force on its slide (force control, a light damper), 
 is the commanded one. The pads' friction torque about their normal scales with the grip force F
 (2 μ F times the lever of the pad's contact points about the grip point); the weight's torque about
 the grip point is m g d cos θ (d: the centre of mass's distance from the grip point along the
-handle, θ the pitch). Expected (tests/test_slip_control.py): no turn while gripped at 16 N, a
-turn of several degrees in each loose phase, steps shrinking as cos θ falls, no drop.
+handle, θ the pitch). Here d = 9 cm, the pads press 4 cm of the handle: holding threshold
+``holding_force()`` = 3.0 N, between the paper's 1 N and 16 N. Expected (tests/test_slip_control.py,
+measured, SAP σ = 1e-3, dt 5 ms, 24 s): while gripped at 16 N the pitch creeps only at SAP's
+regularized-stiction rate (2-4.4e-3 rad/s, i.e. ~1° per firm phase); the loose phases pitch it by
+13.5°, 12.3°, 7.9°, 6.0° (``predicted_step``, Coulomb: 12.8°, 11.8°, 9.8°, 8.1°), a staircase
+to 47° at 24 s, turning about the grip point (no slide along the handle, no drop). With
+``inertia="shape"`` the first loose phase swings it down 82° and the second adds 0.2°.
 Run: femcontact run scenes/slip_control.py --out out/slip_control
 """
 import numpy as np
