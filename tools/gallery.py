@@ -26,6 +26,7 @@ GALLERY = {
     "panda_soft_ball": (["--steps", "150", "--every", "10"], ["--camera", "xz"]),   # the ball lifted 10 cm
     "panda_cable_winding": (["--steps", "240", "--every", "20"], []),                # half wound: hand, cable, cylinder
     "grasp_stress": (["--steps", "1050", "--every", "10"], ["--camera", "yz", "--frame", "75"]),  # rocking at 1.5 s
+    "slip_control": (["--steps", "1300", "--every", "20"], ["--camera", "yz"]),    # one stair down: pitched ~14° at 6.5 s
 }
 
 
