@@ -103,13 +103,9 @@ def write_table(out: Path, name: str, title: str, rows: Sequence[dict], columns:
             "cpu_model", "cores", "arch", "precision", "python", "taichi", "numpy", "git_commit", "date_utc")), ""]
     atomic_write_bytes(out / f"{name}.md", "\n".join(md).encode())
     keys = list(dict.fromkeys(k for r in rows for k in r if not isinstance(r[k], (list, dict))))
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    mkeys = sorted(machine) if machine else []
-    w.writerow(keys + [f"machine_{k}" for k in mkeys])
-    for r in rows:
-        w.writerow([r.get(k, "") for k in keys] + [machine[k] for k in mkeys])
-    atomic_write_bytes(out / f"{name}.csv", buf.getvalue().encode())
+    mkeys = [f"machine_{k}" for k in sorted(machine or {})]
+    tagged = [{**r, **{f"machine_{k}": v for k, v in (machine or {}).items()}} for r in rows]
+    write_csv(out / f"{name}.csv", tagged, keys + mkeys)
 
 
 def write_csv(path: Path, rows: Sequence[dict], columns: Sequence[str]) -> None:

@@ -132,6 +132,13 @@ def vertex_normals(x: ti.types.ndarray(), surf: ti.types.ndarray(), n_surf: ti.i
 
 
 @ti.func
+def _faces_against(x: ti.template(), tv, own):
+    """Whether triangle tv's outward normal opposes the outward normal ``own`` of the point meeting it
+    (``vertex_normals``): only such a face can press that point (``_body_contacts``, ``detect_self``)."""
+    return (x[tv[1]] - x[tv[0]]).cross(x[tv[2]] - x[tv[0]]).dot(own) < 0.0
+
+
+@ti.func
 def _body_contacts(p, bv, i, lin, com, g, cg, own, x: ti.template(), fixed: ti.template(), node_body: ti.template(),
                    pair_row: ti.template(), tris: ti.template(), tri_counts: ti.template(),
                    tri_entries: ti.template(), tets: ti.template(), tet_counts: ti.template(),
@@ -206,12 +213,10 @@ def _body_contacts(p, bv, i, lin, com, g, cg, own, x: ti.template(), fixed: ti.t
                         if k >= 0:
                             sb[k] = ba
                     if k >= 0:
-                        fn = (x[tv[1]] - x[tv[0]]).cross(x[tv[2]] - x[tv[0]])
-                        opposed = fn.dot(own) < 0.0 or own.norm_sqr() == 0.0
                         if d < sa[k]:
                             sa[k] = d
                             ta[k] = t
-                        if opposed and d < sd[k]:
+                        if d < sd[k] and _faces_against(x, tv, own):
                             sd[k] = d
                             st[k] = t
         done = 1
@@ -323,13 +328,12 @@ def detect_self(x: ti.types.ndarray(), rest: ti.types.ndarray(), self_surf: ti.t
                 if node_body[tv[0]] == bv and tv[0] != i and tv[1] != i and tv[2] != i:
                     q, w = closest_on_triangle(p, x[tv[0]], x[tv[1]], x[tv[2]])
                     d = (p - q).norm()
-                    if d < best_any or d < best:
+                    if d < best:                    # best_any <= best
                         q0, w0 = closest_on_triangle(p0, rest[tv[0]], rest[tv[1]], rest[tv[2]])
                         if (p0 - q0).norm() > gap:
                             if d < best_any:
                                 best_any, bt_any = d, t
-                            fn = (x[tv[1]] - x[tv[0]]).cross(x[tv[2]] - x[tv[0]])
-                            if d < best and fn.dot(own) < 0.0:
+                            if _faces_against(x, tv, own):
                                 best, bt = d, t
         if bt < 0:
             best, bt = best_any, bt_any
