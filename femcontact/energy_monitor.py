@@ -59,7 +59,7 @@ class EnergyMonitor:
             self.row_of_block = np.repeat(np.arange(len(self.presc_nodes)),
                                           [pat.indptr[i + 1] - pat.indptr[i] for i in self.presc_nodes])
             self.col_of_block = pat.col[self.row_blocks]
-        self.moving_world = any(ob.kinematic for ob in m.obstacles)
+        self.moving_world = any(ob.kinematic for ob in m.obstacles) or sim.anchors is not None   # offsets in v_c
         self.free_mass = float(np.asarray(m.mass_np, float)[:n][~presc].sum())
         self._saved = None
         self.reset()
@@ -122,8 +122,7 @@ class EnergyMonitor:
             dW += s * float(np.einsum("ij,ij->", r, v_hat[self.presc_nodes]))
             self._saved = None
         if self.moving_world and cd is not None:
-            wv = np.einsum("mij,mj->mi", cd["frame"], cd["v_world"])
-            off = np.where((cd["node_a"] < 0)[:, None], -wv, 0.0) + np.where((cd["node_b"] < 0)[:, None], wv, 0.0)
+            off = sim.contacts.world_offset(cd) + sim.contacts.anchor_offset(cd)
             dW -= float(np.einsum("mi,mi->", cd["impulse"], off))
         return dW
 

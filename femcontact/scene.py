@@ -24,6 +24,9 @@ from .spec.selection import NodeSelector
 from .spec.validation import as_rotation_matrix, check_drive, non_negative, positive, vec3  # noqa: F401 (likewise)
 
 
+STICTION_MODES = ("regularized", "anchored")
+
+
 class Scene:
     """What to simulate: bodies, materials, boundary conditions and step settings.
 
@@ -35,12 +38,16 @@ class Scene:
     (mu1, mu2)) of body-body contacts and of obstacles added without one. contact_margin:
     detection distance in m (contacts with gap phi < margin are reported, so the solvers see
     them before touch); None: half the mean surface edge length of the scene's meshes.
+    stiction: "regularized" (each solver's own friction law: SAP's and ICF's regularized stiction,
+    COND's virtual-node damper, which let a contact held below the cone creep slowly) or "anchored"
+    (a sticking contact takes back the slip it made since it stuck: ``femcontact.contact.anchors``).
     """
 
     def __init__(self, dt: float = 1e-2, gravity=(0.0, 0.0, -9.81), integrator: str = "midpoint",
                  solver: str = "cond", duration: float = 1.0, frame_dt: Optional[float] = None,
                  linear_solver: str = "auto", linear_tol: float = 1e-8, solver_options: Optional[dict] = None,
-                 name: str = "scene", friction=0.5, contact_margin: Optional[float] = None):
+                 name: str = "scene", friction=0.5, contact_margin: Optional[float] = None,
+                 stiction: str = "regularized"):
         self.dt = positive(dt, "dt")
         self.gravity = vec3(gravity, "gravity")
         if integrator not in INTEGRATORS:
@@ -69,6 +76,9 @@ class Scene:
         self.contact_defaults.row("Scene contact defaults")
         self.contact_margin = None if contact_margin is None else non_negative(
             contact_margin, "contact_margin (a distance in m, or None)")
+        if stiction not in STICTION_MODES:
+            raise ParameterError(f"unknown stiction {stiction!r}; choose one of {', '.join(STICTION_MODES)}")
+        self.stiction = stiction
 
     @property
     def solver(self) -> str:

@@ -24,6 +24,7 @@ from .spec.overlap import check_initial_overlap
 from .scene import Scene
 from .spec.rigid import RigidBodySpec
 from .spec.validation import vec3 as _vec3
+from .contact.anchors import MIDPOINT_END_GAIN, StictionAnchors
 from .contact.contacts import ContactSet
 from .bodies.rod import RodSystem
 from .bodies.system import body_systems
@@ -194,6 +195,10 @@ class Simulator:
         self.contacts = ContactSet(n)
         self.collision = CollisionPipeline(self.model) if self.model.needs_contact else None
         self.contact_solver = make_contact_solver(scene.solver, self.model, scene.solver_options)
+        self.anchors = None
+        if scene.stiction == "anchored" and self.collision is not None:
+            end = scene.integrator == "midpoint" and self.contact_solver.friction_on_end_velocity
+            self.anchors = StictionAnchors(scene.dt, MIDPOINT_END_GAIN if end else 1.0)
         self._energy_out = backend.scalar_array(2)
         self.systems = body_systems(self.model)              # joints, FEM, rods: bodies/system.py
         self.rods = next((s for s in self.systems if isinstance(s, RodSystem)), None)
@@ -215,7 +220,8 @@ class Simulator:
         """Write everything the next step depends on (state, warm start, the prescribed groups'
         positions, the contact solver's memory) to ``path`` (.npz, written atomically); a fresh
         Simulator of the same scene continues from it bit for bit (``load_checkpoint``)."""
-        self.state.host = {**self.state.host, **self.drives.memory()}   # with the joints' unwrapped angles
+        self.state.host = {**self.state.host, **self.drives.memory(),      # with the joints' unwrapped angles
+                           **(self.anchors.memory() if self.anchors is not None else {})}
         self.state.solver_memory = self.contact_solver.memory()
         return self.state.save(path)
 
@@ -226,6 +232,8 @@ class Simulator:
             self.energy_monitor.reset()
         try:
             self.drives.restore(self.state.host)
+            if self.anchors is not None:
+                self.anchors.restore(self.state.host)
             self.contact_solver.restore(self.state.solver_memory)
         except KeyError as exc:
             raise ParameterError(f"checkpoint {path} lacks {exc.args[0]!r}: it was written by another scene "
@@ -316,6 +324,8 @@ class Simulator:
         t1 = _time.perf_counter()
         if self.collision is not None:
             n_contacts = self.collision.collide(self.state, self.contacts, self.scene.dt)
+            if self.anchors is not None:
+                self.anchors.apply(self.contacts)
         else:
             n_contacts = self.contacts.count = 0
         t1b = _time.perf_counter()
@@ -330,6 +340,8 @@ class Simulator:
                                   self.coef.v_old, self.model.rot_block, s.q, self.model.n_rot)
         for system in self.systems:
             system.after_advance(s)
+        if self.anchors is not None:
+            self.anchors.update(self.contacts, backend.read(self.v_hat, self.model.n_nodes).astype(np.float64))
         if not (vmax2 <= MAX_SPEED**2):
             raise self._diverged(f"a node speed reached {math.sqrt(vmax2):.3g} m/s")
         s.time += self.scene.dt

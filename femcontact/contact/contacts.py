@@ -6,9 +6,10 @@ are this step's virtual nodes. Every contact ``m`` acts between ``node_a[m]`` an
 ``frame[m]`` whose rows are (t1, t2, n), ``n`` pointing from side A into side B. Its
 contact velocity is
 
-    v_c = R_m (v_b - v_a)        (v_a = v_world[m] for an S-contact)
+    v_c = R_m (v_b - v_a + v_anchor[m])        (v_a = v_world[m] for an S-contact)
 
-so ``v_c[2] > 0`` is separating. ``phi[m]`` is the signed gap in m (negative when
+so ``v_c[2] > 0`` is separating; ``v_anchor`` (tangential, zero unless the scene anchors stiction)
+is written by ``contact.anchors.StictionAnchors``. ``phi[m]`` is the signed gap in m (negative when
 penetrating). The set is solver-neutral: several contacts may share a real node.
 
 A virtual node ``v`` is a contact side's point Jacobian, the velocity
@@ -79,6 +80,7 @@ class ContactSet:
         self.phi = backend.scalar_array(cap)
         self.mu = ti.Vector.ndarray(2, float, shape=cap)
         self.v_world = backend.vec3_array(cap)
+        self.v_anchor = backend.vec3_array(cap, np.zeros((cap, 3)))   # contact.anchors' offset; zero without
         self.point = backend.vec3_array(cap)
         self.param = ti.ndarray(ti.i32, shape=cap)       # row of the model's contact-parameter table
         self.impulse = backend.vec3_array(cap)
@@ -118,10 +120,23 @@ class ContactSet:
             "frame": frame, "normal": frame[:, 2, :] if c else np.zeros((0, 3)),
             "phi": rd(self.phi, c).astype(np.float64, copy=False), "mu": rd(self.mu, c).astype(np.float64, copy=False),
             "v_world": rd(self.v_world, c).astype(np.float64, copy=False),
+            "v_anchor": rd(self.v_anchor, c).astype(np.float64, copy=False),
             "point": rd(self.point, c).astype(np.float64, copy=False), "param": rd(self.param, c),
             "impulse": imp, "impulse_world": np.einsum("mij,mi->mj", frame, imp) if c else np.zeros((0, 3)),
             "status": rd(self.status, c),
         }
+
+    @staticmethod
+    def world_offset(data: dict) -> np.ndarray:
+        """(c, 3) contact-frame part of v_c that the moving world supplies: ``−R v_world`` for side A of an
+        S-contact (``+R v_world`` on side B). ``data``: this step's ``to_numpy()``."""
+        wv = np.einsum("mij,mj->mi", data["frame"], data["v_world"])
+        return np.where((data["node_a"] < 0)[:, None], -wv, 0.0) + np.where((data["node_b"] < 0)[:, None], wv, 0.0)
+
+    @staticmethod
+    def anchor_offset(data: dict) -> np.ndarray:
+        """(c, 3) contact-frame stiction-anchor offset ``R v_anchor`` of v_c (zero without anchors)."""
+        return np.einsum("mij,mj->mi", data["frame"], data["v_anchor"])
 
     def virtual_to_numpy(self) -> dict:
         v = self.n_virtual

@@ -84,6 +84,9 @@ class ContactSolver(Protocol):
     the next (saved in checkpoints so a resumed run continues bit for bit)."""
 
     name: str
+    #: under the midpoint rule, friction acts on the end-of-step velocity v_{k+1} (stick: v_{k+1,t} = 0)
+    #: rather than on v̂, the velocity that moves the positions (contact.anchors)
+    friction_on_end_velocity: bool
 
     def solve(self, problem: StepProblem) -> SolveStats: ...
 

@@ -29,6 +29,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .. import backend
+from ..contact.anchors import contact_keys, match_previous
 from ..contact.contacts import OPEN, SLIP, STICK, restitution_per_contact
 from ..errors import ParameterError, SimulationError
 from .base import SolveStats, StepProblem, solve_without_contacts
@@ -88,6 +89,7 @@ class DelassusSolver(abc.ABC):
     name = "delassus"
     defaults: dict = COMMON_DEFAULTS
     iteration_word = "iteration"            # statistics key ``us_per_<word>``
+    friction_on_end_velocity = True         # COND's rule: q_t gets −½ J_t v_k under the midpoint rule
 
     def __init__(self, model, options: dict):
         name = self.name
@@ -131,38 +133,6 @@ class DelassusSolver(abc.ABC):
         self._lam_world = np.asarray(memory["lambdas_world"], dtype=np.float64).reshape(-1, 3).copy()
         self._points = np.asarray(memory["points"], dtype=np.float64).reshape(-1, 3).copy()
 
-    # ------------------------------------------------------------------ helpers
-    def _contact_keys(self, contacts, cd: dict, n: int) -> np.ndarray:
-        """One integer per contact from its two sides (world -1, real node, or a virtual node's first
-        link as n + node): the same contact of the next step gets the same key (several contacts of
-        one rigid body or triangle share one; ``_warm_start`` tells them apart by their points)."""
-        ids = []
-        for side in ("node_a", "node_b"):
-            node = cd[side].astype(np.int64)
-            virt = node >= n
-            if virt.any():
-                first = backend.read(contacts.vn_node, int(contacts.n_virtual))[:, 0].astype(np.int64)
-                node = node.copy()
-                node[virt] = n + first[node[virt] - n]
-            ids.append(node)
-        return (ids[0] + 1) * (2 * n + 2) + (ids[1] + 1)
-
-    def _warm_start(self, keys: np.ndarray, points: np.ndarray) -> np.ndarray:
-        """Per contact the index of the last solve's contact with the same key and the nearest point
-        (-1: none). Contacts are matched in blocks so the distance table stays small."""
-        out = np.full(len(keys), -1, np.int64)
-        order = np.argsort(self._keys, kind="stable")
-        sk = self._keys[order]
-        lo = np.searchsorted(sk, keys, "left")
-        hi = np.searchsorted(sk, keys, "right")
-        single = (hi - lo) == 1
-        out[single] = order[lo[single]]
-        for m in np.flatnonzero(hi - lo > 1):
-            cand = order[lo[m]:hi[m]]
-            d = self._points[cand] - points[m]
-            out[m] = cand[np.argmin(np.einsum("ki,ki->k", d, d))]
-        return out
-
     # ------------------------------------------------------------------ the solve
     def solve(self, problem: StepProblem) -> SolveStats:
         if int(problem.contacts.count) == 0:
@@ -194,9 +164,7 @@ class DelassusSolver(abc.ABC):
             raise SimulationError(f"contact Jacobian has shape {J.shape}, expected {(3 * c, 3 * n)}")
         Jf = (J @ sp.diags((~dof_fixed).astype(np.float64))).tocsr() if fixed.any() else J
         frame = cd["frame"]
-        world_v = np.einsum("mij,mj->mi", frame, cd["v_world"])
-        off = np.where((cd["node_a"] < 0)[:, None], -world_v, 0.0) + np.where((cd["node_b"] < 0)[:, None],
-                                                                                   world_v, 0.0)
+        off = contacts.world_offset(cd)
 
         # factorization, free velocity, Delassus operator
         t0 = time.perf_counter()
@@ -214,17 +182,17 @@ class DelassusSolver(abc.ABC):
         e = restitution_per_contact(self.model.contact_params, cd["param"].astype(np.int64), self.opt["restitution"])
         t_m = normal_targets(cd["phi"], vck[:, 2], e, dt, float(o["recovery"]), float(o["max_recovery_speed"]),
                              midpoint)
-        q = (J @ v_star).reshape(c, 3) + off
+        q = (J @ v_star).reshape(c, 3) + off + contacts.anchor_offset(cd)
         q[:, 2] -= t_m
         if midpoint:
             q[:, :2] -= 0.5 * vck[:, :2]
 
         # warm start
-        keys = self._contact_keys(contacts, cd, n)
+        keys = contact_keys(contacts, cd)
         lam = np.zeros((c, 3))
         hit = np.zeros(c, bool)
         if o["warm_start"] and len(self._keys):
-            prev = self._warm_start(keys, cd["point"])
+            prev = match_previous(self._keys, self._points, keys, cd["point"])
             hit = prev >= 0
             lam[hit] = np.einsum("mij,mj->mi", frame[hit], self._lam_world[prev[hit]])
         return ContactSpace(G=Gd, q=q.ravel(), mu=np.asarray(cd["mu"], np.float64), lam_warm=lam,

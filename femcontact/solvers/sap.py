@@ -176,6 +176,7 @@ class NewtonContactSolver:
         if o["midpoint_contact"] not in ("consistent", "end"):
             raise ParameterError(f"solver option midpoint_contact must be 'consistent' or 'end', got "
                                  f"{o['midpoint_contact']!r}")
+        self.friction_on_end_velocity = o["midpoint_contact"] == "end"
         if o["impact_speed"] is not None and not (isinstance(o["impact_speed"], (int, float))
                                                   and math.isfinite(o["impact_speed"]) and o["impact_speed"] >= 0):
             raise ParameterError(f"solver option impact_speed must be None or a speed >= 0 m/s, got "
@@ -375,9 +376,7 @@ class NewtonContactSolver:
         if J.shape != (3 * c, 3 * n):
             raise SimulationError(f"contact Jacobian has shape {J.shape}, expected {(3 * c, 3 * n)}")
         frame = cd["frame"]
-        world_v = np.einsum("mij,mj->mi", frame, cd["v_world"]) if c else np.zeros((0, 3))
-        off = np.where((cd["node_a"] < 0)[:, None], -world_v, 0.0) + np.where((cd["node_b"] < 0)[:, None],
-                                                                                   world_v, 0.0)
+        off = contacts.world_offset(cd) + contacts.anchor_offset(cd)
         Jf = (J @ sp.diags((~dof_fixed).astype(np.float64))).tocsr() if fixed.any() else J
 
         # warm start (end-of-step velocity) and prescribed values

@@ -36,6 +36,7 @@ class CondSolver:
     """COND contact solver (docs/COND.md); one instance per Model, reused every step."""
 
     name = "cond"
+    friction_on_end_velocity = True          # "Normal target": the tangential bias −½ J_t v_k
 
     def __init__(self, model, options: Optional[dict] = None):
         self.options = CondOptions.from_dict(options)
@@ -412,8 +413,8 @@ class CondSolver:
         if self._fem and self.fem_lmax and (not self._fem_auto or self._fem_step_pays(fixed, n0, nvx)):
             self.fem_rows = int(blocks.cond_fem_blocks(A.blocks, A.diag, fixed, self._blockstep, self._claim, self._WB,
                                                        self._RK, self._VNf, self._VNi, n0, nvx))
-        cond_targets(problem.state.v, c.vn_node, c.vn_weight, c.node_a, c.node_b, c.frame, c.phi, c.v_world, c.mu,
-                     c.param, rest, self._RT, self._Cf, self._Ci, n0, nc, n_rest, int(problem.integrator == "midpoint"),
+        cond_targets(problem.state.v, c.vn_node, c.vn_weight, c.node_a, c.node_b, c.frame, c.phi, c.v_world,
+                     c.v_anchor, c.mu, c.param, rest, self._RT, self._Cf, self._Ci, n0, nc, n_rest, int(problem.integrator == "midpoint"),
                      float(problem.dt), float(o.restitution), float(o.recovery), float(o.max_recovery_speed))
         if self.n_rods:
             blocks.cond_rod_factor(A.blocks, fixed, self._VNf, self._VNi, self._rod_start, self._rod_rows,
