@@ -38,16 +38,17 @@ class Scene:
     (mu1, mu2)) of body-body contacts and of obstacles added without one. contact_margin:
     detection distance in m (contacts with gap phi < margin are reported, so the solvers see
     them before touch); None: half the mean surface edge length of the scene's meshes.
-    stiction: "regularized" (each solver's own friction law: SAP's and ICF's regularized stiction,
-    COND's virtual-node damper, which let a contact held below the cone creep slowly) or "anchored"
-    (a sticking contact takes back the slip it made since it stuck: ``femcontact.contact.anchors``).
+    stiction: "anchored" (default: a sticking contact takes back the slip it made since it stuck,
+    ``femcontact.contact.anchors``) or "regularized" (each solver's own friction law alone: SAP's and
+    ICF's regularized stiction, COND's virtual-node damper, which let a contact held below the cone
+    creep slowly, as in the papers).
     """
 
     def __init__(self, dt: float = 1e-2, gravity=(0.0, 0.0, -9.81), integrator: str = "midpoint",
                  solver: str = "cond", duration: float = 1.0, frame_dt: Optional[float] = None,
                  linear_solver: str = "auto", linear_tol: float = 1e-8, solver_options: Optional[dict] = None,
                  name: str = "scene", friction=0.5, contact_margin: Optional[float] = None,
-                 stiction: str = "regularized"):
+                 stiction: str = "anchored"):
         self.dt = positive(dt, "dt")
         self.gravity = vec3(gravity, "gravity")
         if integrator not in INTEGRATORS:

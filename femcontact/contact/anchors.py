@@ -7,13 +7,15 @@ stiction anchors use it to remember how far a sticking contact has slipped.
 
 Regularized friction (SAP eqs. 28-30, ICF eq. 10, and COND's virtual-node damper) lets a contact
 held below the friction cone slip at a small speed, by design: over thousands of steps a resting
-stack creeps apart. An anchor keeps, per contact that sticks step after step, the tangential slip
+stack creeps apart. An anchor keeps, per contact that sticks step after step (friction inside the cone,
+sides moving slower than ``CREEP_SPEED``: creeping, not sliding), the tangential slip
 ``s`` of its two sides since it stuck (``Σ dt (v̂_b − v̂_a)_t``, the motion the positions made), and
 the next step offsets that contact's velocity by ``s/dt`` (``ContactSet.v_anchor``; every solver reads
 ``v_c = R (v_b − v_a + v_anchor)``). A sticking contact then moves back by ``s`` within the step, so
 its slip is only that step's own creep and never accumulates; a contact that slides or opens
-forgets its anchor. The offset is tangential and at most one step's creep per step: it changes
-nothing where contacts slide, and its work is counted as a source by the energy monitor.
+forgets its anchor. The offset is tangential, at most ``CREEP_SPEED``, and in steady sticking one
+step's creep per step: it changes nothing where contacts slide, and its work is counted as a source by
+the energy monitor.
 """
 from __future__ import annotations
 
@@ -23,7 +25,8 @@ from .. import backend
 from .contacts import ContactSet
 
 MATCH_RADIUS = 1e-3     # m: a contact farther than this from every predicted point of its pair is new
-STICK_RATIO = 0.99      # |γ_t| below this fraction of μ γ_n: the contact sticks (its slip is anchored)
+STICK_RATIO = 0.99      # |γ_t| below this fraction of μ γ_n ...
+CREEP_SPEED = 1e-3      # m/s: ... and its sides' tangential speed below this: the contact sticks (creeps)
 MIDPOINT_END_GAIN = 3.0 - 2.0 * np.sqrt(2.0)   # gain where midpoint friction holds v_{k+1,t} = 0 (class doc)
 
 
@@ -57,10 +60,17 @@ def match_previous(prev_keys: np.ndarray, prev_points: np.ndarray, keys: np.ndar
     hi = np.searchsorted(sk, keys, "right")
     single = np.flatnonzero(hi - lo == 1)
     out[single] = order[lo[single]]
-    for m in np.flatnonzero(hi - lo > 1):
-        cand = order[lo[m]:hi[m]]
+    multi = np.flatnonzero(hi - lo > 1)
+    if multi.size:                          # all (contact, candidate) pairs at once, then a grouped argmin
+        size = (hi - lo)[multi]
+        m = np.repeat(multi, size)
+        start = np.cumsum(size) - size
+        cand = order[np.repeat(lo[multi], size) + np.arange(size.sum()) - np.repeat(start, size)]
         d = prev_points[cand] - points[m]
-        out[m] = cand[np.argmin(np.einsum("ki,ki->k", d, d))]
+        d2 = np.einsum("ki,ki->k", d, d)
+        best = np.lexsort((d2, m))          # by contact, nearest first
+        first = best[np.concatenate(([True], m[best][1:] != m[best][:-1]))]
+        out[m[first]] = cand[first]
     if np.isfinite(radius):
         hit = np.flatnonzero(out >= 0)
         d = prev_points[out[hit]] - points[hit]
@@ -111,11 +121,15 @@ class StictionAnchors:
         s[hit] = self.slip[prev[hit]]
         n = d["normal"]
         s -= n * np.einsum("mi,mi->m", s, n)[:, None]
-        backend.write(contacts.v_anchor, (self.gain / self.dt) * s)
+        v = (self.gain / self.dt) * s
+        speed = np.sqrt(np.einsum("mi,mi->m", v, v))
+        v *= np.minimum(1.0, CREEP_SPEED / np.maximum(speed, 1e-300))[:, None]
+        backend.write(contacts.v_anchor, v)
         self._now = (keys, s)
 
     def update(self, contacts: ContactSet, v_hat: np.ndarray) -> None:
-        """After the step: a contact that stuck (friction below ``STICK_RATIO`` of its cone) adds its sides' tangential motion ``dt (v̂_b − v̂_a)_t``
+        """After the step: a contact that stuck (friction below ``STICK_RATIO`` of its cone, tangential
+        speed below ``CREEP_SPEED``) adds its sides' tangential motion ``dt (v̂_b − v̂_a)_t``
         to its slip; one that slid or opened forgets it. ``v_hat``: (n, 3) node velocities that moved
         the positions (x += dt v̂)."""
         if self._now is None:
@@ -127,7 +141,8 @@ class StictionAnchors:
         rel = vb - va
         n = d["normal"]
         rel -= n * np.einsum("mi,mi->m", rel, n)[:, None]
-        stuck = _inside_cone(d["impulse"], d["mu"])[:, None]
+        speed = np.sqrt(np.einsum("mi,mi->m", rel, rel))
+        stuck = (_inside_cone(d["impulse"], d["mu"]) & (speed < CREEP_SPEED))[:, None]
         self.slip = np.where(stuck, s + self.dt * rel, 0.0)
         self.points = d["point"] + 0.5 * self.dt * (va + vb)        # where the contact point moved
         self.keys = keys
