@@ -127,8 +127,8 @@ def test_pad_pressed_on_a_thin_part_gets_its_exact_face_normal_and_gap():
 def test_thin_compound_bar_on_pegs_carries_its_weight_and_stays_put():
     """The 10 mm bar lying flat on three fixed spheres, two of them 2 mm in from one long edge (friction
     0.05: a normal tilted by more than 2.9° there would push it off sideways): the pegs carry m g to
-    0.1% and the bar moves less than 0.05 mm sideways in 1 s. (With the old grid the normals at the two
-    edge pegs tilted 18° and the bar slid 1.5 mm and rolled 5° in that second.)"""
+    0.1% and the bar moves less than 0.05 mm sideways in 1 s. (With the old grid the bar slid 1.8 mm in
+    that second; the same bar with its thin axis along local z had its edge pegs' normals tilted 18°.)"""
     dt, r_peg, half_w = 0.01, 0.005, 0.01
     scene = fc.Scene(dt=dt, solver="lagged", integrator="euler", contact_margin=0.003, friction=0.05)
     rot = np.array([[1.0, 0, 0], [0, 0, -1], [0, 1, 0]])      # the bar's thin axis (local y) vertical
