@@ -6,8 +6,8 @@ twins of the SDFs live in ``shapes.py`` (tests compare the two).
 """
 import taichi as ti
 
-from ..smallmat import inv3, mv
-from .shapes import BOX, CAPSULE, CYLINDER, HALFSPACE, MESH, SPHERE
+from ..smallmat import inv3, mTv, mv
+from .shapes import BOX, CAPSULE, COMPOUND, CYLINDER, HALFSPACE, MESH, PART_REC, SPHERE
 
 # Column layout of the static obstacle table ``obs_f`` (O, OBS_F): the shape's 8 packed floats,
 # then its bounding radius (inf for a half-space).
@@ -29,17 +29,17 @@ def _grid_at(grid: ti.template(), off, ny, nz, i, j, k):
 
 
 @ti.func
-def shape_sdf(kind, obs_f: ti.template(), o, grid: ti.template(), goff, p):
-    """Signed distance and outward unit normal of obstacle o's shape at local point p
-    (the same functions as ``shapes.*.sdf``)."""
+def _primitive_sdf(kind, a, grid: ti.template(), goff, p):
+    """Signed distance and outward unit normal at local point p of one primitive shape: ``kind`` and
+    its 8 packed floats ``a`` (``shapes.*.packed``); a mesh's grid starts at ``goff`` in ``grid``."""
     phi = 0.0
     n = ti.Vector([0.0, 0.0, 1.0])
     if kind == HALFSPACE:
-        nn = ti.Vector([obs_f[o, 0], obs_f[o, 1], obs_f[o, 2]])
-        phi = nn.dot(p) - obs_f[o, 3]
+        nn = ti.Vector([a[0], a[1], a[2]])
+        phi = nn.dot(p) - a[3]
         n = nn
     elif kind == BOX:
-        h = ti.Vector([obs_f[o, 0], obs_f[o, 1], obs_f[o, 2]])
+        h = ti.Vector([a[0], a[1], a[2]])
         s = ti.Vector([_sgn(p[0]), _sgn(p[1]), _sgn(p[2])])
         q = ti.abs(p) - h
         qp = ti.max(q, 0.0)
@@ -58,14 +58,14 @@ def shape_sdf(kind, obs_f: ti.template(), o, grid: ti.template(), goff, p):
             n[k] = s[k]
     elif kind == SPHERE:
         d = p.norm()
-        phi = d - obs_f[o, 0]
+        phi = d - a[0]
         if d > 0.0:
             n = p / d
     elif kind == CAPSULE:
-        c = ti.Vector([0.0, 0.0, ti.math.clamp(p[2], -obs_f[o, 1], obs_f[o, 1])])
+        c = ti.Vector([0.0, 0.0, ti.math.clamp(p[2], -a[1], a[1])])
         d = p - c
         dn = d.norm()
-        phi = dn - obs_f[o, 0]
+        phi = dn - a[0]
         if dn > 0.0:
             n = d / dn
     elif kind == CYLINDER:
@@ -74,20 +74,20 @@ def shape_sdf(kind, obs_f: ti.template(), o, grid: ti.template(), goff, p):
         if rho > 0.0:
             radial = ti.Vector([p[0] / rho, p[1] / rho, 0.0])
         axial = ti.Vector([0.0, 0.0, _sgn(p[2])])
-        dr = rho - obs_f[o, 0]
-        dz = ti.abs(p[2]) - obs_f[o, 1]
-        a, b = ti.max(dr, 0.0), ti.max(dz, 0.0)
-        out = ti.sqrt(a * a + b * b)
+        dr = rho - a[0]
+        dz = ti.abs(p[2]) - a[1]
+        b0, b1 = ti.max(dr, 0.0), ti.max(dz, 0.0)
+        out = ti.sqrt(b0 * b0 + b1 * b1)
         if out > 0.0:
             phi = out
-            n = (radial * a + axial * b) / out
+            n = (radial * b0 + axial * b1) / out
         else:
             phi = ti.max(dr, dz)
             n = radial if dr > dz else axial
     elif kind == MESH:
-        org = ti.Vector([obs_f[o, 0], obs_f[o, 1], obs_f[o, 2]])
-        hs = obs_f[o, 3]
-        nx, ny, nz = ti.cast(obs_f[o, 4], ti.i32), ti.cast(obs_f[o, 5], ti.i32), ti.cast(obs_f[o, 6], ti.i32)
+        org = ti.Vector([a[0], a[1], a[2]])
+        hs = a[3]
+        nx, ny, nz = ti.cast(a[4], ti.i32), ti.cast(a[5], ti.i32), ti.cast(a[6], ti.i32)
         hi = org + hs * ti.Vector([nx - 1.0, ny - 1.0, nz - 1.0])
         pc = ti.min(ti.max(p, org), hi)
         extra = (p - pc).norm()
@@ -112,6 +112,45 @@ def shape_sdf(kind, obs_f: ti.template(), o, grid: ti.template(), goff, p):
         gn = g.norm()
         if gn > 0.0:
             n = g / gn
+    return phi, n
+
+
+@ti.func
+def shape_sdf(kind, obs_f: ti.template(), o, grid: ti.template(), goff, p):
+    """Signed distance and outward unit normal of obstacle o's shape at local point p
+    (the same functions as ``shapes.*.sdf``). A compound is evaluated exactly, part by part: its
+    table (``shapes.Compound.kernel_table``) starts at ``goff`` in ``grid``, one record of
+    ``PART_REC`` floats per part (kind, packed floats, rotation row-major, position, offset of a
+    mesh part's grid), and the nearest part gives the distance and the normal. Every shape runs
+    through the same loop (one part, read from ``obs_f``) so that the primitives are inlined once."""
+    n_parts = 1
+    if kind == COMPOUND:
+        n_parts = ti.cast(obs_f[o, 0], ti.i32)
+    phi = 0.0
+    n = ti.Vector([0.0, 0.0, 1.0])
+    for q in range(n_parts):
+        kq = kind
+        a = ti.Vector([0.0] * 8)
+        R = ti.Matrix.identity(float, 3)
+        t = ti.Vector([0.0, 0.0, 0.0])
+        off = goff
+        if kind == COMPOUND:
+            base = goff + q * PART_REC
+            kq = ti.cast(grid[base], ti.i32)
+            for i in ti.static(range(8)):
+                a[i] = grid[base + 1 + i]
+            for i, j in ti.static(ti.ndrange(3, 3)):
+                R[i, j] = grid[base + 9 + 3 * i + j]
+            for i in ti.static(range(3)):
+                t[i] = grid[base + 18 + i]
+            off = goff + ti.cast(grid[base + 21], ti.i32)
+        else:
+            for i in ti.static(range(8)):
+                a[i] = obs_f[o, i]
+        ph, nq = _primitive_sdf(kq, a, grid, off, mTv(R, p - t))
+        if q == 0 or ph < phi:
+            phi = ph
+            n = mv(R, nq)
     return phi, n
 
 

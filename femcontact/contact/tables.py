@@ -13,7 +13,7 @@ import taichi as ti
 from .. import backend
 from ..bodies.rigid import contact_proxies, surface_samples
 from .narrowphase import BOUND, OBS_F
-from .shapes import MESH
+from .shapes import COMPOUND, MESH
 
 DEDUP = 0.25           # FEM vertex within min(margin, DEDUP * mean edge) of a rigid sample: left to the sample
 
@@ -58,7 +58,8 @@ class DetectionTables:
         return bool(a) and bool(b) and bool((self.pair_row_np[np.ix_(a, b)] >= 0).any())
 
     def _sdf_entities(self, model) -> None:
-        """Obstacles then rigid bodies: kind, packed shape floats, bounding radius, mesh SDF grids."""
+        """Obstacles then rigid bodies: kind, packed shape floats, bounding radius, mesh SDF grids and
+        compound part tables (``grid``, offset in ``obs_kind[:, 1]``)."""
         rigid = model.rigid_specs
         self.n_rigid = len(rigid)
         self.n_sdf = self.n_obs + self.n_rigid
@@ -74,12 +75,15 @@ class DetectionTables:
             kinds[k, 0] = shape.kind
             obs_f[k, :8] = shape.packed()
             obs_f[k, BOUND] = shape.bounding_radius()
-            # a mesh's SDF grid is read only by the bodies that may touch it (a robot's links, whose
-            # mutual contacts are off, touching only the ground never read theirs): sample it then only
-            if shape.kind == MESH and self.any_pair([int(entity[k])], [b for b in bodies if b != entity[k]]):
+            # a mesh's SDF grid (a compound's part table) is read only by the bodies that may touch it (a
+            # robot's links, whose mutual contacts are off, touching only the ground never read theirs):
+            # sample it then only
+            others = [b for b in bodies if b != entity[k]]
+            if shape.kind in (MESH, COMPOUND) and self.any_pair([int(entity[k])], others):
+                data = shape.grid.ravel() if shape.kind == MESH else shape.kernel_table()
                 kinds[k, 1] = off
-                grids.append(shape.grid.ravel())
-                off += shape.grid.size
+                grids.append(data)
+                off += data.size
         obs_f[:, BOUND] = np.where(np.isfinite(obs_f[:, BOUND]), obs_f[:, BOUND], 1e30)
         self.rigid_body = backend.int_array(self.rigid_body_np)
         self.sdf_entity = backend.int_array(np.r_[self.n_bodies + np.arange(self.n_obs), self.rigid_body_np])
