@@ -48,7 +48,7 @@ def resting_depths(options: dict | None = None, steps: int = 150):
     return np.array(phi), np.array(pred), sim
 
 
-@pytest.mark.parametrize("recovery", [0.2, 0.4])
+@pytest.mark.parametrize("recovery", [0.2, pytest.param(0.4, marks=pytest.mark.slow)])
 def test_resting_depth_is_the_damper_lag_over_recovery(recovery):
     phi, pred, _ = resting_depths({"recovery": recovery})
     print("recovery", recovery, "phi", phi, "predicted", pred)
