@@ -341,7 +341,8 @@ class Simulator:
         for system in self.systems:
             system.after_advance(s)
         if self.anchors is not None:
-            self.anchors.update(self.contacts, backend.read(self.v_hat, self.model.n_nodes).astype(np.float64))
+            self.anchors.update(self.contacts, backend.read(self.v_hat, self.model.n_nodes).astype(np.float64),
+                                lin.converged)
         if not (vmax2 <= MAX_SPEED**2):
             raise self._diverged(f"a node speed reached {math.sqrt(vmax2):.3g} m/s")
         s.time += self.scene.dt
