@@ -59,7 +59,8 @@ class EnergyMonitor:
             self.row_of_block = np.repeat(np.arange(len(self.presc_nodes)),
                                           [pat.indptr[i + 1] - pat.indptr[i] for i in self.presc_nodes])
             self.col_of_block = pat.col[self.row_blocks]
-        self.moving_world = any(ob.kinematic for ob in m.obstacles) or sim.anchors is not None   # offsets in v_c
+        # v_c has a constant part whose work is supplied: a moving obstacle's velocity, the stiction anchors'
+        self.offset_work = any(ob.kinematic for ob in m.obstacles) or sim.anchors is not None
         self.free_mass = float(np.asarray(m.mass_np, float)[:n][~presc].sum())
         self._saved = None
         self.reset()
@@ -92,7 +93,7 @@ class EnergyMonitor:
         when something can supply work (loads, prescribed rows, a moving obstacle in contact)."""
         sim = self.sim
         c = int(sim.contacts.count)
-        if sim.control.loads or self._saved is not None or (self.moving_world and c):
+        if sim.control.loads or self._saved is not None or (self.offset_work and c):
             dW = self._supplied_work(c)
             self.W += dW
             self.W_abs += abs(dW)
@@ -111,7 +112,7 @@ class EnergyMonitor:
         if np.any(f_ext):
             free = self.free
             dW += dt * float(np.einsum("ij,ij->", f_ext[free], v_hat[free]))
-        cd = sim.contacts.to_numpy() if c and (self.moving_world or self._saved is not None) else None
+        cd = sim.contacts.to_numpy() if c and (self.offset_work or self._saved is not None) else None
         if self._saved is not None:
             blocks, b = self._saved
             r = -b.copy()
@@ -121,7 +122,7 @@ class EnergyMonitor:
                 r -= jg[self.presc_nodes] / s
             dW += s * float(np.einsum("ij,ij->", r, v_hat[self.presc_nodes]))
             self._saved = None
-        if self.moving_world and cd is not None:
+        if self.offset_work and cd is not None:
             off = sim.contacts.world_offset(cd) + sim.contacts.anchor_offset(cd)
             dW -= float(np.einsum("mi,mi->", cd["impulse"], off))
         return dW

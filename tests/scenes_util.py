@@ -16,6 +16,21 @@ SCENES = Path(__file__).resolve().parents[1] / "scenes"
 _loaded: dict[str, ModuleType] = {}
 
 
+def soft_stack(solver: str, count: int = 3, options: dict | None = None, stiction: str = "anchored",
+               name: str = "stack") -> fc.Scene:
+    """``count`` soft 0.1 m cubes (E 1e5, ν 0.4, Rayleigh α 1, β 2e-3) stacked on frictional ground (μ 0.6),
+    each 4 mm off the one below along x, dt 1e-2, implicit Euler: the soak's stack (tests/test_soak.py)."""
+    scene = fc.Scene(dt=1e-2, gravity=(0.0, 0.0, -9.81), solver=solver, integrator="euler", name=name,
+                     solver_options=dict(options or {}), stiction=stiction)
+    material = fc.Material(youngs_modulus=1e5, poisson_ratio=0.4, density=1000.0, rayleigh_alpha=1.0,
+                           rayleigh_beta=2e-3)
+    for k in range(count):
+        scene.add_fem_body(fc.meshes.box((0.1,) * 3, resolution=2), material,
+                           position=(0.004 * k, 0.0, 0.05 + 0.1 * k + 1e-4 * k), name=f"cube{k}")
+    scene.add_obstacle(fc.shapes.HalfSpace(normal=(0.0, 0.0, 1.0)), friction=0.6, name="ground")
+    return scene
+
+
 def scene_names() -> list[str]:
     """Every scene script, by file stem (``scenes/*.py``)."""
     return sorted(p.stem for p in SCENES.glob("*.py") if not p.name.startswith("_"))

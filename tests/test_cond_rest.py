@@ -12,21 +12,14 @@ import numpy as np
 import pytest
 
 import femcontact as fc
+from scenes_util import soft_stack
 
 DT = 1e-2
 
 
 def two_cubes(options: dict | None = None) -> fc.Scene:
-    """A soft 0.1 m cube resting on another on frictional ground (the soak stack's material)."""
-    scene = fc.Scene(dt=DT, gravity=(0.0, 0.0, -9.81), solver="cond", integrator="euler", name="two",
-                     solver_options=dict(options or {}))
-    material = fc.Material(youngs_modulus=1e5, poisson_ratio=0.4, density=1000.0, rayleigh_alpha=1.0,
-                           rayleigh_beta=2e-3)
-    for k in range(2):
-        scene.add_fem_body(fc.meshes.box((0.1,) * 3, resolution=2), material,
-                           position=(0.004 * k, 0.0, 0.05 + 0.1 * k + 1e-4 * k), name=f"cube{k}")
-    scene.add_obstacle(fc.shapes.HalfSpace(normal=(0.0, 0.0, 1.0)), friction=0.6, name="ground")
-    return scene
+    """A soft 0.1 m cube resting on another on frictional ground (the soak stack's, dt = DT)."""
+    return soft_stack("cond", 2, options, name="two")
 
 
 def resting_depths(options: dict | None = None, steps: int = 150):

@@ -22,6 +22,7 @@ import numpy as np
 import pytest
 
 import femcontact as fc
+from scenes_util import soft_stack
 
 ROOT = Path(__file__).resolve().parents[1]
 SOLVERS = ["cond", "lagged", "sap", "similar"]
@@ -31,15 +32,7 @@ DRIFT = 1e-4            # m
 
 def stack(solver: str, options: dict | None = None, stiction: str = "anchored") -> fc.Scene:
     """Three soft 0.1 m cubes stacked on frictional ground, each slightly off the one below."""
-    scene = fc.Scene(dt=1e-2, gravity=(0.0, 0.0, -9.81), solver=solver, integrator="euler", name="stack3",
-                     solver_options=dict(options or {}), stiction=stiction)
-    material = fc.Material(youngs_modulus=1e5, poisson_ratio=0.4, density=1000.0, rayleigh_alpha=1.0,
-                           rayleigh_beta=2e-3)
-    for k in range(3):
-        scene.add_fem_body(fc.meshes.box((0.1,) * 3, resolution=2), material,
-                           position=(0.004 * k, 0.0, 0.05 + 0.1 * k + 1e-4 * k), name=f"cube{k}")
-    scene.add_obstacle(fc.shapes.HalfSpace(normal=(0.0, 0.0, 1.0)), friction=0.6, name="ground")
-    return scene
+    return soft_stack(solver, 3, options, stiction, name="stack3")
 
 
 def soak(solver: str, steps: int, options: dict | None = None, stiction: str = "anchored") -> dict:

@@ -78,6 +78,15 @@ def match_previous(prev_keys: np.ndarray, prev_points: np.ndarray, keys: np.ndar
     return out
 
 
+def _tangential(v: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """v minus its component along the unit normals n (both (c, 3))."""
+    return v - n * np.einsum("mi,mi->m", v, n)[:, None]
+
+
+def _norm(v: np.ndarray) -> np.ndarray:
+    return np.sqrt(np.einsum("mi,mi->m", v, v))
+
+
 def _inside_cone(impulse: np.ndarray, mu: np.ndarray) -> np.ndarray:
     """Contacts pressed (γ_n > 0) whose friction is below ``STICK_RATIO`` of the (elliptic) cone: stuck,
     by their force, whatever the solver's law (a regularized law is strictly inside the cone at any speed,
@@ -119,11 +128,9 @@ class StictionAnchors:
         s = np.zeros((c, 3))
         hit = prev >= 0
         s[hit] = self.slip[prev[hit]]
-        n = d["normal"]
-        s -= n * np.einsum("mi,mi->m", s, n)[:, None]
+        s = _tangential(s, d["normal"])
         v = (self.gain / self.dt) * s
-        speed = np.sqrt(np.einsum("mi,mi->m", v, v))
-        v *= np.minimum(1.0, CREEP_SPEED / np.maximum(speed, 1e-300))[:, None]
+        v *= np.minimum(1.0, CREEP_SPEED / np.maximum(_norm(v), 1e-300))[:, None]
         backend.write(contacts.v_anchor, v)
         self._now = (keys, s)
 
@@ -140,11 +147,8 @@ class StictionAnchors:
         keys, s = self._now
         d = contacts.to_numpy()
         va, vb = contacts.side_velocities(v_hat, d)
-        rel = vb - va
-        n = d["normal"]
-        rel -= n * np.einsum("mi,mi->m", rel, n)[:, None]
-        speed = np.sqrt(np.einsum("mi,mi->m", rel, rel))
-        stuck = (_inside_cone(d["impulse"], d["mu"]) & (speed < CREEP_SPEED))[:, None]
+        rel = _tangential(vb - va, d["normal"])
+        stuck = (_inside_cone(d["impulse"], d["mu"]) & (_norm(rel) < CREEP_SPEED))[:, None]
         self.slip = np.where(stuck, s + self.dt * rel, 0.0)
         self.points = d["point"] + 0.5 * self.dt * (va + vb)        # where the contact point moved
         self.keys = keys

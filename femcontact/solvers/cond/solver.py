@@ -414,7 +414,8 @@ class CondSolver:
             self.fem_rows = int(blocks.cond_fem_blocks(A.blocks, A.diag, fixed, self._blockstep, self._claim, self._WB,
                                                        self._RK, self._VNf, self._VNi, n0, nvx))
         cond_targets(problem.state.v, c.vn_node, c.vn_weight, c.node_a, c.node_b, c.frame, c.phi, c.v_world,
-                     c.v_anchor, c.mu, c.param, rest, self._RT, self._Cf, self._Ci, n0, nc, n_rest, int(problem.integrator == "midpoint"),
+                     c.v_anchor, c.mu, c.param, rest, self._RT, self._Cf, self._Ci, n0, nc, n_rest,
+                     int(problem.integrator == "midpoint"),
                      float(problem.dt), float(o.restitution), float(o.recovery), float(o.max_recovery_speed))
         if self.n_rods:
             blocks.cond_rod_factor(A.blocks, fixed, self._VNf, self._VNi, self._rod_start, self._rod_rows,

@@ -68,12 +68,12 @@ def normal_targets(phi, vnk, e, dt: float, recovery: float, vrec_max: float, mid
 def cond_targets(v_old: ti.types.ndarray(), vn_node: ti.types.ndarray(), vn_weight: ti.types.ndarray(),
                  node_a: ti.types.ndarray(), node_b: ti.types.ndarray(), frame: ti.types.ndarray(),
                  phi: ti.types.ndarray(), v_world: ti.types.ndarray(), v_anchor: ti.types.ndarray(),
-                 mu: ti.types.ndarray(),
-                 param: ti.types.ndarray(), rest_table: ti.types.ndarray(), RT: ti.types.ndarray(),
+                 mu: ti.types.ndarray(), param: ti.types.ndarray(), rest_table: ti.types.ndarray(), RT: ti.types.ndarray(),
                  Cf: ti.types.ndarray(), Ci: ti.types.ndarray(), n0: ti.i32, nc: ti.i32, n_rest: ti.i32,
                  midpoint: ti.i32, dt: float, e_default: float, recovery: float, vrec_max: float):
     """CONTACT rows of this step: frame, μ, φ̃ = −t_m, world velocity, λ = 0, the (nodalized) nodes and
-    the tangential bias (the stiction anchor's R v_anchor, and −½ J_t v_k under the midpoint rule). e per contact from the contact-parameter table's restitution column (NaN: default)."""
+    the tangential bias (the stiction anchor's R v_anchor, and −½ J_t v_k under the midpoint rule). e per contact
+    from the contact-parameter table's restitution column (NaN: default)."""
     for m in range(nc):
         R = frame[m]
         vb = side_velocity(node_b[m], n0, vn_node, vn_weight, v_old, ti.Vector.zero(float, 3))
