@@ -55,12 +55,15 @@ def cmd_run(args: argparse.Namespace) -> int:
         scene.dt = positive(args.dt, "--dt")
     if args.solver is not None:
         scene.solver = args.solver          # checked by the Scene
+    if args.stiction is not None:
+        scene.stiction = args.stiction
     sim = Simulator(scene)
     steps = _resume_or_record(args, sim, out, cfg) if (resume or args.checkpoint_every) else args.steps
     if steps is not None and args.steps is None:
         args.duration = None
     print(f"femcontact: {args.scene} on {cfg['arch']} ({cfg['precision']}), {sim.model.n_dofs} DOF, "
-          f"dt {scene.dt:g} s, integrator {scene.integrator}, solver {scene.solver}", flush=True)
+          f"dt {scene.dt:g} s, integrator {scene.integrator}, solver {scene.solver}, stiction {scene.stiction}",
+          flush=True)
     print("femcontact: compiling the scene's kernels (or loading them from the cache) for the first step ...",
           flush=True)
     step0 = sim.state.step
@@ -89,7 +92,7 @@ class DefaultsHelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
 
 RUN_RECORD = "run.json"       # OUT/run.json: the options of a checkpointed run, read by --resume
 CHECKPOINT = "checkpoint.npz"
-_RESUMED_OPTIONS = ("every", "checkpoint_every", "dt", "solver", "precision", "deterministic")
+_RESUMED_OPTIONS = ("every", "checkpoint_every", "dt", "solver", "stiction", "precision", "deterministic")
 
 
 def _resume_options(args: argparse.Namespace) -> bool:
@@ -114,7 +117,7 @@ def _resume_options(args: argparse.Namespace) -> bool:
         raise FemcontactError(f"--resume {out}: {record} is unreadable ({exc}); start a fresh run") from None
     for key in _RESUMED_OPTIONS:
         given = getattr(args, key)
-        if key in ("dt", "solver", "precision") and given is not None and given != stored.get(key):
+        if key in ("dt", "solver", "stiction", "precision") and given is not None and given != stored.get(key):
             raise FemcontactError(f"--resume {out}: the run used --{key} {stored.get(key)}, not {given}; "
                                   "a resumed run keeps its settings (drop the option)")
         if given in (None, False):
@@ -144,7 +147,7 @@ def _resume_or_record(args: argparse.Namespace, sim, out: Path, cfg: dict) -> in
     (out / CHECKPOINT).unlink(missing_ok=True)     # a stale checkpoint of an earlier run must not be resumed
     record = {"scene": str(args.scene), "steps": total, "every": args.every,
               "checkpoint_every": args.checkpoint_every, "dt": args.dt, "solver": args.solver,
-              "precision": args.precision, "deterministic": bool(cfg.get("deterministic"))}
+              "stiction": args.stiction, "precision": args.precision, "deterministic": bool(cfg.get("deterministic"))}
     atomic_write_bytes(out / RUN_RECORD, json.dumps(record, indent=1).encode())
     return total
 
@@ -170,6 +173,10 @@ def build_parser() -> argparse.ArgumentParser:
     length.add_argument("--steps", type=int, default=None, metavar="N", help="number of steps instead of a duration")
     run.add_argument("--dt", type=float, default=None, help="override the scene's step size, s")
     run.add_argument("--solver", default=None, help="override the contact solver (cond, sap, lagged, similar, pgs or incp)")
+    run.add_argument("--stiction", default=None, choices=["anchored", "regularized"],
+                     help="override the scene's stiction: anchored (a sticking contact takes back its slip) or "
+                          "regularized (the solvers' own laws, which let a held contact creep slowly); "
+                          "default: the scene's own")
     run.add_argument("--arch", default=None, choices=["auto", "cpu", "cuda", "vulkan", "metal"],
                      help="Taichi backend (default: $FEMCONTACT_ARCH or auto = CUDA, then Vulkan/Metal, then CPU)")
     run.add_argument("--precision", default=None, choices=["f64", "f32"],
