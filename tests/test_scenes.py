@@ -13,7 +13,8 @@
   after settling (test_rigid), cube_drop, cube_stack, ball_squeeze, anisotropic_box, mat_drag
   (test_contact_physics), rigid_box_push, sphere_roll, cube_stack, ball_squeeze and capstan's
   stick/slip threshold for every solver (test_agreement_matrix), spring_cylinder (test_springs),
-  the papers' experiments (conveyor_belt, steel_sphere, painleve_rod: test_paper_scenes).
+  the papers' experiments (conveyor_belt, steel_sphere, painleve_rod: test_paper_scenes; soft_gripper:
+  test_soft_gripper).
 """
 import numpy as np
 import pytest
@@ -52,6 +53,7 @@ SMOKE = {
     "rigid_box_push": ({}, 3, True, False),
     "rod_cantilever": ({}, 3, False, True),
     "soft_fingers_cylinder": ({"resolution": 2}, 3, True, False),
+    "soft_gripper": ({"resolution": 4}, 3, None, False),     # touches after ~0.1 s
     "sphere_roll": ({}, 3, True, True),
     "steel_sphere": ({}, 3, False, True),
     # rolls from 1 cm (the paper's 0.1 m spins its 5 cm wheel ~0.3 rad in 3 steps, past the bound on block motion)

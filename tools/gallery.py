@@ -27,6 +27,8 @@ GALLERY = {
     "panda_cable_winding": (["--steps", "240", "--every", "20"], []),                # half wound: hand, cable, cylinder
     "grasp_stress": (["--steps", "1050", "--every", "10"], ["--camera", "yz", "--frame", "75"]),  # rocking at 1.5 s
     "slip_control": (["--steps", "1300", "--every", "20"], ["--camera", "yz"]),    # one stair down: pitched ~14° at 6.5 s
+    "soft_gripper": (["--steps", "300", "--every", "10"], ["--camera", "xz", "--scalars", "von_mises"]),  # dragged: sheared
+    "anisotropic_box": (["--steps", "100", "--every", "10"], []),
     "symmetric_grip": (["--steps", "50", "--every", "5"], ["--camera", "xz", "--scalars", "von_mises"]),  # squeezed ball
 }
 
