@@ -67,7 +67,7 @@ def build(solver: str = "cond", friction: float = FRICTION, resolution: int = 8,
 def object_force(sim: fc.Simulator) -> np.ndarray:
     """Force (N, world) the pad puts on the object over the last step: what the F/T sensor reads."""
     d = sim.contacts.to_numpy()
-    return -d["impulse_world"].sum(0) / sim.scene.dt if sim.contacts.count else np.zeros(3)
+    return np.zeros(3) - (d["impulse_world"].sum(0) / sim.scene.dt if sim.contacts.count else 0.0)
 
 
 def run_with_trace(sim: fc.Simulator, out: Path) -> np.ndarray:
@@ -76,7 +76,8 @@ def run_with_trace(sim: fc.Simulator, out: Path) -> np.ndarray:
     rows = []
     sim.run(out=out, progress=True, callback=lambda s: rows.append([s.state.time, *object_force(s)]))
     trace = np.array(rows)
-    np.savetxt(out / "contact_force.csv", trace, delimiter=",", header="time,force_x,force_y,force_z", comments="")
+    np.savetxt(out / "contact_force.csv", trace, fmt="%.9g", delimiter=",", header="time,force_x,force_y,force_z",
+               comments="")
     return trace
 
 
