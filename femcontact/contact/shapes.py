@@ -349,6 +349,106 @@ def _ray_crossings(tri, xs, ys, zs, h, chunk: int = 1 << 21) -> np.ndarray:
     return diff.reshape(nx, ny, nz + 1)
 
 
+def _offsets(p, corners, t):
+    """Points p (3, k) less their closest points on the triangles ``t`` (k,) of ``corners`` (9, triangles)."""
+    g = np.take(corners, t, axis=1)
+    a, b, c = g[0:3], g[3:6], g[6:9]
+    v, w = _closest_weights(p, a, b, c)
+    return p - (a + v * (b - a) + w * (c - a))
+
+
+def _norm3(x):
+    return np.sqrt(x[0] * x[0] + x[1] * x[1] + x[2] * x[2])
+
+
+def _within(x):
+    """A bound x (m) widened by a margin for rounding: comparisons against it keep every triangle that can tie."""
+    return x * (1 + 1e-6) + 1e-12
+
+
+def _nearest_by_blocks(origin, h, dims, tri) -> np.ndarray:
+    """The distance from the grid nodes (``origin + h * index``, flattened C-order over ``dims``) to the
+    nearest of the triangles ``tri`` (k, 3, 3): exactly the brute-force minimum over all triangles.
+
+    The node grid is cut into blocks of 2^L nodes a side, L = top (one block) .. 0 (the nodes). Block B
+    (centre Q, width w: 0 for a node, else the largest w_child + 2 |Q_child - Q| over its children) carries
+    every triangle T with dist(Q, T) <= d(Q) + w, d(Q) the nearest distance, with dist(Q, T) and its gradient
+    g = (Q - q) / dist (q the closest point of T). Why that is exact: dist(., T) is 1-Lipschitz, so a triangle
+    that a child must carry has dist(Q, T) <= d(Q_child) + w_child + |Q_child - Q| <= d(Q) + w and is in its
+    parent's set; dist(., T) is convex, so dist(Q, T) + g . (Q_child - Q) is a lower bound on
+    dist(Q_child, T), and a child computes dist exactly (the same arithmetic as brute force) for every
+    candidate whose lower bound is within U + w_child (U: the exact distance of its lowest-bound candidate,
+    >= d), which includes all it must carry; at a node (w = 0) that includes the nearest triangle. Where
+    dist(Q, T) is tiny (g is then noise) the bound is the Lipschitz one, dist - |Q_child - Q|; a margin
+    (``_within``) and a slack on g absorb rounding."""
+    dims = np.asarray(dims, np.int64)
+    nt = len(tri)
+    corners = np.ascontiguousarray(tri.reshape(nt, 9).T)
+    scale = max(np.abs(tri).max(), np.abs(origin).max(), np.abs(origin + h * (dims - 1)).max())
+    top = max(int(np.ceil(np.log2(dims.max()))), 1)
+    cents, par, count = [], [], []
+    for L in range(top + 1):
+        b = 1 << L
+        nb = -(-dims // b)
+        ax = [origin[a] + h * ((np.arange(nb[a]) * b + np.minimum(np.arange(nb[a]) * b + b, dims[a]) - 1) / 2)
+              for a in range(3)]
+        cents.append(np.stack(np.meshgrid(*ax, indexing="ij"), 0).reshape(3, -1))
+        count.append(int(np.prod(nb)))
+        if L:
+            i, j, k = np.meshgrid(*(np.arange(n) >> 1 for n in prev), indexing="ij")
+            par.append(((i * nb[1] + j) * nb[2] + k).reshape(-1))
+        prev = nb
+    width = [np.zeros(count[0])]
+    for L in range(top):
+        w = np.zeros(count[L + 1])
+        np.maximum.at(w, par[L], width[L] + 2 * _norm3(cents[L] - cents[L + 1][:, par[L]]))
+        width.append(w)
+    # the top block: every triangle, exactly
+    L, ch, tt = top, np.zeros(nt, np.int64), np.arange(nt)
+    off = _offsets(np.repeat(cents[top], nt, axis=1), corners, tt)
+    dist = _norm3(off)
+    d = np.array([dist.min()])
+    while True:
+        keep = np.flatnonzero(dist <= _within(d + width[L])[ch])      # this level's carried sets
+        cb, ct, cf = ch[keep], tt[keep], dist[keep]
+        lin = cf >= 1e-6 * scale
+        cg = np.take(off, keep, axis=1) * np.where(lin, 1 / np.where(lin, cf, 1.0), 0.0)
+        slack = np.where(lin, 1e-7, 1.0)
+        L -= 1
+        Qc, pr = cents[L], par[L]
+        step = Qc - cents[L + 1][:, pr]
+        sn = _norm3(step)
+        pcount = np.bincount(cb, minlength=count[L + 1])
+        cnt = pcount[pr]
+        if not cnt.all():               # only where a distance came out NaN
+            raise ParameterError("TriangleMesh has a degenerate triangle (two coincident corners): its distance is "
+                                 "not a number")
+        cstart = np.cumsum(cnt) - cnt
+        ch = np.repeat(np.arange(count[L]), cnt)                 # (child, candidate) pairs, child-major
+        src = np.arange(int(cnt.sum())) - np.repeat(cstart - (np.cumsum(pcount) - pcount)[pr], cnt)
+        lower = (cf[src] + cg[0][src] * step[0][ch] + cg[1][src] * step[1][ch] + cg[2][src] * step[2][ch]
+                 - slack[src] * sn[ch])
+        tt = ct[src]
+        low = np.minimum.reduceat(lower, cstart)
+        cand = np.flatnonzero(lower <= low[ch])
+        first = cand[np.r_[True, ch[cand][1:] != ch[cand][:-1]]]     # each child's lowest bound
+        o1 = _offsets(Qc, corners, tt[first])
+        U = _norm3(o1)
+        m = lower <= _within(U + width[L])[ch]
+        m[first] = False
+        sel = np.flatnonzero(m)
+        o2 = _offsets(np.take(Qc, ch[sel], axis=1), corners, tt[sel])
+        d2 = _norm3(o2)
+        d = U.copy()
+        np.minimum.at(d, ch[sel], d2)
+        if L == 0:
+            return d
+        dist = np.full(len(lower), np.inf)
+        dist[first], dist[sel] = U, d2
+        off = np.empty((3, len(lower)))
+        off[:, first], off[:, sel] = o1, o2
+
+
 class GridShape(Shape):
     """A shape the detection kernels read as a signed-distance grid (kind MESH; TriangleMesh): ``origin`` (3,),
     ``spacing`` (m), ``dims`` (3,) and ``grid`` (dims) of distances at the grid nodes."""
@@ -388,8 +488,8 @@ class TriangleMesh(GridShape):
 
     At construction its signed distance is sampled on a regular grid (``resolution`` cells along
     the longest side, ``padding`` m around the bounding box; default padding = 10 % of the
-    longest side + 2 cells); lookups are trilinear, so distances are exact to about a cell size
-    near the surface. Outside the grid the distance is that of the nearest grid point plus the
+    longest side + 2 cells): at each node exactly the distance to the nearest triangle, negative
+    inside; lookups are trilinear, so distances are exact to about a cell size near the surface. Outside the grid the distance is that of the nearest grid point plus the
     distance to it (an overestimate that is exact far away in the grid's direction).
     """
 
@@ -442,41 +542,11 @@ class TriangleMesh(GridShape):
 
     def sample_grid(self) -> np.ndarray:
         """The signed distances at the grid nodes (the class docstring), computed now."""
-        from scipy.spatial import cKDTree
-
         v, f, h = self.vertices, self.faces, self.spacing
         nx, ny, nz = self.dims
         xs, ys, zs = (self.origin[i] + h * np.arange(self.dims[i]) for i in range(3))
-        P = np.stack(np.meshgrid(xs, ys, zs, indexing="ij"), -1).reshape(-1, 3)
         tri = v[f]
-        # unsigned distance: exact distance to the k triangles with the nearest centroids, skipping a
-        # candidate where a lower bound on its distance (to its centroid less its corners' reach from
-        # it, with a margin for rounding) cannot beat the best so far: the same minimum, less work
-        cent = tri.mean(1)
-        k = min(len(f), 24)
-        tree = cKDTree(cent)
-        dc, idx = tree.query(P, k=k, workers=-1)
-        reach = np.sqrt(((tri - cent[:, None, :]) ** 2).sum(2)).max(1)
-        lower = np.ascontiguousarray((dc.reshape(len(P), k) - reach[idx.reshape(len(P), k)]).T)   # (k, points)
-        idx = np.ascontiguousarray(idx.reshape(len(P), k).T)                                          # (k, points)
-        best = np.full(len(P), np.inf)
-        corners = np.ascontiguousarray(tri.reshape(len(f), 9).T)     # (corner x component, triangle)
-        Pt = np.ascontiguousarray(P.T)
-        for j in range(k):                                          # component-major: fast sums over 3
-            sel = np.flatnonzero(lower[j] <= np.sqrt(best) * (1 + 1e-6) + 1e-12)
-            every = len(sel) == len(P)
-            if not len(sel):
-                continue
-            p = Pt if every else Pt[:, sel]
-            g = np.take(corners, idx[j] if every else idx[j, sel], axis=1)
-            a, b, c = g[0:3], g[3:6], g[6:9]
-            v, w = _closest_weights(p, a, b, c)
-            d = p - (a + v * (b - a) + w * (c - a))
-            if every:
-                best = np.minimum(best, (d * d).sum(0))
-            else:
-                best[sel] = np.minimum(best[sel], (d * d).sum(0))
-        best = np.sqrt(best)
+        best = _nearest_by_blocks(self.origin, h, self.dims, tri)        # exact: see there
         diff = _ray_crossings(tri, xs, ys, zs, h)
         crossings = np.cumsum(diff, axis=2)[:, :, :nz].reshape(-1)
         sign = np.where(crossings % 2 == 1, -1.0, 1.0)
