@@ -366,7 +366,7 @@ def _within(x):
     return x * (1 + 1e-6) + 1e-12
 
 
-def _nearest_by_blocks(origin, h, dims, tri) -> np.ndarray:
+def _nearest_by_blocks(origin, h, dims, tri, chunk: int = 1 << 20) -> np.ndarray:
     """The distance from the grid nodes (``origin + h * index``, flattened C-order over ``dims``) to the
     nearest of the triangles ``tri`` (k, 3, 3): exactly the brute-force minimum over all triangles.
 
@@ -380,7 +380,8 @@ def _nearest_by_blocks(origin, h, dims, tri) -> np.ndarray:
     candidate whose lower bound is within U + w_child (U: the exact distance of its lowest-bound candidate,
     >= d), which includes all it must carry; at a node (w = 0) that includes the nearest triangle. Where
     dist(Q, T) is tiny (g is then noise) the bound is the Lipschitz one, dist - |Q_child - Q|; a margin
-    (``_within``) and a slack on g absorb rounding."""
+    (``_within``) and a slack on g absorb rounding. Children are taken ``chunk`` (child, candidate) pairs
+    at a time."""
     dims = np.asarray(dims, np.int64)
     nt = len(tri)
     corners = np.ascontiguousarray(tri.reshape(nt, 9).T)
@@ -403,51 +404,67 @@ def _nearest_by_blocks(origin, h, dims, tri) -> np.ndarray:
         w = np.zeros(count[L + 1])
         np.maximum.at(w, par[L], width[L] + 2 * _norm3(cents[L] - cents[L + 1][:, par[L]]))
         width.append(w)
-    # the top block: every triangle, exactly
-    L, ch, tt = top, np.zeros(nt, np.int64), np.arange(nt)
-    off = _offsets(np.repeat(cents[top], nt, axis=1), corners, tt)
-    dist = _norm3(off)
-    d = np.array([dist.min()])
-    while True:
-        keep = np.flatnonzero(dist <= _within(d + width[L])[ch])      # this level's carried sets
-        cb, ct, cf = ch[keep], tt[keep], dist[keep]
+
+    def carried(ch, tt, dist, off, d, w):
+        """The pairs (block ch, triangle tt) a block carries, with their gradients and slacks."""
+        keep = np.flatnonzero(dist <= _within(d + w)[ch])
+        cf = dist[keep]
         lin = cf >= 1e-6 * scale
         cg = np.take(off, keep, axis=1) * np.where(lin, 1 / np.where(lin, cf, 1.0), 0.0)
-        slack = np.where(lin, 1e-7, 1.0)
-        L -= 1
-        Qc, pr = cents[L], par[L]
-        step = Qc - cents[L + 1][:, pr]
+        return ch[keep], tt[keep], cf, cg, np.where(lin, 1e-7, 1.0)
+
+    tt = np.arange(nt)                  # the top block: every triangle, exactly
+    off = _offsets(np.repeat(cents[top], nt, axis=1), corners, tt)
+    dist = _norm3(off)
+    cb, ct, cf, cg, cs = carried(np.zeros(nt, np.int64), tt, dist, off, dist.min(keepdims=True), width[top])
+    for L in range(top - 1, -1, -1):
+        pr = par[L]
+        step = cents[L] - cents[L + 1][:, pr]
         sn = _norm3(step)
         pcount = np.bincount(cb, minlength=count[L + 1])
         cnt = pcount[pr]
         if not cnt.all():               # only where a distance came out NaN
             raise ParameterError("TriangleMesh has a degenerate triangle (two coincident corners): its distance is "
                                  "not a number")
-        cstart = np.cumsum(cnt) - cnt
-        ch = np.repeat(np.arange(count[L]), cnt)                 # (child, candidate) pairs, child-major
-        src = np.arange(int(cnt.sum())) - np.repeat(cstart - (np.cumsum(pcount) - pcount)[pr], cnt)
-        lower = (cf[src] + cg[0][src] * step[0][ch] + cg[1][src] * step[1][ch] + cg[2][src] * step[2][ch]
-                 - slack[src] * sn[ch])
-        tt = ct[src]
-        low = np.minimum.reduceat(lower, cstart)
-        cand = np.flatnonzero(lower <= low[ch])
-        first = cand[np.r_[True, ch[cand][1:] != ch[cand][:-1]]]     # each child's lowest bound
-        o1 = _offsets(Qc, corners, tt[first])
-        U = _norm3(o1)
-        m = lower <= _within(U + width[L])[ch]
-        m[first] = False
-        sel = np.flatnonzero(m)
-        o2 = _offsets(np.take(Qc, ch[sel], axis=1), corners, tt[sel])
-        d2 = _norm3(o2)
-        d = U.copy()
-        np.minimum.at(d, ch[sel], d2)
-        if L == 0:
+        pstart = np.cumsum(pcount) - pcount
+        ends = np.cumsum(cnt)
+        d = np.empty(count[L])
+        out = []
+        c0 = 0
+        while c0 < count[L]:            # children [c0, c1): at most ``chunk`` pairs (or one child)
+            c1 = max(int(np.searchsorted(ends, (ends[c0 - 1] if c0 else 0) + chunk, "right")), c0 + 1)
+            n = cnt[c0:c1]
+            start = np.cumsum(n) - n
+            ch = np.repeat(np.arange(c0, c1), n)                  # (child, candidate) pairs, child-major
+            src = np.arange(int(n.sum())) - np.repeat(start - pstart[pr[c0:c1]], n)
+            lower = (cf[src] + cg[0][src] * step[0][ch] + cg[1][src] * step[1][ch] + cg[2][src] * step[2][ch]
+                     - cs[src] * sn[ch])
+            tt = ct[src]
+            low = np.minimum.reduceat(lower, start)
+            cand = np.flatnonzero(lower <= low[ch - c0])
+            first = cand[np.r_[True, ch[cand][1:] != ch[cand][:-1]]]     # each child's lowest bound
+            Q = cents[L][:, c0:c1]
+            o1 = _offsets(Q, corners, tt[first])
+            U = _norm3(o1)
+            m = lower <= _within(U + width[L][c0:c1])[ch - c0]
+            m[first] = False
+            sel = np.flatnonzero(m)
+            o2 = _offsets(np.take(Q, ch[sel] - c0, axis=1), corners, tt[sel])
+            d2 = _norm3(o2)
+            np.minimum.at(U, ch[sel] - c0, d2)
+            d[c0:c1] = U
+            if L:
+                dist = np.full(len(lower), np.inf)
+                dist[first], dist[sel] = _norm3(o1), d2
+                off = np.empty((3, len(lower)))
+                off[:, first], off[:, sel] = o1, o2
+                out.append(carried(ch - c0, tt, dist, off, U, width[L][c0:c1]))
+                out[-1] = (out[-1][0] + c0,) + out[-1][1:]
+            c0 = c1
+        if not L:
             return d
-        dist = np.full(len(lower), np.inf)
-        dist[first], dist[sel] = U, d2
-        off = np.empty((3, len(lower)))
-        off[:, first], off[:, sel] = o1, o2
-
+        cb, ct, cf, cs = (np.concatenate([o[i] for o in out]) for i in (0, 1, 2, 4))
+        cg = np.concatenate([o[3] for o in out], axis=1)
 
 class GridShape(Shape):
     """A shape the detection kernels read as a signed-distance grid (kind MESH; TriangleMesh): ``origin`` (3,),
