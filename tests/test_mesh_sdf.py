@@ -57,7 +57,8 @@ def _prism(sides=6, length=0.3, radius=0.02, rings=3):
         for i in range(sides):
             tris = [(base, ring(1, i), ring(1, i + 1))]
             for k in range(1, rings):
-                tris += [(ring(k, i), ring(k + 1, i), ring(k + 1, i + 1)), (ring(k, i), ring(k + 1, i + 1), ring(k, i + 1))]
+                tris += [(ring(k, i), ring(k + 1, i), ring(k + 1, i + 1)),
+                         (ring(k, i), ring(k + 1, i + 1), ring(k, i + 1))]
             f.extend(t[::-1] if flip else t for t in tris)
         return lambda i: ring(rings, i)
     lo, hi = end(0.0, False), end(length, True)

@@ -370,53 +370,58 @@ def _nearest_by_blocks(origin, h, dims, tri, chunk: int = 1 << 20) -> np.ndarray
     """The distance from the grid nodes (``origin + h * index``, flattened C-order over ``dims``) to the
     nearest of the triangles ``tri`` (k, 3, 3): exactly the brute-force minimum over all triangles.
 
-    The node grid is cut into blocks of 2^L nodes a side, L = top (one block) .. 0 (the nodes). Block B
-    (centre Q, width w: 0 for a node, else the largest w_child + 2 |Q_child - Q| over its children) carries
-    every triangle T with dist(Q, T) <= d(Q) + w, d(Q) the nearest distance, with dist(Q, T) and its gradient
-    g = (Q - q) / dist (q the closest point of T). Why that is exact: dist(., T) is 1-Lipschitz, so a triangle
-    that a child must carry has dist(Q, T) <= d(Q_child) + w_child + |Q_child - Q| <= d(Q) + w and is in its
-    parent's set; dist(., T) is convex, so dist(Q, T) + g . (Q_child - Q) is a lower bound on
-    dist(Q_child, T), and a child computes dist exactly (the same arithmetic as brute force) for every
-    candidate whose lower bound is within U + w_child (U: the exact distance of its lowest-bound candidate,
-    >= d), which includes all it must carry; at a node (w = 0) that includes the nearest triangle. Where
-    dist(Q, T) is tiny (g is then noise) the bound is the Lipschitz one, dist - |Q_child - Q|; a margin
-    (``_within``) and a slack on g absorb rounding. Children are taken ``chunk`` (child, candidate) pairs
-    at a time."""
+    The node grid is cut into blocks of 2^L nodes a side, L = top (one block) .. 0 (the nodes); r is the
+    largest distance from a block's centre Q to its nodes. A block carries (at least) every triangle that
+    is the nearest to one of its nodes, with its distance f and gradient g = (Q - q) / f at Q (q its
+    closest point). Why that is exact: a child's nodes are its parent's, so what it must carry is in its
+    parent's set. A triangle T nearest to a node P of the child has f_T(Q_c) <= f_T(P) + r <= d(P) + r
+    <= U + 2 r (f is 1-Lipschitz; U: the distance at Q_c of any triangle, computed for the candidate with
+    the lowest bound), and as f_T is convex, f_T(Q) + g . (Q_c - Q) <= f_T(Q_c): the child computes f
+    exactly (the same arithmetic as brute force) for each candidate whose bound is within U + 2 r. It
+    carries on those with f_T(Q_c) - D <= min(2 r, |g* - g_T| r + r^2 / (2 D)), D and g* those of its
+    nearest so far, q* its closest point: at a node P = Q_c + e, f_T(P) >= f_T(Q_c) + g_T . e (convexity)
+    and d(P) <= |P - q*| <= D + g* . e + |e|^2 / (2 D). At a node (r = 0) the nearest triangle is thus
+    computed and the minimum is the brute-force one. Where a distance is tiny its gradient is noise and
+    only the Lipschitz bounds serve; a margin (``_within``) and slacks on g absorb rounding. Children are
+    taken ``chunk`` (child, candidate) pairs at a time."""
     dims = np.asarray(dims, np.int64)
     nt = len(tri)
     corners = np.ascontiguousarray(tri.reshape(nt, 9).T)
     scale = max(np.abs(tri).max(), np.abs(origin).max(), np.abs(origin + h * (dims - 1)).max())
     top = max(int(np.ceil(np.log2(dims.max()))), 1)
-    cents, par, count = [], [], []
+    cents, radius, par, count = [], [], [], []
     for L in range(top + 1):
         b = 1 << L
         nb = -(-dims // b)
-        ax = [origin[a] + h * ((np.arange(nb[a]) * b + np.minimum(np.arange(nb[a]) * b + b, dims[a]) - 1) / 2)
-              for a in range(3)]
-        cents.append(np.stack(np.meshgrid(*ax, indexing="ij"), 0).reshape(3, -1))
+        lo = [np.arange(nb[a]) * b for a in range(3)]
+        hi = [np.minimum(lo[a] + b, dims[a]) - 1 for a in range(3)]
+        cents.append(np.stack(np.meshgrid(*(origin[a] + h * ((lo[a] + hi[a]) / 2) for a in range(3)),
+                                          indexing="ij"), 0).reshape(3, -1))
+        radius.append(_norm3(np.meshgrid(*(h * (hi[a] - lo[a]) / 2 for a in range(3)), indexing="ij")).reshape(-1))
         count.append(int(np.prod(nb)))
         if L:
             i, j, k = np.meshgrid(*(np.arange(n) >> 1 for n in prev), indexing="ij")
             par.append(((i * nb[1] + j) * nb[2] + k).reshape(-1))
         prev = nb
-    width = [np.zeros(count[0])]
-    for L in range(top):
-        w = np.zeros(count[L + 1])
-        np.maximum.at(w, par[L], width[L] + 2 * _norm3(cents[L] - cents[L + 1][:, par[L]]))
-        width.append(w)
 
-    def carried(ch, tt, dist, off, d, w):
+    def carried(ch, tt, dist, off, d, r):
         """The pairs (block ch, triangle tt) a block carries, with their gradients and slacks."""
-        keep = np.flatnonzero(dist <= _within(d + w)[ch])
-        cf = dist[keep]
-        lin = cf >= 1e-6 * scale
-        cg = np.take(off, keep, axis=1) * np.where(lin, 1 / np.where(lin, cf, 1.0), 0.0)
-        return ch[keep], tt[keep], cf, cg, np.where(lin, 1e-7, 1.0)
+        lin = dist >= 1e-6 * scale
+        g = off * np.where(lin, 1 / np.where(lin, dist, 1.0), 0.0)
+        near = np.flatnonzero(dist <= d[ch])
+        gs = np.zeros((3, len(d)))
+        gs[:, ch[near]] = g[:, near]                   # the gradient of a nearest triangle
+        rc = r[ch]
+        curve = rc * rc / (2 * np.maximum(d, 1e-300))[ch]
+        bound = np.where(lin & (d >= 1e-6 * scale)[ch],
+                         np.minimum(2 * rc, (_norm3(g - gs[:, ch]) + 1e-7) * rc + curve), 2 * rc)
+        keep = np.flatnonzero(dist <= _within(d[ch] + bound))
+        return ch[keep], tt[keep], dist[keep], g[:, keep], np.where(lin, 1e-7, 1.0)[keep]
 
     tt = np.arange(nt)                  # the top block: every triangle, exactly
     off = _offsets(np.repeat(cents[top], nt, axis=1), corners, tt)
     dist = _norm3(off)
-    cb, ct, cf, cg, cs = carried(np.zeros(nt, np.int64), tt, dist, off, dist.min(keepdims=True), width[top])
+    cb, ct, cf, cg, cs = carried(np.zeros(nt, np.int64), tt, dist, off, dist.min(keepdims=True), radius[top])
     for L in range(top - 1, -1, -1):
         pr = par[L]
         step = cents[L] - cents[L + 1][:, pr]
@@ -446,7 +451,7 @@ def _nearest_by_blocks(origin, h, dims, tri, chunk: int = 1 << 20) -> np.ndarray
             Q = cents[L][:, c0:c1]
             o1 = _offsets(Q, corners, tt[first])
             U = _norm3(o1)
-            m = lower <= _within(U + width[L][c0:c1])[ch - c0]
+            m = lower <= _within(U + 2 * radius[L][c0:c1])[ch - c0]
             m[first] = False
             sel = np.flatnonzero(m)
             o2 = _offsets(np.take(Q, ch[sel] - c0, axis=1), corners, tt[sel])
@@ -456,9 +461,9 @@ def _nearest_by_blocks(origin, h, dims, tri, chunk: int = 1 << 20) -> np.ndarray
             if L:
                 dist = np.full(len(lower), np.inf)
                 dist[first], dist[sel] = _norm3(o1), d2
-                off = np.empty((3, len(lower)))
+                off = np.zeros((3, len(lower)))
                 off[:, first], off[:, sel] = o1, o2
-                out.append(carried(ch - c0, tt, dist, off, U, width[L][c0:c1]))
+                out.append(carried(ch - c0, tt, dist, off, U, radius[L][c0:c1]))
                 out[-1] = (out[-1][0] + c0,) + out[-1][1:]
             c0 = c1
         if not L:
@@ -506,8 +511,9 @@ class TriangleMesh(GridShape):
     At construction its signed distance is sampled on a regular grid (``resolution`` cells along
     the longest side, ``padding`` m around the bounding box; default padding = 10 % of the
     longest side + 2 cells): at each node exactly the distance to the nearest triangle, negative
-    inside; lookups are trilinear, so distances are exact to about a cell size near the surface. Outside the grid the distance is that of the nearest grid point plus the
-    distance to it (an overestimate that is exact far away in the grid's direction).
+    inside; lookups are trilinear, so distances are exact to about a cell size near the surface.
+    Outside the grid the distance is that of the nearest grid point plus the distance to it (an
+    overestimate that is exact far away in the grid's direction).
     """
 
     kind = MESH
