@@ -412,7 +412,7 @@ def _nearest_by_blocks(origin, h, dims, tri, chunk: int = 1 << 20) -> np.ndarray
         gs = np.zeros((3, len(d)))
         gs[:, ch[near]] = g[:, near]                   # the gradient of a nearest triangle
         rc = r[ch]
-        curve = rc * rc / (2 * np.maximum(d, 1e-300))[ch]
+        curve = rc * rc / (2 * np.maximum(d, 1e-6 * scale))[ch]     # used where d >= 1e-6 scale
         bound = np.where(lin & (d >= 1e-6 * scale)[ch],
                          np.minimum(2 * rc, (_norm3(g - gs[:, ch]) + 1e-7) * rc + curve), 2 * rc)
         keep = np.flatnonzero(dist <= _within(d[ch] + bound))
@@ -470,6 +470,7 @@ def _nearest_by_blocks(origin, h, dims, tri, chunk: int = 1 << 20) -> np.ndarray
             return d
         cb, ct, cf, cs = (np.concatenate([o[i] for o in out]) for i in (0, 1, 2, 4))
         cg = np.concatenate([o[3] for o in out], axis=1)
+
 
 class GridShape(Shape):
     """A shape the detection kernels read as a signed-distance grid (kind MESH; TriangleMesh): ``origin`` (3,),
