@@ -20,7 +20,7 @@ A URDF is read with ``yourdfpy`` (its collision meshes with ``trimesh``; the opt
 
 Limits of this version: a hinge's coordinate is unwrapped step by step (a continuous joint may
 turn any number of times; it must turn less than π in one step); floating and planar
-joints are refused; the first load of a mesh samples its SDF (2.5 s of CPU for the Panda's ten
+joints are refused; the first load of a mesh samples its SDF (about 1 s of CPU for the Panda's ten
 links) on background threads while the caller goes on (the Simulator's contact tables wait for
 it), later loads read it from the cache (about 0.15 s).
 
