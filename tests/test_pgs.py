@@ -238,3 +238,22 @@ def test_numpy_normal_targets_match_conds_kernel():
         tol = 1e-12 if dtype == np.float64 else 1e-5
         np.testing.assert_allclose(normal_targets(phi, vnk, e, 1e-2, 0.2, 0.05, bool(mid)), out, rtol=tol,
                                    atol=tol * 1e-3)
+
+
+def test_delassus_operator_is_the_same_formed_a_block_at_a_time(monkeypatch):
+    """G = J A⁻¹ Jᵀ formed a few columns at a time (the memory bound that lets the 59k-DOF mat run) equals
+    the dense product, to rounding."""
+    import scipy.sparse as sp
+
+    from femcontact.solvers import delassus
+    from femcontact.solvers.newton_linear import make_newton_linear_solver
+
+    M = sp.random(60, 60, density=0.1, random_state=1)
+    A = (M @ M.T + 60 * sp.eye(60)).tocsc()
+    J = sp.random(21, 60, density=0.2, random_state=2).tocsr()
+    factor = make_newton_linear_solver("direct").factorize(A)
+    exact = J.toarray() @ np.linalg.solve(A.toarray(), J.toarray().T)
+    monkeypatch.setattr(delassus, "DELASSUS_BLOCK_BYTES", 8 * 60 * 4)     # four columns at a time
+    G = delassus.delassus_operator(factor, J)
+    np.testing.assert_allclose(G, exact, rtol=0, atol=1e-12 * np.abs(exact).max())
+    assert np.array_equal(G, G.T)

@@ -4,8 +4,11 @@ implicit complementarity ``incp.py``).
 The step system ``A v̂ = b + Jᵀλ`` is reduced to contact space with a sparse direct factorization
 of A (the Newton path's CHOLMOD / SuperLU, ``newton_linear``):
 
-    v* = A⁻¹ b,    X = A⁻¹ J_fᵀ,    G = J_f X    (the Delassus operator, dense 3c × 3c)
+    v* = A⁻¹ b,    G = J_f A⁻¹ J_fᵀ    (the Delassus operator, dense 3c × 3c),    v̂ = v* + A⁻¹ J_fᵀ λ
     u(λ) = G λ + q,   q = J v* + u_world + [bias_t, −t_m]
+
+G is formed ``DELASSUS_BLOCK_BYTES`` of A⁻¹ J_fᵀ at a time (the whole 3n × 3c block would take
+18 GB on the 59k-DOF mat, where CHOLMOD crashed for want of it); only G (3c × 3c) is kept.
 
 (``J_f``: J with the prescribed DOFs' columns zeroed: a drive absorbs the contact's reaction;
 their prescribed v̂ still enters ``J v*``). ``u`` is the contact velocity of the condition COND
@@ -37,8 +40,25 @@ from .cond.targets import normal_targets
 from .newton_linear import make_newton_linear_solver
 from .sap import momentum_error
 
+DELASSUS_BLOCK_BYTES = 1 << 28     # columns of A⁻¹ J_fᵀ solved at a time: at most this many bytes
+
 COMMON_DEFAULTS = {"tol": 1e-6, "max_iter": 500, "warm_start": True, "restitution": 0.0, "recovery": 0.2,
                    "max_recovery_speed": 0.05, "linear_solver": "direct"}
+
+
+def delassus_operator(factor, Jf: sp.csr_matrix) -> np.ndarray:
+    """G = J_f A⁻¹ J_fᵀ (3c × 3c, symmetrized) from A's factorization, ``DELASSUS_BLOCK_BYTES`` of A⁻¹ J_fᵀ
+    at a time."""
+    m, n3 = Jf.shape
+    JfT = Jf.T.tocsc()
+    G = np.empty((m, m))
+    cols = max(1, DELASSUS_BLOCK_BYTES // (8 * max(n3, 1)))
+    for j0 in range(0, m, cols):
+        j1 = min(j0 + cols, m)
+        G[:, j0:j1] = Jf @ factor.solve(JfT[:, j0:j1].toarray())
+    G += G.T
+    G *= 0.5
+    return G
 
 
 @dataclass
@@ -47,15 +67,16 @@ class ContactSpace:
 
     G: (3c, 3c) Delassus operator; q: (3c,) contact velocity at λ = 0; mu: (c, 2) friction on t1, t2;
     lam_warm: (c, 3) warm-start impulses in this step's frames (zeros where none); has_warm: whether
-    any contact found its predecessor. X, v_star: v̂ = v* + X λ. The rest is bookkeeping for
-    ``finish``."""
+    any contact found its predecessor. v_star, factor (A's), Jf: v̂ = v* + A⁻¹ J_fᵀ λ. The rest is
+    bookkeeping for ``finish``."""
 
     G: np.ndarray
     q: np.ndarray
     mu: np.ndarray
     lam_warm: np.ndarray
     has_warm: bool
-    X: np.ndarray
+    factor: object
+    Jf: sp.csr_matrix
     v_star: np.ndarray
     frame: np.ndarray
     keys: np.ndarray
@@ -145,7 +166,7 @@ class DelassusSolver(abc.ABC):
         return self.finish(problem, space, result, ms_iter)
 
     def reduce(self, problem: StepProblem) -> ContactSpace:
-        """Factorize A, form v*, X, the Delassus operator G, q and the warm-start impulses."""
+        """Factorize A, form v*, the Delassus operator G, q and the warm-start impulses."""
         t_start = time.perf_counter()
         o = self.opt
         model, contacts = problem.model, problem.contacts
@@ -171,9 +192,7 @@ class DelassusSolver(abc.ABC):
         F = self.factor.factorize(A)
         v_star = F.solve(b)
         ta = time.perf_counter()
-        X = F.solve(Jf.T.toarray())                       # (3n, 3c) = A⁻¹ J_fᵀ
-        Gd = np.asarray(Jf @ X)
-        Gd = 0.5 * (Gd + Gd.T)
+        Gd = delassus_operator(F, Jf)
         ms_factor = 1e3 * (ta - t0)
         ms_delassus = 1e3 * (time.perf_counter() - ta)
 
@@ -196,18 +215,18 @@ class DelassusSolver(abc.ABC):
             hit = prev >= 0
             lam[hit] = np.einsum("mij,mj->mi", frame[hit], self._lam_world[prev[hit]])
         return ContactSpace(G=Gd, q=q.ravel(), mu=np.asarray(cd["mu"], np.float64), lam_warm=lam,
-                            has_warm=bool(hit.any()), X=X, v_star=v_star, frame=frame, keys=keys,
+                            has_warm=bool(hit.any()), factor=F, Jf=Jf, v_star=v_star, frame=frame, keys=keys,
                             points=cd["point"].copy(), ms_factorization=ms_factor, ms_delassus=ms_delassus,
                             t_start=t_start)
 
     def finish(self, problem: StepProblem, space: ContactSpace, result: ContactIterate, ms_iter: float) -> SolveStats:
-        """Write v̂ = v* + X λ (prescribed blocks keep their v̂), the impulses and statuses; return the
+        """Write v̂ = v* + A⁻¹ J_fᵀ λ (prescribed blocks keep their v̂), the impulses and statuses; return the
         statistics every Delassus solver reports (plus ``result.extra``)."""
         model, contacts, coef = problem.model, problem.contacts, problem.coef
         n, c = model.n_nodes, space.count
         lam = np.asarray(result.lam, np.float64).reshape(c, 3)
         status = np.asarray(result.status, np.int32)
-        v_hat = space.v_star + space.X @ lam.ravel()
+        v_hat = space.v_star + space.factor.solve(space.Jf.T @ lam.ravel())
         fixed = backend.read(problem.fixed, n) != 0
         if fixed.any():
             b = backend.read(problem.b, n).astype(np.float64, copy=False)
