@@ -3,17 +3,26 @@
 Tests that need a scene build it through the scene's own ``build(**kwargs)``, so a test and the
 scene a user runs are the same setup; keyword arguments change size, solver or parameters. The
 scene procedures several test files share (the thrown sphere) are here too."""
+import importlib.metadata
 import importlib.util
 import sys
 from pathlib import Path
 from types import ModuleType
 
 import numpy as np
+import pytest
 
 import femcontact as fc
 
 SCENES = Path(__file__).resolve().parents[1] / "scenes"
 _loaded: dict[str, ModuleType] = {}
+
+try:                                   # the Panda's URDF and meshes: the optional extra femcontact[robots]
+    importlib.metadata.distribution("example-robot-data")
+    HAVE_PANDA = True
+except importlib.metadata.PackageNotFoundError:
+    HAVE_PANDA = False
+needs_panda = pytest.mark.skipif(not HAVE_PANDA, reason="example-robot-data (femcontact[robots]) not installed")
 
 
 def soft_stack(solver: str, count: int = 3, options: dict | None = None, stiction: str = "anchored",

@@ -1,19 +1,12 @@
 """TriangleMesh's sampled SDF grid against brute force: the distance to every triangle and the inside test of
 the solid. The distance is exact for any closed mesh (it once took the 24 triangles with the nearest centroids,
 which missed the nearest of long, thin triangles: 40 mm off on the prism below, 14-28 mm on the Panda's links)."""
-import importlib.metadata
-
 import numpy as np
 import pytest
 
 import femcontact as fc
 from femcontact.contact.shapes import closest_point_on_triangles
-
-try:
-    importlib.metadata.distribution("example-robot-data")
-    HAVE_PANDA = True
-except importlib.metadata.PackageNotFoundError:
-    HAVE_PANDA = False
+from scenes_util import needs_panda
 
 
 def _brute_force(mesh):
@@ -78,7 +71,7 @@ def test_mesh_grid_is_exact_next_to_long_thin_triangles():
     assert ((grid < 0) == inside)[dist > 1e-3].all()
 
 
-@pytest.mark.skipif(not HAVE_PANDA, reason="example-robot-data (femcontact[robots]) not installed")
+@needs_panda
 def test_panda_link_grids_are_exact(monkeypatch):
     """Two of the Panda's collision meshes (link0 and link5: up to 28 and 14 mm off before) at a coarse grid."""
     pytest.importorskip("yourdfpy")

@@ -11,18 +11,15 @@
 Each runs a robot with a soft body or a cable for 2 to 4 s of simulated time (200 to 400 steps
 of 0.1 to 0.3 s on CPU, 30 to 70 s a test): slow tests.
 """
-import importlib.metadata
 
 import numpy as np
 import pytest
 
 import femcontact as fc
-from scenes_util import load_scene
+from scenes_util import HAVE_PANDA, load_scene
 
 pytest.importorskip("yourdfpy")      # the optional extra femcontact[robots]; CI installs it
-try:
-    importlib.metadata.distribution("example-robot-data")
-except importlib.metadata.PackageNotFoundError:
+if not HAVE_PANDA:
     pytest.skip("example-robot-data (femcontact[robots]) not installed", allow_module_level=True)
 
 G = 9.81

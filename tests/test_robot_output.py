@@ -17,6 +17,7 @@ import femcontact as fc
 
 pytest.importorskip("yourdfpy")                 # the optional extra femcontact[robots]; CI installs it
 from femcontact.io.vtk import read_series  # noqa: E402
+from scenes_util import needs_panda  # noqa: E402
 
 G = 9.81
 ARM = """<?xml version="1.0"?>
@@ -168,16 +169,11 @@ def test_resumed_run_keeps_its_csv_consistent_with_the_pvd(tmp_path):
     np.testing.assert_allclose(resumed, whole, rtol=1e-9, atol=1e-12)
 
 
+@needs_panda
 def test_panda_links_are_written_in_their_pose_and_its_fingers_feel_nothing_in_free_air(tmp_path):
     """Every Panda link with geometry is a piece ``panda/<link>`` whose points are the link's mesh at
     the forward kinematics of the measured joint positions; holding its pose in free air, the hand
     and fingers report zero contact force."""
-    import importlib.metadata
-
-    try:
-        importlib.metadata.distribution("example-robot-data")
-    except importlib.metadata.PackageNotFoundError:
-        pytest.skip("example-robot-data (femcontact[robots]) not installed")
     scene = fc.Scene(dt=1e-2)
     scene.add_obstacle(fc.shapes.HalfSpace(), name="ground")
     q = np.array(fc.robots.PANDA_READY) + [0.3, 0.1, -0.2, 0.2, 0.4, -0.3, 0.5, -0.01]

@@ -4,7 +4,6 @@ Known answers: a one-link URDF pendulum's period, the Panda's forward kinematics
 yourdfpy's own, the Panda holding its pose under gravity at the fingertips, a critically damped
 PD step response, a mimic finger following its leader, gravity compensation balancing a
 pendulum."""
-import importlib.metadata
 import time
 import warnings
 
@@ -14,16 +13,9 @@ import pytest
 import femcontact as fc
 from femcontact.robots import PANDA_READY
 from oscillation import measured_period
-from scenes_util import load_scene
+from scenes_util import load_scene, needs_panda
 
 yourdfpy = pytest.importorskip("yourdfpy")      # the optional extra femcontact[robots]; CI installs it
-
-try:
-    importlib.metadata.distribution("example-robot-data")
-    HAVE_PANDA = True
-except importlib.metadata.PackageNotFoundError:
-    HAVE_PANDA = False
-needs_panda = pytest.mark.skipif(not HAVE_PANDA, reason="example-robot-data (femcontact[robots]) not installed")
 
 G = 9.81
 TIP = np.array([0.0, 0.0076, 0.045, 1.0])      # rubber tip of a Panda finger, its link frame

@@ -11,14 +11,19 @@ from scenes_util import load_scene
 sg = load_scene("soft_gripper")
 
 
+def _run(sim: fc.Simulator, until: float) -> np.ndarray:
+    """Step ``sim`` to ``until`` s: per-step rows [time, F_x, F_y, F_z]."""
+    rows = []
+    while sim.state.time < until - 1e-9:
+        sim.step()
+        rows.append([sim.state.time, *sg.object_force(sim)])
+    return np.array(rows)
+
+
 def _trace(solver: str, until: float, **kwargs):
     """(simulator, per-step rows [time, F_x, F_y, F_z]) of the scene run to ``until`` s."""
     sim = fc.Simulator(sg.build(solver=solver, **kwargs))
-    rows = []
-    for _ in range(int(round(until / sim.scene.dt))):
-        sim.step()
-        rows.append([sim.state.time, *sg.object_force(sim)])
-    return sim, np.array(rows)
+    return sim, _run(sim, until)
 
 
 def _pressed(rows: np.ndarray) -> float:
@@ -40,7 +45,7 @@ def test_pressed_force_converges_to_the_compressed_bar():
 def test_sliding_pad_loads_the_object_at_the_coulomb_ratio():
     """At μ 0.1 the 8 mm drag makes the pad slide: over the drag the sensor reads F_t = μ F_n (measured 0.0994
     to 0.1000), and the front face travels with the actuator."""
-    sim, rows = _trace("lagged", 2.4, resolution=4, friction=0.1)
+    _, rows = _trace("lagged", 2.4, resolution=4, friction=0.1)
     sliding = (rows[:, 0] > 2.1) & (rows[:, 0] <= 2.4)
     ratio = np.hypot(rows[sliding, 2], rows[sliding, 3]) / rows[sliding, 1]
     np.testing.assert_allclose(ratio, 0.1, rtol=0.02)
@@ -51,13 +56,10 @@ def _front_travel(solver: str, friction: float, resolution: int = 4) -> tuple[fl
     """Mean travel along the drag (z, m) of the pad's front face over the drag, and the force rows."""
     sim = fc.Simulator(sg.build(solver=solver, friction=friction, resolution=resolution))
     front = sim.body_positions("pad")[:, 0] > -sg.GAP - 1e-6
-    rows, x0 = [], None
-    for _ in range(int(round(sg.T_DRAG / sim.scene.dt))):
-        sim.step()
-        rows.append([sim.state.time, *sg.object_force(sim)])
-        if x0 is None and sim.state.time >= sg.T_HOLD - 1e-9:
-            x0 = sim.body_positions("pad")[front, 2]
-    return float((sim.body_positions("pad")[front, 2] - x0).mean()), np.array(rows)
+    held = _run(sim, sg.T_HOLD)
+    x0 = sim.body_positions("pad")[front, 2]
+    dragged = _run(sim, sg.T_DRAG)
+    return float((sim.body_positions("pad")[front, 2] - x0).mean()), np.vstack([held, dragged])
 
 
 def test_pad_sticks_at_the_papers_friction_and_slides_at_low_friction():
