@@ -1,49 +1,168 @@
-"""The one place Taichi is initialised: architecture, precision, kernel cache.
+"""The one place the kernel runtime is chosen and initialised: runtime, architecture, precision,
+kernel cache. No other module imports ``taichi`` or ``quadrants``: they take ``ti`` from here.
+
+Runtime: the kernels are written in the Taichi language and run unchanged on two runtimes.
+``quadrants`` (the default; the Genesis team's maintained fork of Taichi, ``pip install
+quadrants==1.3.3``) launches a kernel in ~6 µs + ~1 µs per ndarray argument on a 2-core CPU and
+caches its front end; ``taichi`` (1.7.4, the last Taichi release, ``pip install taichi==1.7.4``)
+costs ~20 µs + ~18 µs per ndarray argument (docs/PERFORMANCE.md). Pick one with the environment
+variable ``FEMCONTACT_RUNTIME=quadrants|taichi`` or ``femcontact run --runtime``; it is read once,
+when femcontact is first imported (kernels are declared at import). The two agree to round-off,
+not bit for bit (different LLVM versions).
 
 Architecture: ``auto`` tries CUDA, then Vulkan/Metal, then falls back to the CPU.
 Override with ``init(arch=...)``, the CLI flag ``--arch`` or the environment
 variable ``FEMCONTACT_ARCH`` (cpu, cuda, vulkan, metal, auto). Precision: float64
 by default, float32 with ``precision="f32"``, ``--precision`` or
-``FEMCONTACT_PRECISION``. Taichi's offline cache is on (``FEMCONTACT_CACHE_DIR``,
-default ``~/.cache/femcontact/taichi``) so a second run does not recompile.
+``FEMCONTACT_PRECISION``.
+
+Kernel cache: compiled kernels persist between processes in ``cache_dir()``:
+``FEMCONTACT_CACHE_DIR`` (default ``~/.cache/femcontact/kernels``) / ``<runtime>-<version>-<source
+fingerprint>``. On quadrants every kernel uses the fast cache (``@kernel(fastcache=True)``: the
+front end is skipped too). The fast cache keys a kernel by its own source and its arguments, not by
+the module constants it reads (``SLOTS``, shape codes, ...); the folder's fingerprint hashes every
+source file of femcontact, so a changed constant (or any changed line) compiles afresh instead of
+loading a stale kernel. Taichi 1.7.4 writes its offline cache only when its program shuts down,
+so ``init`` registers that shutdown at exit.
 
 Determinism: threads adding into shared sums (assembly of A, contacts appended through atomic
 counters) finish in an order that varies, so two runs of one scene agree only to round-off, and
 detection may order contacts (and COND nodalize them) differently. ``FEMCONTACT_DETERMINISTIC=1`` (or
 ``init(..., deterministic=True)``) runs the CPU backend on one thread: every run, and every run
-resumed from a checkpoint, then repeats bit for bit on the same machine. GPUs have no such mode.
+resumed from a checkpoint, then repeats bit for bit on the same machine and runtime. GPUs have no
+such mode.
 
-Banner: Taichi prints "[Taichi] version ..." when it is imported. femcontact names its backend
-in its own messages, so this module (imported before anything imports Taichi) turns that banner
-off unless ``ENABLE_TAICHI_HEADER_PRINT`` is set, and ``init`` swallows the "Starting on arch"
-line of ``ti.init``: ``femcontact --help``, ``mesh`` and ``render`` print only their own output,
-and ``run`` names the backend in its own first line.
+Banner: the runtimes print "[Taichi] version ..." / "[Quadrants] version ..." when imported.
+femcontact names its runtime in its own messages, so this module turns that banner off unless
+``ENABLE_TAICHI_HEADER_PRINT`` / ``ENABLE_QUADRANTS_HEADER_PRINT`` is set, and ``init`` swallows
+the "Starting on arch" line: ``femcontact --help``, ``mesh`` and ``render`` print only their own
+output, and ``run`` names the runtime and backend in its own first line.
 ``FEMCONTACT_CPU_THREADS=N`` caps the CPU backend's threads (sweeps set it in their workers).
 """
 from __future__ import annotations
 
+import atexit
 import contextlib
 import ctypes
+import hashlib
+import importlib
 import io
 import os
+import types
+import warnings
 from pathlib import Path
 
 import numpy as np
 
 from .errors import ParameterError
 
-os.environ.setdefault("ENABLE_TAICHI_HEADER_PRINT", "0")   # before any ``import taichi`` (module docstring)
-
 ARCHS = ("auto", "cpu", "cuda", "vulkan", "metal")
 PRECISIONS = ("f64", "f32")
+# name -> (module, pinned version, install command)
+RUNTIMES = {"quadrants": ("quadrants", "1.3.3", "pip install quadrants==1.3.3"),
+            "taichi": ("taichi", "1.7.4", "pip install taichi==1.7.4")}
+DEFAULT_RUNTIME = "quadrants"
 
 _config: dict | None = None
 
 
-def _ti():
-    import taichi as ti
+def requested_runtime() -> str:
+    """The runtime ``FEMCONTACT_RUNTIME`` asks for (default quadrants), refused if unknown."""
+    name = (os.environ.get("FEMCONTACT_RUNTIME") or DEFAULT_RUNTIME).strip().lower()
+    if name not in RUNTIMES:
+        raise ParameterError(f"unknown runtime {name!r} (FEMCONTACT_RUNTIME or --runtime); choose one of "
+                             f"{', '.join(RUNTIMES)}: " + "; ".join(f"{n}: {c[2]}" for n, c in RUNTIMES.items()))
+    return name
 
-    return ti
+
+def _import_runtime(name: str) -> types.ModuleType:
+    module, _, install = RUNTIMES[name]
+    os.environ.setdefault(f"ENABLE_{module.upper()}_HEADER_PRINT", "0")    # before the import (module docstring)
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        others = [n for n in RUNTIMES if n != name]
+        raise ParameterError(f"the kernel runtime {name!r} is not installed ({exc}); install it with "
+                             f"'{install}', or choose another with FEMCONTACT_RUNTIME={'|'.join(others)} "
+                             f"(or femcontact run --runtime)") from exc
+
+
+class _Language(types.ModuleType):
+    """The runtime's language namespace as femcontact's kernels use it (``ti.kernel``, ``ti.func``,
+    ``ti.types.ndarray``, ...): the runtime module itself, except that on quadrants ``kernel``
+    turns the fast cache on (module docstring)."""
+
+    def __init__(self, runtime: types.ModuleType, name: str):
+        super().__init__(f"femcontact.backend.ti[{name}]")
+        self._runtime = runtime
+        if name == "quadrants":
+            self.kernel = self._fastcache_kernel
+
+    def __getattr__(self, attr: str):
+        return getattr(self._runtime, attr)
+
+    def _fastcache_kernel(self, fn=None, **options):
+        options.setdefault("fastcache", True)
+        if fn is None:
+            return lambda f: self._runtime.kernel(f, **options)
+        return self._runtime.kernel(fn, **options)
+
+
+RUNTIME = requested_runtime()
+_runtime_module = _import_runtime(RUNTIME)
+RUNTIME_VERSION = ".".join(str(v) for v in _runtime_module.__version__) \
+    if isinstance(getattr(_runtime_module, "__version__", None), tuple) else str(_runtime_module.__version__)
+ti = _Language(_runtime_module, RUNTIME)
+if RUNTIME == "quadrants":
+    # Kernels read module constants (SLOTS, shape codes, ...); the cache folder's source fingerprint keys
+    # them (module docstring), so quadrants' per-kernel "violates pure" warning is expected and silenced.
+    warnings.filterwarnings("ignore", message=r"\[PURE\.VIOLATION\]")
+
+
+def source_fingerprint(root: Path | None = None) -> str:
+    """A hash of every ``.py`` file under ``root`` (default: the femcontact package), by relative
+    path and content: the part of the kernel cache's key that covers module constants."""
+    root = Path(__file__).resolve().parent if root is None else Path(root)
+    h = hashlib.sha1()
+    for path in sorted(root.rglob("*.py")):
+        h.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()[:16]
+
+
+_FINGERPRINT: str | None = None
+
+
+def cache_dir() -> Path:
+    """Where compiled kernels persist: ``FEMCONTACT_CACHE_DIR`` (default ``~/.cache/femcontact/kernels``)
+    / ``<runtime>-<version>-<source fingerprint>`` (module docstring)."""
+    global _FINGERPRINT
+    if _FINGERPRINT is None:
+        _FINGERPRINT = source_fingerprint()
+    base = os.environ.get("FEMCONTACT_CACHE_DIR") or str(Path.home() / ".cache" / "femcontact" / "kernels")
+    return Path(base) / f"{RUNTIME}-{RUNTIME_VERSION}-{_FINGERPRINT}"
+
+
+def cache_is_warm() -> bool:
+    """True when this runtime and source already left compiled kernels in ``cache_dir()``."""
+    folder = cache_dir()
+    return folder.is_dir() and any(p.is_file() for p in folder.rglob("*"))
+
+
+def cached_kernel_files() -> int:
+    """How many files the kernel cache holds (a second process that compiles nothing adds none)."""
+    folder = cache_dir()
+    return sum(1 for p in folder.rglob("*") if p.is_file()) if folder.is_dir() else 0
+
+
+def _shutdown_at_exit() -> None:
+    """Taichi 1.7.4 writes its offline cache only when its program is torn down (module docstring)."""
+    try:
+        _runtime_module.reset()
+    except Exception:  # noqa: BLE001 - exiting anyway; a cache that is not written only costs a recompile
+        pass
+
+
+_exit_hook = False
 
 
 def _requested(arch: str | None, precision: str | None) -> tuple[str, str]:
@@ -68,7 +187,6 @@ def init(arch: str | None = None, precision: str | None = None, *, debug: bool =
     configuration re-initialises Taichi, which invalidates every Model built before.
     """
     global _config
-    ti = _ti()
     want_arch, want_prec = _requested(arch, precision)
     if deterministic is None and _config is not None:
         # keep the mode already set (init(..., deterministic=True) then Simulator()'s init() must not undo it)
@@ -83,8 +201,9 @@ def init(arch: str | None = None, precision: str | None = None, *, debug: bool =
         raise ParameterError(f"deterministic runs use the CPU backend (one thread); arch {want_arch!r} has no "
                              "deterministic mode: unset FEMCONTACT_DETERMINISTIC or use --arch cpu")
     fp = ti.f64 if want_prec == "f64" else ti.f32
-    cache = os.environ.get("FEMCONTACT_CACHE_DIR", str(Path.home() / ".cache" / "femcontact" / "taichi"))
-    common = dict(default_fp=fp, default_ip=ti.i32, offline_cache=True, offline_cache_file_path=cache,
+    cache = cache_dir()
+    warm = cache_is_warm()
+    common = dict(default_fp=fp, default_ip=ti.i32, offline_cache=True, offline_cache_file_path=str(cache),
                   debug=debug)
     candidates = {"auto": ["cuda", "vulkan", "metal", "cpu"]}.get(want_arch, [want_arch])
     threads = os.environ.get("FEMCONTACT_CPU_THREADS", "").strip()
@@ -109,8 +228,15 @@ def init(arch: str | None = None, precision: str | None = None, *, debug: bool =
             chosen = "cpu" if actual in (ti.x64, ti.arm64) else name
             break
     if chosen is None:
-        raise ParameterError(f"no usable Taichi backend for arch={want_arch!r}")
-    _config = {"arch": chosen, "requested_arch": want_arch, "precision": want_prec, "deterministic": deterministic}
+        hint = " (no CUDA GPU or driver found on this machine)" if want_arch == "cuda" else ""
+        raise ParameterError(f"no usable {RUNTIME} backend for arch={want_arch!r}{hint}; "
+                             f"use --arch cpu (or auto), or FEMCONTACT_ARCH=cpu")
+    global _exit_hook
+    if RUNTIME == "taichi" and not _exit_hook:
+        atexit.register(_shutdown_at_exit)
+        _exit_hook = True
+    _config = {"arch": chosen, "requested_arch": want_arch, "precision": want_prec, "deterministic": deterministic,
+               "runtime": RUNTIME, "runtime_version": RUNTIME_VERSION, "cache": str(cache), "cache_warm": warm}
     return _config
 
 
@@ -129,9 +255,14 @@ def np_real() -> type:
     return np.float64 if ensure_init()["precision"] == "f64" else np.float32
 
 
+def describe() -> str:
+    """One line naming the runtime, backend, precision and kernel cache, for run banners."""
+    cfg = ensure_init()
+    return f"{cfg['runtime']} {cfg['runtime_version']} on {cfg['arch']} ({cfg['precision']})"
+
+
 def vec3_array(n: int, value: np.ndarray | None = None):
     """A Taichi ndarray of n 3-vectors in the active precision (at least one element)."""
-    ti = _ti()
     ensure_init()
     arr = ti.Vector.ndarray(3, float, shape=max(int(n), 1))
     if value is not None and len(value):
@@ -141,14 +272,12 @@ def vec3_array(n: int, value: np.ndarray | None = None):
 
 def mat3_array(n: int):
     """A Taichi ndarray of n 3x3 matrices in the active precision (at least one element)."""
-    ti = _ti()
     ensure_init()
     return ti.Matrix.ndarray(3, 3, float, shape=max(int(n), 1))
 
 
 def scalar_array(n: int, value: np.ndarray | None = None, dtype=None):
     """A Taichi scalar ndarray (float by default, or ``dtype`` such as ti.i32)."""
-    ti = _ti()
     ensure_init()
     dt = float if dtype is None else dtype
     arr = ti.ndarray(dt, shape=max(int(n), 1))
@@ -160,7 +289,6 @@ def scalar_array(n: int, value: np.ndarray | None = None, dtype=None):
 
 def int_array(n_or_value, width: int | None = None):
     """A Taichi int32 ndarray from numpy data (1-D, or 2-D with ``width`` columns)."""
-    ti = _ti()
     ensure_init()
     data = np.ascontiguousarray(n_or_value, dtype=np.int32)
     if width is None:
@@ -196,9 +324,7 @@ def _host_views_ok() -> bool:
 
 
 def _make_view(arr) -> np.ndarray:
-    from taichi.lang import impl
-
-    ti = _ti()
+    impl = ti.lang.impl
     dtype = arr.dtype
     key = "i32" if dtype == ti.i32 else ("f64" if dtype == ti.f64 else "f32" if dtype == ti.f32 else None)
     if key is None:

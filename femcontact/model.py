@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import taichi as ti
+from .backend import ti
 
 from . import backend
 from .assembly.sparse import BlockPattern

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Callable, Optional
 
 import numpy as np
-import taichi as ti  # noqa: F401  (ti.i32 for masks)
+from .backend import ti
 
 from . import backend
 from .assembly import integrator as integ

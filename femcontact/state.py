@@ -5,7 +5,7 @@ import os
 from pathlib import Path
 
 import numpy as np
-import taichi as ti
+from .backend import ti
 
 from . import backend
 from .errors import ParameterError

@@ -14,7 +14,7 @@ G = 9.81
 def _iterate(G_map, x0, history=None, tol=1e-10, max_iter=5000):
     """Fixed-point iteration of ``G_map`` on (rows, 3) arrays through the device kernel (history None:
     plain). Returns (x, iterations, restarts)."""
-    import taichi as ti
+    from femcontact.backend import ti
     n = len(x0)
     V = ti.Vector.ndarray(3, float, shape=(VROWS.count, n))
     mixer = AndersonMixer(history, n) if history else None

@@ -118,7 +118,7 @@ def test_layout_columns_are_contiguous_and_typed():
             assert c.off == end
             end += c.span
         assert end == table.width
-    import taichi as ti
+    from femcontact.backend import ti
     for table in (layout.CONTACT_NODES, layout.VIRTUAL_NODES, layout.ROW, layout.ROD_ROWS, layout.ROD_SLOTS):
         assert table.dtype == ti.i32
     assert layout.VIRTUAL.width == 4 * 9 + 1

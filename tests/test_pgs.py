@@ -216,7 +216,7 @@ def test_pgs_converges_slowly_once_the_fingers_grip():
 def test_numpy_normal_targets_match_conds_kernel():
     """PGS imposes COND's normal targets through the numpy twin of COND's ``normal_target`` ti.func
     (cond/targets.py): both give the same t_m for gaps, penetrations, restitution, both integrators."""
-    import taichi as ti
+    from femcontact.backend import ti
 
     from femcontact.solvers.cond.targets import normal_target, normal_targets
 

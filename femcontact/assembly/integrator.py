@@ -14,7 +14,7 @@ Positions always advance as q_{k+1} = q_k + dt v̂.
 """
 from dataclasses import dataclass
 
-import taichi as ti
+from ..backend import ti
 
 from ..bodies.rigid import advance_rotation_block, assemble_rotational_block
 from ..errors import ParameterError

@@ -9,7 +9,7 @@ diagonal block.
 
 import numpy as np
 import scipy.sparse as sp
-import taichi as ti
+from ..backend import ti
 
 from .. import backend
 from ..smallmat import mv

@@ -33,11 +33,9 @@ def cpu_model() -> str:
 
 
 def machine_record(cfg: dict) -> dict:
-    """The machine and software a result was measured on: CPU model, cores, Taichi arch and
-    precision (``cfg`` from ``backend.init``), Python/Taichi/NumPy versions, git commit, UTC date."""
-    import taichi as ti
-
-    from .. import __version__
+    """The machine and software a result was measured on: CPU model, cores, kernel runtime, arch and
+    precision (``cfg`` from ``backend.init``), Python/runtime/NumPy versions, git commit, UTC date."""
+    from .. import __version__, backend
 
     root = Path(__file__).resolve().parents[2]
     try:
@@ -52,7 +50,7 @@ def machine_record(cfg: dict) -> dict:
     return {"cpu_model": cpu_model(), "cores": os.cpu_count(), "usable_cores": usable,
             "machine": platform.machine(), "system": platform.platform(), "arch": str(cfg.get("arch")),
             "precision": str(cfg.get("precision")), "python": sys.version.split()[0],
-            "taichi": ".".join(map(str, ti.__version__)), "numpy": np.__version__, "femcontact": __version__,
+            "runtime": f"{backend.RUNTIME} {backend.RUNTIME_VERSION}", "numpy": np.__version__, "femcontact": __version__,
             "git_commit": commit,
             "date_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "load_average": list(os.getloadavg()) if hasattr(os, "getloadavg") else None}
@@ -100,7 +98,7 @@ def write_table(out: Path, name: str, title: str, rows: Sequence[dict], columns:
     md = [f"# {title}", "", notes.strip(), "", markdown_table(rows, columns), ""]
     if machine:
         md += ["Machine: " + ", ".join(f"{k} {v}" for k, v in machine.items() if k in (
-            "cpu_model", "cores", "arch", "precision", "python", "taichi", "numpy", "git_commit", "date_utc")), ""]
+            "cpu_model", "cores", "arch", "precision", "python", "runtime", "numpy", "git_commit", "date_utc")), ""]
     atomic_write_bytes(out / f"{name}.md", "\n".join(md).encode())
     keys = list(dict.fromkeys(k for r in rows for k in r if not isinstance(r[k], (list, dict))))
     mkeys = [f"machine_{k}" for k in sorted(machine or {})]

@@ -40,7 +40,7 @@ and scattered into ``A`` and ``b`` by one kernel.
 from typing import Optional
 
 import numpy as np
-import taichi as ti
+from ..backend import ti
 from scipy.spatial.transform import Rotation
 
 from .. import backend

@@ -22,7 +22,7 @@ exactly (to the Newton tolerance), near the unstable intermediate axis too.
 (No ``from __future__ import annotations`` here: Taichi reads the annotations.)
 """
 import numpy as np
-import taichi as ti
+from ..backend import ti
 
 from ..contact import shapes as S
 from ..errors import ParameterError

@@ -46,7 +46,7 @@ Euler: impulses). Rayleigh ``α`` adds ``a_ma α`` times the node mass / segment
 (No ``from __future__ import annotations`` here: Taichi reads the annotations.)
 """
 import numpy as np
-import taichi as ti
+from ..backend import ti
 
 from .. import backend
 from ..smallmat import mm, mmT, mTm, mTv, mv

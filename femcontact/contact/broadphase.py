@@ -24,7 +24,7 @@ the slots with ``alloc`` and rebuild).
 (No ``from __future__ import annotations`` here: Taichi reads the annotations.)
 """
 import numpy as np
-import taichi as ti
+from ..backend import ti
 
 from .. import backend
 

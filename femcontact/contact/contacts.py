@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
-import taichi as ti
+from ..backend import ti
 
 from .. import backend
 

@@ -8,7 +8,7 @@ contact through a virtual node because its node is taken (nodalization is COND's
 
 (No ``from __future__ import annotations`` here: Taichi reads the annotations.)
 """
-import taichi as ti
+from ..backend import ti
 
 from .contacts import OPEN
 

@@ -25,7 +25,7 @@ reruns every pass, so no contact is ever lost.
 """
 
 import numpy as np
-import taichi as ti
+from ..backend import ti
 
 from .. import backend
 from .broadphase import SpatialHash, body_boxes

@@ -32,7 +32,7 @@ FEM body than its speculative reach no longer finds the far surface.
 
 (No ``from __future__ import annotations`` here: Taichi reads the annotations.)
 """
-import taichi as ti
+from ..backend import ti
 
 from .emit import emit, pose_of, triangle_point_node, world_side
 from .broadphase import bucket, cell_of

@@ -8,7 +8,7 @@ Entities: bodies ``0..B-1``, obstacles ``B..B+O-1`` (``pair_row``). SDF entities
 from __future__ import annotations
 
 import numpy as np
-import taichi as ti
+from ..backend import ti
 
 from .. import backend
 from ..bodies.rigid import contact_proxies, surface_samples

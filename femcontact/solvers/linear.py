@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import math
 
 import numpy as np
-import taichi as ti
+from ..backend import ti
 
 from .. import backend
 from ..assembly.sparse import BlockSparseMatrix

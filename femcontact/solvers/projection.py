@@ -18,7 +18,7 @@ The cone is ellipsoidal in general (COND §III-E):
 ``project(lam_star, mu1, mu2, op)`` dispatches on ``op`` (STRICT or PROXIMAL) and also returns
 whether the tangential part was clipped (slip). ``project_batch`` is a kernel for tests and tools.
 """
-import taichi as ti
+from ..backend import ti
 
 STRICT, PROXIMAL = 0, 1
 _TINY = 1e-300

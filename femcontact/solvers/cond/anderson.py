@@ -15,7 +15,7 @@ affine map), a non-positive pivot, or a wild solve (‖γ‖₁ > ``GAMMA_MAX``)
 keeps the plain step ``x_{k+1} = G(x_k)``.
 """
 import numpy as np
-import taichi as ti
+from ...backend import ti
 
 from .layout import VROWS
 

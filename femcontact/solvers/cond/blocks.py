@@ -14,7 +14,7 @@
   gives ``(A_rod⁻¹)_jj`` by the selected-inverse recursion for the virtual-node gains.
   A missing half (the last block's segment) or a prescribed row is an identity row with zero step.
 """
-import taichi as ti
+from ...backend import ti
 
 from ...smallmat import inv3, mm, mmT, mTm, mv, tr
 from .groups import KIND_RIGID_ANG, KIND_RIGID_LIN, KIND_SCALAR, KIND_SPIN

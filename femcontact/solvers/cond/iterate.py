@@ -24,7 +24,7 @@ coupling to the contact rows' scalar step, with c 1.49: tests/test_cond_step.py)
 virtual nodes; the velocity table V has the rows of ``layout.VROWS``, W the scalar step per row,
 RK the row's step kind and partner (``layout.ROW``).
 """
-import taichi as ti
+from ...backend import ti
 
 from ...smallmat import inv3, mTv, mv
 

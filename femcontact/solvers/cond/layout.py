@@ -14,7 +14,7 @@ rows of the vec3 velocity table ``V`` (shape ``(rows, unknowns)``).
 """
 
 import numpy as np
-import taichi as ti
+from ...backend import ti
 
 _KIND_WIDTH = {"s": 1, "v3": 3, "m3": 9, "v6": 6, "m6": 36}
 

@@ -13,7 +13,7 @@ from typing import Optional
 
 import numpy as np
 import scipy.sparse as sp
-import taichi as ti
+from ...backend import ti
 
 from ... import backend
 from ...contact.contacts import CONTACT_PARAM_COLUMNS

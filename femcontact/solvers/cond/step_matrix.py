@@ -14,7 +14,7 @@ docs/COND.md records why each rule is there.
 import math
 
 import numpy as np
-import taichi as ti
+from ...backend import ti
 
 from ... import backend
 from ...smallmat import inv3, mTm, mv

@@ -12,7 +12,7 @@ From the gap φ, the step-start normal velocity ``v_n,k``, restitution e and the
 the condition on the same ``J_n v̂``.
 """
 import numpy as np
-import taichi as ti
+from ...backend import ti
 
 from ...smallmat import mv
 

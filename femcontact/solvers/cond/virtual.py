@@ -11,7 +11,7 @@ block on a rigid body (docs/COND.md, "Virtual-node gain"). ``cond_compliance_shi
 contact's targets by its damper compliance so that the contact law holds on the body's own
 velocity, not on the virtual node's (docs/COND.md, "Damper compliance").
 """
-import taichi as ti
+from ...backend import ti
 
 from ...smallmat import inv3, mm, mmT, mTm
 from .groups import KIND_RIGID_LIN, KIND_ROD, KIND_SPIN
