@@ -59,7 +59,7 @@ def test_quick_bench_writes_every_output(quick, capsys):
     for png in ("fig11.png", "pgs_convergence.png"):
         assert (quick / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     machine = json.loads((quick / "machine.json").read_text())
-    for key in ("cpu_model", "cores", "arch", "precision", "python", "taichi", "numpy", "date_utc"):
+    for key in ("cpu_model", "cores", "arch", "precision", "python", "runtime", "numpy", "date_utc"):
         assert machine[key], key
     assert machine["arch"] == "cpu" and machine["precision"] == "f64"
     assert rows(quick / "table1.csv")[0]["machine_cpu_model"] == machine["cpu_model"]

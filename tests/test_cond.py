@@ -304,9 +304,9 @@ def test_projections_match_references():
     mu = np.column_stack([rng.uniform(0.1, 1.0, n), rng.uniform(0.1, 1.0, n)])
     mu[: n // 2, 1] = mu[: n // 2, 0]           # first half isotropic
     out = fc.backend.vec3_array(n)
-    clipped = fc.backend.scalar_array(n, dtype=__import__("taichi").i32)
+    clipped = fc.backend.scalar_array(n, dtype=fc.backend.ti.i32)
     inp = fc.backend.vec3_array(n, ls)
-    mu_arr = __import__("taichi").Vector.ndarray(2, float, shape=n)
+    mu_arr = fc.backend.ti.Vector.ndarray(2, float, shape=n)
     mu_arr.from_numpy(mu)
     project_batch(inp, mu_arr, STRICT, out, clipped)
     s = out.to_numpy()

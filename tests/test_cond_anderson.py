@@ -29,10 +29,10 @@ def _iterate(G_map, x0, history=None, tol=1e-10, max_iter=5000):
         if mixer is None:
             x = g
             continue
-        table[VROWS.v_prev], table[VROWS.v] = x, g
+        table[VROWS.V_PREV], table[VROWS.V] = x, g
         V.from_numpy(table)
         mixer.advance(V, n)
-        x = V.to_numpy()[VROWS.v].astype(np.float64)
+        x = V.to_numpy()[VROWS.V].astype(np.float64)
     return x, max_iter, mixer.restarts if mixer else 0
 
 

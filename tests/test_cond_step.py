@@ -91,7 +91,7 @@ def test_fem_step_same_solution_fewer_iterations_and_spectral_bound(resting):
         A = sim.system_matrix()
         WF = _fem_step_matrix(solver, A, rows, K)
         V = solver.V.to_numpy()
-        g, d = V[VROWS.g, rows].ravel(), V[VROWS.d_fem, rows].ravel() * step_matrix.fem_interval(solver.fem_lmax, K)[2]
+        g, d = V[VROWS.G, rows].ravel(), V[VROWS.D_FEM, rows].ravel() * step_matrix.fem_interval(solver.fem_lmax, K)[2]
         assert np.abs(d - WF @ g).max() <= 1e-9 * np.abs(d).max()
         assert np.abs(WF - WF.T).max() <= 1e-9 * np.abs(WF).max()
         assert np.linalg.eigvalsh(0.5 * (WF + WF.T)).min() > 0.0

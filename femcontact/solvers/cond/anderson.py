@@ -54,8 +54,8 @@ def anderson_step(V: ti.types.ndarray(), H: ti.types.ndarray(), Sf: ti.types.nda
     had_prev = Si[HAVE_PREV]
     f2 = 0.0
     for i in range(n):
-        g = V[VROWS.v, i]
-        f = g - V[VROWS.v_prev, i]
+        g = V[VROWS.V, i]
+        f = g - V[VROWS.V_PREV, i]
         if had_prev != 0:
             H[slot, i] = f - H[2 * m, i]
             H[m + slot, i] = g - H[2 * m + 1, i]
@@ -145,10 +145,10 @@ def anderson_step(V: ti.types.ndarray(), H: ti.types.ndarray(), Sf: ti.types.nda
                 Si[MIXED] = 1
     for i in range(n):
         if mix > 0:
-            x = V[VROWS.v, i]
+            x = V[VROWS.V, i]
             for j in range(mix):
                 x -= Sf[GAMMA + j] * H[m + j, i]
-            V[VROWS.v, i] = x
+            V[VROWS.V, i] = x
 
 
 class AndersonMixer:

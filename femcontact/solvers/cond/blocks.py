@@ -164,8 +164,8 @@ def _rod_fill(blocks: ti.template(), fixed: ti.template(), rows: ti.template(), 
                     Md = ti.Matrix.identity(float, 3)
                 for a in ti.static(range(3)):
                     for b in ti.static(range(3)):
-                        DL[j, ROD_BLOCKS.diag.off + 6 * (3 * h + a) + 3 * h2 + b] = Md[a, b]
-                        DL[j, ROD_BLOCKS.sub.off + 6 * (3 * h + a) + 3 * h2 + b] = Ml[a, b]
+                        DL[j, ti.static(ROD_BLOCKS.diag.off) + 6 * (3 * h + a) + 3 * h2 + b] = Md[a, b]
+                        DL[j, ti.static(ROD_BLOCKS.sub.off) + 6 * (3 * h + a) + 3 * h2 + b] = Ml[a, b]
 
 
 @ti.func
@@ -234,9 +234,9 @@ def cond_rod_factor(blocks: ti.types.ndarray(), fixed: ti.types.ndarray(), VNf: 
                                 bk, hk, bl, hl = pk // 2, pk % 2, pl // 2, pl % 2
                                 off = -1
                                 if bk == bl:
-                                    off = ROD_BLOCKS.diag.off
+                                    off = ti.static(ROD_BLOCKS.diag.off)
                                 elif bk == bl + 1:
-                                    off = ROD_BLOCKS.sub.off
+                                    off = ti.static(ROD_BLOCKS.sub.off)
                                 if off >= 0:
                                     M = kv * mTm(VIRTUAL.weight.at(VNf, q, k), VIRTUAL.weight.at(VNf, q, l))
                                     for a in ti.static(range(3)):
@@ -259,7 +259,7 @@ def rod_solve(V: ti.template(), RK: ti.template(), start: ti.template(), rows: t
                 r = ROD_ROWS.row.at(rows, j, h)
                 if r >= 0:
                     if ROW.step.get(RK, r) == STEP_ROD:
-                        gr = V[VROWS.g, r]
+                        gr = V[VROWS.G, r]
                         for a in ti.static(range(3)):
                             g[3 * h + a] = gr[a]
             if j > s0:
@@ -277,4 +277,4 @@ def rod_solve(V: ti.template(), RK: ti.template(), start: ti.template(), rows: t
                 r = ROD_ROWS.row.at(rows, j, h)
                 if r >= 0:
                     if ROW.step.get(RK, r) == STEP_ROD:
-                        V[VROWS.d_rod, r] = ti.Vector([d[3 * h], d[3 * h + 1], d[3 * h + 2]])
+                        V[VROWS.D_ROD, r] = ti.Vector([d[3 * h], d[3 * h + 1], d[3 * h + 2]])

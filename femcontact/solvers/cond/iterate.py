@@ -72,14 +72,14 @@ def cond_start(blocks: ti.types.ndarray(), diag: ti.types.ndarray(), b: ti.types
         elif warm == 0:
             vi = b[i] / dscale
         zero = ti.Vector.zero(float, 3)
-        V[VROWS.v, i] = vi
-        V[VROWS.v_prev, i] = vi
-        V[VROWS.g, i] = zero
-        V[VROWS.g_prev, i] = zero
-        V[VROWS.b, i] = b[i]
-        V[VROWS.d_rod, i] = zero
-        V[VROWS.d_rod_prev, i] = zero
-        V[VROWS.p_fem, i] = zero
+        V[VROWS.V, i] = vi
+        V[VROWS.V_PREV, i] = vi
+        V[VROWS.G, i] = zero
+        V[VROWS.G_PREV, i] = zero
+        V[VROWS.B, i] = b[i]
+        V[VROWS.D_ROD, i] = zero
+        V[VROWS.D_ROD_PREV, i] = zero
+        V[VROWS.P_FEM, i] = zero
         W[i] = w
         step = STEP_SCALAR
         if kind[i] != KIND_SCALAR and fixed[i] == 0:
@@ -100,17 +100,17 @@ def cond_start(blocks: ti.types.ndarray(), diag: ti.types.ndarray(), b: ti.types
                 Wk = VIRTUAL.weight.at(VNf, q, k)
                 sw += (Wk * Wk).sum()
                 gv += inf_norm(Wk)
-                vv += mv(Wk, V[VROWS.v, j])
+                vv += mv(Wk, V[VROWS.V, j])
         w = 0.0
         if kv > 0.0:
             w = ti.min(3.0 * kv / (kv * kv * (3.0 + sw)), wcap / (kv * (1.0 + gv)))
         i = n0 + q
         zero = ti.Vector.zero(float, 3)
-        V[VROWS.v, i] = vv
-        V[VROWS.v_prev, i] = vv
-        V[VROWS.g, i] = zero
-        V[VROWS.g_prev, i] = zero
-        V[VROWS.b, i] = zero
+        V[VROWS.V, i] = vv
+        V[VROWS.V_PREV, i] = vv
+        V[VROWS.G, i] = zero
+        V[VROWS.G_PREV, i] = zero
+        V[VROWS.B, i] = zero
         W[i] = w
         ROW.step.put(RK, i, STEP_SCALAR)
         ROW.partner.put(RK, i, -1)
@@ -146,22 +146,22 @@ def cond_iterate(P: ti.types.ndarray(), blocks: ti.types.ndarray(), V: ti.types.
         alpha = S[(slot + S.shape[0] - 1) % S.shape[0]][2]
     # gradient g = Ã v̂ − b, the virtual damper f_v = −k_v (J_v v̂_o − v̂_v) matrix-free (eq. 14/15)
     for i in range(n0):
-        acc = -V[VROWS.b, i]
+        acc = -V[VROWS.B, i]
         for k in range(P[i], P[i + 1]):
-            acc += mv(blocks[k], V[VROWS.v, P[n0 + 1 + k]])
-        V[VROWS.g, i] = acc
+            acc += mv(blocks[k], V[VROWS.V, P[n0 + 1 + k]])
+        V[VROWS.G, i] = acc
     for q in range(nv):
-        d = -V[VROWS.v, n0 + q]
+        d = -V[VROWS.V, n0 + q]
         for k in range(4):
             j = VIRTUAL_NODES.node.at(VNi, q, k)
             if j >= 0:
-                d += mv(VIRTUAL.weight.at(VNf, q, k), V[VROWS.v, j])
+                d += mv(VIRTUAL.weight.at(VNf, q, k), V[VROWS.V, j])
         kd = VIRTUAL.gain.get(VNf, q) * d
-        V[VROWS.g, n0 + q] = -kd
+        V[VROWS.G, n0 + q] = -kd
         for k in range(4):
             j = VIRTUAL_NODES.node.at(VNi, q, k)
             if j >= 0:
-                V[VROWS.g, j] += mTv(VIRTUAL.weight.at(VNf, q, k), kd)
+                V[VROWS.G, j] += mTv(VIRTUAL.weight.at(VNf, q, k), kd)
     # rod rows: d = Ã_rod⁻¹ g (exact block step, before BB, which needs W z = d − d_prev)
     if ti.static(rods):
         rod_solve(V, RK, rod_start, rod_rows, F, nrods)
@@ -171,27 +171,27 @@ def cond_iterate(P: ti.types.ndarray(), blocks: ti.types.ndarray(), V: ti.types.
         delta = 0.5 * (fem_b - fem_a)
         for i in range(n0):
             if ROW.step.get(RK, i) == STEP_FEM:
-                gi = V[VROWS.g, i]
+                gi = V[VROWS.G, i]
                 p = mv(WB[0, i], gi) / theta
-                V[VROWS.r_fem, i] = gi
-                V[VROWS.p_fem, i] = p
-                V[VROWS.d_fem, i] = p
+                V[VROWS.R_FEM, i] = gi
+                V[VROWS.P_FEM, i] = p
+                V[VROWS.D_FEM, i] = p
         rho = delta / theta
         for _ in ti.static(range(fem - 1)):
             for i in range(n0):      # r -= M p (p is zero off the FEM rows: cond_start)
                 if ROW.step.get(RK, i) == STEP_FEM:
-                    acc = mv(WB[1, i], V[VROWS.p_fem, i])
+                    acc = mv(WB[1, i], V[VROWS.P_FEM, i])
                     for k in range(P[i], P[i + 1]):
-                        acc += mv(blocks[k], V[VROWS.p_fem, P[n0 + 1 + k]])
-                    V[VROWS.r_fem, i] -= acc
+                        acc += mv(blocks[k], V[VROWS.P_FEM, P[n0 + 1 + k]])
+                    V[VROWS.R_FEM, i] -= acc
             rho_new = 1.0 / (2.0 * theta / delta - rho)
             c1 = rho_new * rho
             c2 = 2.0 * rho_new / delta
             for i in range(n0):      # p = ρ' ρ p + (2ρ'/δ) D⁻¹ r,  d += p
                 if ROW.step.get(RK, i) == STEP_FEM:
-                    p = c1 * V[VROWS.p_fem, i] + c2 * mv(WB[0, i], V[VROWS.r_fem, i])
-                    V[VROWS.p_fem, i] = p
-                    V[VROWS.d_fem, i] += p
+                    p = c1 * V[VROWS.P_FEM, i] + c2 * mv(WB[0, i], V[VROWS.R_FEM, i])
+                    V[VROWS.P_FEM, i] = p
+                    V[VROWS.D_FEM, i] += p
             rho = rho_new
     if ti.static(bb):
         # Barzilai–Borwein (BB2, preconditioned by W_F): α = sᵀz / zᵀ W_F z, s = v̂ˡ−v̂ˡ⁻¹, z = g − g_prev
@@ -199,41 +199,41 @@ def cond_iterate(P: ti.types.ndarray(), blocks: ti.types.ndarray(), V: ti.types.
         zwz = 0.0
         for i in range(n):
             step = ROW.step.get(RK, i)
-            s = V[VROWS.v, i] - V[VROWS.v_prev, i]
-            z = V[VROWS.g, i] - V[VROWS.g_prev, i]
+            s = V[VROWS.V, i] - V[VROWS.V_PREV, i]
+            z = V[VROWS.G, i] - V[VROWS.G_PREV, i]
             if step == STEP_ROD:      # W z = Ã_rod⁻¹ g − Ã_rod⁻¹ g_prev
                 sz += s.dot(z)
-                zwz += z.dot(V[VROWS.d_rod, i] - V[VROWS.d_rod_prev, i])
+                zwz += z.dot(V[VROWS.D_ROD, i] - V[VROWS.D_ROD_PREV, i])
             elif step == STEP_BLOCK:      # zᵀ W z with the block step actually taken
                 if ti.static(has_blocks):
                     wz = mv(WB[0, i], z)
                     p = ROW.partner.get(RK, i)
                     if p >= 0:
-                        wz += mv(WB[1, i], V[VROWS.g, p] - V[VROWS.g_prev, p])
+                        wz += mv(WB[1, i], V[VROWS.G, p] - V[VROWS.G_PREV, p])
                     sz += s.dot(z)
                     zwz += z.dot(wz)
             elif W[i] > 0.0:
                 sz += s.dot(z)
                 zwz += W[i] * z.norm_sqr()
         for i in range(n):
-            V[VROWS.g_prev, i] = V[VROWS.g, i]
+            V[VROWS.G_PREV, i] = V[VROWS.G, i]
             if i < n0:
-                V[VROWS.d_rod_prev, i] = V[VROWS.d_rod, i]
+                V[VROWS.D_ROD_PREV, i] = V[VROWS.D_ROD, i]
         if sz > 0.0 and zwz > 0.0:
             alpha = ti.min(ti.max(sz / zwz, BB_LO), BB_HI)
     # v* = v̂ − α W g
     for i in range(n):
         step = ROW.step.get(RK, i)
         if step == STEP_ROD:          # rod block step (never in a contact: cond_nodalize)
-            V[VROWS.v_star, i] = V[VROWS.v, i] - alpha * V[VROWS.d_rod, i]
+            V[VROWS.V_STAR, i] = V[VROWS.V, i] - alpha * V[VROWS.D_ROD, i]
         elif step == STEP_BLOCK:      # spin / rigid block step (never in a contact)
             if ti.static(has_blocks):
-                V[VROWS.v_star, i] = V[VROWS.v, i] - alpha * _block_step(WB, RK, V, i, VROWS.g)
+                V[VROWS.V_STAR, i] = V[VROWS.V, i] - alpha * _block_step(WB, RK, V, i, VROWS.G)
         elif step == STEP_FEM:        # FEM step (never in a contact: blocks.cond_fem_blocks)
             if ti.static(fem > 0):
-                V[VROWS.v_star, i] = V[VROWS.v, i] - (alpha * fem_c) * V[VROWS.d_fem, i]
+                V[VROWS.V_STAR, i] = V[VROWS.V, i] - (alpha * fem_c) * V[VROWS.D_FEM, i]
         else:
-            V[VROWS.v_star, i] = V[VROWS.v, i] - (alpha * W[i]) * V[VROWS.g, i]
+            V[VROWS.V_STAR, i] = V[VROWS.V, i] - (alpha * W[i]) * V[VROWS.G, i]
     # one-shot contact solve (Alg. 2) and v̂** = v* + W Jᵀ λ
     for m in range(nc):
         R = CONTACT.frame.get(Cf, m)
@@ -244,12 +244,12 @@ def cond_iterate(P: ti.types.ndarray(), blocks: ti.types.ndarray(), V: ti.types.
         va = CONTACT.v_world.get(Cf, m)
         if na >= 0:
             wa = alpha * W[na]
-            va = V[VROWS.v_star, na]
+            va = V[VROWS.V_STAR, na]
         gam = wa + wb
         lm = ti.Vector.zero(float, 3)
         if gam > 0.0:
             bias = ti.Vector([CONTACT.bias.at(Cf, m, 0), CONTACT.bias.at(Cf, m, 1), CONTACT.phi_tilde.get(Cf, m)])
-            eta = mv(R, V[VROWS.v_star, nb] - va) + bias
+            eta = mv(R, V[VROWS.V_STAR, nb] - va) + bias
             ls = -eta / (gam + omega)
             r = ti.Vector.zero(float, 4)
             if ti.static(op == STRICT):
@@ -258,19 +258,19 @@ def cond_iterate(P: ti.types.ndarray(), blocks: ti.types.ndarray(), V: ti.types.
                 r = project_cone(ls, CONTACT.mu.at(Cf, m, 0), CONTACT.mu.at(Cf, m, 1))
             lm = ti.Vector([r[0], r[1], r[2]])
             f = mTv(R, lm)
-            V[VROWS.v_star, nb] += wb * f
+            V[VROWS.V_STAR, nb] += wb * f
             if na >= 0:
-                V[VROWS.v_star, na] -= wa * f
+                V[VROWS.V_STAR, na] -= wa * f
         CONTACT.lam.put(Cf, m, lm)
     # Chebyshev combination (Alg. 3 line 9) and residual
     out = ti.Vector.zero(float, 4)
     for i in range(n):
-        vi = V[VROWS.v, i]
-        vs = V[VROWS.v_star, i]
-        vl = V[VROWS.v_prev, i]
+        vi = V[VROWS.V, i]
+        vs = V[VROWS.V_STAR, i]
+        vl = V[VROWS.V_PREV, i]
         vn = nu * (u * (vs - vi) + vi - vl) + vl
-        V[VROWS.v_prev, i] = vi
-        V[VROWS.v, i] = vn
+        V[VROWS.V_PREV, i] = vi
+        V[VROWS.V, i] = vn
         out += ti.Vector([(vn - vi).norm_sqr(), vn.norm_sqr(), 0.0, (vs - vi).norm_sqr()])
     out[2] = alpha
     S[slot] = out
@@ -283,7 +283,7 @@ def cond_finish(V: ti.types.ndarray(), W: ti.types.ndarray(), Cf: ti.types.ndarr
     """v̂ = v̂** (real part), λ, impulses (scale·λ, N s) and status; returns the complementarity
     measures (max |min(J_n v̂ − t, γ λ_n)|, max cone violation, max(|J_n v̂| + |t|), max ‖λ‖)."""
     for i in range(n0):
-        v_hat[i] = V[VROWS.v_star, i]
+        v_hat[i] = V[VROWS.V_STAR, i]
     out = ti.Vector.zero(float, 4)
     for m in range(nc):
         R = CONTACT.frame.get(Cf, m)
@@ -292,10 +292,10 @@ def cond_finish(V: ti.types.ndarray(), W: ti.types.ndarray(), Cf: ti.types.ndarr
         va = CONTACT.v_world.get(Cf, m)
         wa = 0.0
         if na >= 0:
-            va = V[VROWS.v_star, na]
+            va = V[VROWS.V_STAR, na]
             wa = alpha * W[na]
         gam = wa + alpha * W[nb]
-        vc = mv(R, V[VROWS.v_star, nb] - va)
+        vc = mv(R, V[VROWS.V_STAR, nb] - va)
         lm = CONTACT.lam.get(Cf, m)
         phit = CONTACT.phi_tilde.get(Cf, m)
         gn = vc[2] + phit

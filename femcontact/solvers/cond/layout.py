@@ -23,49 +23,51 @@ def _loader(kind: str, off: int, width: int):
     """ti.funcs ``get(a, row)``, ``at(a, row, k)``, ``put(a, row, x)``, ``put_at(a, row, k, x)``
     for one column of ``kind`` at ``off`` (element k at ``off + width k``). Element loops are runtime
     loops over compile-time bounds (LLVM unrolls them): ``ti.static`` unrolling here cost Taichi's front
-    end 9-36 statements per call on every start-up (femcontact/smallmat.py)."""
+    end 9-36 statements per call on every start-up (femcontact/smallmat.py). The closure's ``off``,
+    ``width`` and ``n`` are read through ``ti.static``: compile-time values, which quadrants' fast cache
+    accepts (the cache folder's source fingerprint keys them, backend.py)."""
     if kind == "s":
         @ti.func
         def at(a: ti.template(), row, k):
-            return a[row, off + k]
+            return a[row, ti.static(off) + k]
 
         @ti.func
         def put_at(a: ti.template(), row, k, x):
-            a[row, off + k] = x
+            a[row, ti.static(off) + k] = x
     elif kind in ("v3", "v6"):
         n = 3 if kind == "v3" else 6
 
         @ti.func
         def at(a: ti.template(), row, k):
-            b = off + width * k
-            out = ti.Vector.zero(float, n)
-            for r in range(n):
+            b = ti.static(off) + ti.static(width) * k
+            out = ti.Vector.zero(float, ti.static(n))
+            for r in range(ti.static(n)):
                 out[r] = a[row, b + r]
             return out
 
         @ti.func
         def put_at(a: ti.template(), row, k, x):
-            b = off + width * k
-            for r in range(n):
+            b = ti.static(off) + ti.static(width) * k
+            for r in range(ti.static(n)):
                 a[row, b + r] = x[r]
     else:
         n = 3 if kind == "m3" else 6
 
         @ti.func
         def at(a: ti.template(), row, k):
-            b = off + width * k
-            out = ti.Matrix.zero(float, n, n)
-            for r in range(n):
-                for c in range(n):
-                    out[r, c] = a[row, b + n * r + c]
+            b = ti.static(off) + ti.static(width) * k
+            out = ti.Matrix.zero(float, ti.static(n), ti.static(n))
+            for r in range(ti.static(n)):
+                for c in range(ti.static(n)):
+                    out[r, c] = a[row, b + ti.static(n) * r + c]
             return out
 
         @ti.func
         def put_at(a: ti.template(), row, k, x):
-            b = off + width * k
-            for r in range(n):
-                for c in range(n):
-                    a[row, b + n * r + c] = x[r, c]
+            b = ti.static(off) + ti.static(width) * k
+            for r in range(ti.static(n)):
+                for c in range(ti.static(n)):
+                    a[row, b + ti.static(n) * r + c] = x[r, c]
 
     @ti.func
     def get(a: ti.template(), row):
@@ -120,7 +122,9 @@ class Table:
 
 
 class Rows:
-    """Names of the rows of a vec3 table (``V[Rows.name, i]``), numbered in declaration order."""
+    """Names of the rows of a vec3 table (``V[Rows.NAME, i]``), numbered in declaration order. The
+    names are upper case: kernels read them as module constants, which quadrants' fast cache accepts
+    (the cache folder's source fingerprint keys them, backend.py)."""
 
     def __init__(self, *names: str):
         self.names = names
@@ -150,4 +154,4 @@ ROD_FACTOR = Table("rod_factor", float, [("s_inv", "m6"), ("g", "m6"), ("y", "v6
 # rows of the velocity table V: v̂ˡ, v̂ˡ⁻¹, v* / v̂**, gradient, previous gradient, b,
 # rod block step Ã_rod⁻¹ g and its previous value, the FEM step W_F g (``fem_step``, iterate.py) with
 # its Chebyshev direction and residual
-VROWS = Rows("v", "v_prev", "v_star", "g", "g_prev", "b", "d_rod", "d_rod_prev", "d_fem", "p_fem", "r_fem")
+VROWS = Rows("V", "V_PREV", "V_STAR", "G", "G_PREV", "B", "D_ROD", "D_ROD_PREV", "D_FEM", "P_FEM", "R_FEM")

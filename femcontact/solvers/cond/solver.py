@@ -142,7 +142,7 @@ class CondSolver:
     # ------------------------------------------------------------------ API
     def virtual_velocities(self) -> np.ndarray:
         """(V, 3) virtual-node velocities v̂_v of the last solve (m/s)."""
-        return self.V.to_numpy()[VROWS.v_star, self.n0:self.n0 + self._last_nv].astype(np.float64)
+        return self.V.to_numpy()[VROWS.V_STAR, self.n0:self.n0 + self._last_nv].astype(np.float64)
 
     def virtual_gains(self) -> np.ndarray:
         """(V,) gains k_v of the ContactSet's virtual nodes in the last solve (COND eq. 15, N s/m)."""
@@ -212,7 +212,7 @@ class CondSolver:
         full[:nc] = lam
         self.lam.from_numpy(full)
         full = self.V.to_numpy()
-        full[VROWS.v_star, n0:n0 + nv] = vv
+        full[VROWS.V_STAR, n0:n0 + nv] = vv
         self.V.from_numpy(full)
         self._last_nc, self._last_nv = nc, nv
 
