@@ -18,8 +18,8 @@ from ...backend import ti
 
 from ...smallmat import inv3, mm, mmT, mTm, mv, tr
 from .groups import KIND_RIGID_ANG, KIND_RIGID_LIN, KIND_SCALAR, KIND_SPIN
-from .layout import (ROD_BLOCKS, ROD_FACTOR, ROD_ROWS, ROD_SLOTS, ROW, STEP_FEM, STEP_ROD, VIRTUAL,
-                     VIRTUAL_NODES, VROWS)
+from .layout import (ROD_BLOCKS, ROD_DIAG_OFF, ROD_FACTOR, ROD_ROWS, ROD_SLOTS, ROD_SUB_OFF, ROW, STEP_FEM,
+                     STEP_ROD, VIRTUAL, VIRTUAL_NODES, VROWS)
 
 
 # ------------------------------------------------------------------------------ spin and rigid blocks
@@ -164,8 +164,8 @@ def _rod_fill(blocks: ti.template(), fixed: ti.template(), rows: ti.template(), 
                     Md = ti.Matrix.identity(float, 3)
                 for a in ti.static(range(3)):
                     for b in ti.static(range(3)):
-                        DL[j, ti.static(ROD_BLOCKS.diag.off) + 6 * (3 * h + a) + 3 * h2 + b] = Md[a, b]
-                        DL[j, ti.static(ROD_BLOCKS.sub.off) + 6 * (3 * h + a) + 3 * h2 + b] = Ml[a, b]
+                        DL[j, ROD_DIAG_OFF + 6 * (3 * h + a) + 3 * h2 + b] = Md[a, b]
+                        DL[j, ROD_SUB_OFF + 6 * (3 * h + a) + 3 * h2 + b] = Ml[a, b]
 
 
 @ti.func
@@ -234,9 +234,9 @@ def cond_rod_factor(blocks: ti.types.ndarray(), fixed: ti.types.ndarray(), VNf: 
                                 bk, hk, bl, hl = pk // 2, pk % 2, pl // 2, pl % 2
                                 off = -1
                                 if bk == bl:
-                                    off = ti.static(ROD_BLOCKS.diag.off)
+                                    off = ROD_DIAG_OFF
                                 elif bk == bl + 1:
-                                    off = ti.static(ROD_BLOCKS.sub.off)
+                                    off = ROD_SUB_OFF
                                 if off >= 0:
                                     M = kv * mTm(VIRTUAL.weight.at(VNf, q, k), VIRTUAL.weight.at(VNf, q, l))
                                     for a in ti.static(range(3)):

@@ -150,6 +150,9 @@ STEP_SCALAR, STEP_BLOCK, STEP_ROD, STEP_FEM = 0, 1, 2, 3
 ROD_ROWS = Table("rod_rows", ti.i32, [("row", "s", 2)])
 ROD_SLOTS = Table("rod_slots", ti.i32, [("diag", "s", 4), ("sub", "s", 4)])     # A's slots of D_j and L_j
 ROD_BLOCKS = Table("rod_blocks", float, [("diag", "m6"), ("sub", "m6")])      # D_j, L_j of Ã_rod
+# their offsets as module constants for kernels that pick one at run time (``off = ti.static(...)`` in a
+# run-time branch would bind a Python name, not assign the kernel variable)
+ROD_DIAG_OFF, ROD_SUB_OFF = ROD_BLOCKS.diag.off, ROD_BLOCKS.sub.off
 ROD_FACTOR = Table("rod_factor", float, [("s_inv", "m6"), ("g", "m6"), ("y", "v6")])   # S_j⁻¹, G_j, sweep
 # rows of the velocity table V: v̂ˡ, v̂ˡ⁻¹, v* / v̂**, gradient, previous gradient, b,
 # rod block step Ã_rod⁻¹ g and its previous value, the FEM step W_F g (``fem_step``, iterate.py) with
