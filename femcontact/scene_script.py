@@ -8,6 +8,8 @@ from pathlib import Path
 
 from .errors import FemcontactError
 
+MESH_SUFFIXES = (".vtu", ".vtk", ".msh", ".xdmf", ".obj", ".stl", ".ply", ".off", ".mesh", ".inp")
+
 
 def load_scene_module(path: str | Path):
     """Import a scene script by path; it must define ``build() -> femcontact.Scene``."""
@@ -15,6 +17,11 @@ def load_scene_module(path: str | Path):
     if not path.is_file():
         raise FemcontactError(f"scene script {str(path)!r} not found; give the path of a .py file that defines "
                               "build() -> femcontact.Scene (examples in scenes/)")
+    if path.suffix != ".py":
+        hint = (f"; a mesh goes into a scene with femcontact.meshes.load({str(path)!r}) inside build()"
+                if path.suffix.lower() in MESH_SUFFIXES else "")
+        raise FemcontactError(f"scene script {str(path)!r} is not a .py file; give a Python script that defines "
+                              f"build() -> femcontact.Scene (examples in scenes/){hint}")
     spec = importlib.util.spec_from_file_location(f"femcontact_scene_{path.stem}", path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module

@@ -162,6 +162,13 @@ def _with_option(solver: str, **options):
     return scene
 
 
+def _named_file(tmp: Path, name: str) -> Path:
+    """A file that exists and is not a scene script (a mesh, a note)."""
+    path = tmp / name
+    path.write_text("not a scene\n")
+    return path
+
+
 def _scene_file(tmp: Path, text: str) -> Path:
     p = tmp / "scene.py"
     p.write_text(text)
@@ -309,6 +316,10 @@ CASES = [
     # command line (femcontact run ...)
     ("cli-missing-scene", lambda t: _cli(t, scene=t / "nope.py"), FemcontactError,
      r"scene script '.*nope\.py' not found; give the path of a \.py file"),
+    ("cli-scene-is-a-mesh", lambda t: _cli(t, scene=_named_file(t, "cube.vtu")), FemcontactError,
+     r"scene script '.*cube\.vtu' is not a \.py file; .* femcontact\.meshes\.load\('.*cube\.vtu'\) inside build"),
+    ("cli-scene-is-text", lambda t: _cli(t, scene=_named_file(t, "notes.txt")), FemcontactError,
+     r"scene script '.*notes\.txt' is not a \.py file; give a Python script that defines build\(\)"),
     ("cli-scene-without-build", lambda t: _cli(t, scene=_scene_file(t, "x = 1\n")), FemcontactError,
      r"scene\.py' defines no build\(\) function; add 'def build\(\) -> femcontact\.Scene:'"),
     ("cli-scene-syntax-error", lambda t: _cli(t, scene=_scene_file(t, "def build(:\n")), FemcontactError,
