@@ -11,7 +11,15 @@ cost shows), passed five ways:
 - ``template``: a ``@ti.data_oriented`` object holding the N fields, passed as ``ti.template()``;
 - ``graph``: the ndarray kernel dispatched from a ``ti.graph`` compute graph (arguments bound
   by name in C++ at ``run``);
-- ``scalars``: N float scalar arguments (the marshalling floor per argument).
+- ``scalars``: N float scalar arguments (the marshalling floor per argument);
+- ``table``: the N arrays packed as columns of one ``(64, 3N)`` ndarray, one argument (a ``Table``,
+  ``femcontact/contact/schema.py``, ``solvers/cond/layout.py``);
+- ``nd_tmpl``: a ``@ti.data_oriented`` object whose members are the N *ndarrays*, passed as
+  ``ti.template()`` (quadrants: ``stable_members=True``);
+- ``dataclass``: a Python ``dataclasses.dataclass`` of the N ndarrays as one typed argument
+  (quadrants only).
+
+Runs on the runtime ``femcontact.backend`` selects (``FEMCONTACT_RUNTIME=quadrants|taichi``).
 
 Prints the median µs per launch and per argument, and what a kernel *return value* costs against
 writing the same four numbers into a small ndarray (why COND's iteration and PCG write their norms
@@ -28,7 +36,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import taichi as ti  # noqa: E402
+from femcontact.backend import RUNTIME, ti  # noqa: E402
 
 M = 64
 
@@ -48,10 +56,10 @@ def _compile(src, name, env):
     import importlib.util
     import tempfile
 
-    d = Path(tempfile.gettempdir()) / "femcontact_bench_launch"
+    d = Path(tempfile.gettempdir()) / f"femcontact_bench_launch_{RUNTIME}"
     d.mkdir(exist_ok=True)
     f = d / f"{name}.py"
-    f.write_text("import taichi as ti\n" + src)
+    f.write_text("from femcontact.backend import ti\n" + src)
     spec = importlib.util.spec_from_file_location(name, f)
     mod = importlib.util.module_from_spec(spec)
     mod.__dict__.update(env)
@@ -70,12 +78,19 @@ def build(N):
            f"    for i in range({M}):\n        a0[i] = " + " + ".join(f"{n}[i]" for n in names[1:] or ['a0']) + "\n")
     k_nd = _compile(src, f"k_nd_N{N}", ENV)
 
-    pack_t = ti.types.argpack(**{n: ti.types.ndarray(dtype=ti.math.vec3, ndim=1) for n in names})
-    ENV["pack_t"] = pack_t
-    src = (f"def k_pack(p: pack_t):\n    for i in range({M}):\n        p.a0[i] = "
-           + " + ".join(f"p.{n}[i]" for n in names[1:] or ['a0']) + "\n")
-    k_pack = _compile(src, f"k_pack_N{N}", ENV)
-    pack = pack_t(**dict(zip(names, arrs)))
+    def failing(exc):
+        return lambda: (_ for _ in ()).throw(exc)
+
+    try:                                   # Taichi 1.7 only (quadrants has no argpack)
+        pack_t = ti.types.argpack(**{n: ti.types.ndarray(dtype=ti.math.vec3, ndim=1) for n in names})
+        ENV["pack_t"] = pack_t
+        src = (f"def k_pack(p: pack_t):\n    for i in range({M}):\n        p.a0[i] = "
+               + " + ".join(f"p.{n}[i]" for n in names[1:] or ['a0']) + "\n")
+        k_pack = _compile(src, f"k_pack_N{N}", ENV)
+        pack = pack_t(**dict(zip(names, arrs)))
+        run_pack = lambda: k_pack(pack)  # noqa: E731
+    except Exception as exc:  # noqa: BLE001
+        run_pack = failing(exc)
 
     src = (f"def k_field():\n    for i in range({M}):\n        F[0][i] = "
            + " + ".join(f"F[{j}][i]" for j in range(1, N)) + "\n") if N > 1 else \
@@ -97,6 +112,35 @@ def build(N):
     src = (f"def k_sc({', '.join(f's{i}: float' for i in range(N))}):\n"
            f"    for i in range({M}):\n        " + "; ".join(f"F0[i][0] += s{i}" for i in range(N)) + "\n")
     k_sc = _compile(src, f"k_sc_N{N}", ENV)
+    wide = ti.ndarray(float, shape=(M, 3 * N))
+    src = (f"def k_table(t: ti.types.ndarray()):\n    for i in range({M}):\n        for r in range(3):\n"
+           f"            t[i, r] = " + " + ".join(f"t[i, {3 * j} + r]" for j in range(1, N) or [0]) + "\n")
+    k_table = _compile(src, f"k_table_N{N}", ENV)
+
+    deco = ti.data_oriented(stable_members=True) if RUNTIME == "quadrants" else ti.data_oriented
+
+    @deco
+    class NdBundle:
+        def __init__(self):
+            for j, a in enumerate(arrs):
+                setattr(self, f"a{j}", a)
+
+    nd_bundle = NdBundle()
+    src = (f"def k_ndt(b: ti.template()):\n    for i in range({M}):\n        b.a0[i] = "
+           + " + ".join(f"b.a{j}[i]" for j in range(1, N) or [0]) + "\n")
+    k_ndt = _compile(src, f"k_ndt_N{N}", ENV)
+    out = {}
+    try:                                   # a dataclass of ndarrays as one typed argument (quadrants)
+        import dataclasses
+        DC = dataclasses.make_dataclass(f"DC{N}", [(n, ti.types.NDArray[ti.math.vec3, 1]) for n in names])
+        ENV["DC"] = DC
+        src = (f"def k_dc(d: DC):\n    for i in range({M}):\n        d.a0[i] = "
+               + " + ".join(f"d.{n}[i]" for n in names[1:] or ['a0']) + "\n")
+        k_dc = _compile(src, f"k_dc_N{N}", ENV)
+        dc = DC(*arrs)
+        out["dataclass"] = lambda: k_dc(dc)
+    except Exception as exc:  # noqa: BLE001
+        out["dataclass"] = failing(exc)
     try:                                   # a compute graph running the ndarray kernel (ti.graph)
         g = ti.graph.GraphBuilder()
         syms = [ti.graph.Arg(ti.graph.ArgKind.NDARRAY, n, dtype=ti.math.vec3, ndim=1) for n in names]
@@ -106,8 +150,11 @@ def build(N):
         graph = None
     return {
         "ndarray": lambda: k_nd(*arrs),
+        "table": lambda: k_table(wide),
+        "nd_tmpl": lambda: k_ndt(nd_bundle),
+        **out,
         "graph": lambda: graph.run(graph_args),
-        "argpack": lambda: k_pack(pack),
+        "argpack": run_pack,
         "fields": lambda: k_field(),
         "template": lambda: k_tmpl(bundle),
         "scalars": lambda: k_sc(*([1.0] * N)),
@@ -144,11 +191,13 @@ def main():
     a = p.parse_args()
     cache = os.environ.get("FEMCONTACT_CACHE_DIR", "/tmp/ticache_bench_launch")
     ti.init(arch=ti.cpu, default_fp=ti.f64, offline_cache=True, offline_cache_file_path=cache, log_level=ti.ERROR)
+    print(f"runtime: {RUNTIME}")
     print(f"empty kernel: {med_us(_empty, a.reps):.1f} us")
     arr, ring = ti.ndarray(ti.f64, 16), ti.Vector.ndarray(4, ti.f64, 1)
     print(f"kernel returning a vec4: {med_us(lambda: _returns(arr, 1.0), a.reps):.1f} us; "
           f"writing it to an ndarray instead: {med_us(lambda: _writes(arr, ring, 1.0), a.reps):.1f} us")
-    print(f"{'N':>3s} " + " ".join(f"{k:>18s}" for k in ("ndarray", "graph", "argpack", "fields", "template", "scalars")))
+    names = ("ndarray", "table", "nd_tmpl", "dataclass", "graph", "argpack", "fields", "template", "scalars")
+    print(f"{'N':>3s} " + " ".join(f"{k:>18s}" for k in names))
     for N in a.n:
         t_first = {}
         fns = build(N)

@@ -17,8 +17,9 @@ wall ms per step (``StepStats.ms_total`` over the measured steps; warm-up steps,
 compilation, are left out), the detection / assembly / solve split (median ms), kernel launches
 per step, the process CPU ms per step (all threads; less sensitive than wall time to other
 processes on a shared machine), and the ms per step spent inside Taichi kernel calls (argument marshalling + launch +
-execution). Launches are counted by wrapping ``taichi.lang.kernel_impl.Kernel.__call__`` (every
-``@ti.kernel`` call goes through it; the wrapper costs < 1 µs). With ``--kernel-time`` Taichi's
+execution). Launches are counted by wrapping the runtime's ``Kernel.__call__`` (``taichi.lang.kernel_impl``,
+``quadrants.lang.kernel``; every ``@ti.kernel`` call goes through it; the wrapper costs < 1 µs). The
+runtime is ``femcontact.backend``'s (``FEMCONTACT_RUNTIME=quadrants|taichi``), named in the first line. With ``--kernel-time`` Taichi's
 kernel profiler is switched on (``ti.init(kernel_profiler=True)``) and the kernels' own execution
 time is reported too; then "python" = wall − kernel execution (profiling slows launches a little,
 so the wall ms of that run are not the reference numbers).
@@ -34,6 +35,7 @@ an .npz; ``--compare`` checks them against such a file (max relative position di
 """
 import argparse
 import statistics
+import types
 import sys
 import time
 from pathlib import Path
@@ -43,18 +45,32 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-import taichi as ti  # noqa: E402
-from taichi.lang import kernel_impl  # noqa: E402
-
 import femcontact as fc  # noqa: E402
+from femcontact.backend import RUNTIME, ti  # noqa: E402
 from femcontact.cli import load_scene_module  # noqa: E402
 
 
 # ---------------------------------------------------------------- launch counting
+def _kernel_class() -> type:
+    """The runtime's kernel class whose ``__call__`` every kernel launch goes through (Taichi:
+    ``taichi.lang.kernel_impl.Kernel``; quadrants: ``quadrants.lang.kernel.Kernel``)."""
+    import importlib
+
+    for mod in (f"{RUNTIME}.lang.kernel", f"{RUNTIME}.lang.kernel_impl"):
+        try:
+            cls = getattr(importlib.import_module(mod), "Kernel", None)
+        except ImportError:
+            continue
+        if cls is not None:
+            return cls
+    raise RuntimeError(f"no Kernel class found in {RUNTIME}.lang")
+
+
 class LaunchCounter:
-    """Counts every @ti.kernel call and the wall time spent inside them."""
+    """Counts every kernel call and the wall time spent inside them."""
 
     def __init__(self):
+        kernel_impl = types.SimpleNamespace(Kernel=_kernel_class())
         self.count = 0
         self.seconds = 0.0
         self.by_name: dict = {}
@@ -69,7 +85,7 @@ class LaunchCounter:
                 dt = time.perf_counter() - t0
                 counter.count += 1
                 counter.seconds += dt
-                name = kernel.func.__name__
+                name = getattr(kernel.func, "__name__", "?")
                 n, s = counter.by_name.get(name, (0, 0.0))
                 counter.by_name[name] = (n + 1, s + dt)
 
@@ -192,6 +208,7 @@ def main(argv=None) -> None:
         orig_init = ti.init
         ti.init = lambda *args, **kw: orig_init(*args, **{**kw, **extra})
     fc.backend.init()
+    print(f"runtime: {RUNTIME} {fc.backend.RUNTIME_VERSION}")
     counter = LaunchCounter()
     ref = dict(np.load(a.compare)) if a.compare else None
     saved = {}

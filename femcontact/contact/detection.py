@@ -57,6 +57,7 @@ from .emit import (emit, pose_of, rigid_point_node, rigid_point_reach, triangle_
 from .narrowphase import BOUND, closest_on_triangle, contact_frame, in_tet, shape_sdf
 from ..bodies.rigid import quat_matrix
 from ..smallmat import mTv, mv
+from .schema import PROXY_F, PROXY_I, SDF
 from .shapes import HALFSPACE
 
 MAX_RINGS = 8          # deep-penetration search: up to margin + MAX_RINGS * h around a vertex
@@ -66,8 +67,8 @@ SLOTS = 2              # bodies A considered per vertex in D-contacts
 @ti.kernel
 def detect_obstacles(x: ti.types.ndarray(), surf: ti.types.ndarray(), n_surf: ti.i32,
                      node_body: ti.types.ndarray(), fixed: ti.types.ndarray(), pair_row: ti.types.ndarray(),
-                     sdf_entity: ti.types.ndarray(), sdf_rigid: ti.types.ndarray(),
-                     n_obs: ti.i32, obs_kind: ti.types.ndarray(), obs_f: ti.types.ndarray(),
+                     sdf: ti.types.ndarray(), n_obs: ti.i32,
+                      obs_f: ti.types.ndarray(),
                      obs_pose: ti.types.ndarray(), grid: ti.types.ndarray(), mus: ti.types.ndarray(),
                      axes: ti.types.ndarray(), margin: float, s_range: ti.types.ndarray(),
                      s_point: ti.types.ndarray(), dedup: float, n_nodes: ti.i32,
@@ -81,13 +82,13 @@ def detect_obstacles(x: ti.types.ndarray(), surf: ti.types.ndarray(), n_surf: ti
         if fixed[i] == 0:
             xi = x[i]
             for o in range(n_obs):
-                row = pair_row[node_body[i], sdf_entity[o]]
+                row = pair_row[node_body[i], SDF.entity.get(sdf, o)]
                 if row >= 0:
                     R, c = pose_of(obs_pose, o)
                     pl = mTv(R, xi - c)
                     if pl.norm() <= obs_f[o, BOUND] + margin:
-                        kind = obs_kind[o, 0]
-                        phi, nl = shape_sdf(kind, obs_f, o, grid, obs_kind[o, 1], pl)
+                        kind = SDF.kind.get(sdf, o)
+                        phi, nl = shape_sdf(kind, obs_f, o, grid, SDF.aux.get(sdf, o), pl)
                         dup = False                 # a rigid surface sample at this vertex (module doc, 3.)
                         for j in range(s_range[o, 0], s_range[o, 1]):
                             if (c + mv(R, s_point[j]) - xi).norm() < dedup:
@@ -95,7 +96,7 @@ def detect_obstacles(x: ti.types.ndarray(), surf: ti.types.ndarray(), n_surf: ti
                         if phi < margin and not dup:
                             n = mv(R, nl)
                             q = xi - phi * n
-                            node_a, vw = world_side(o, q, obs_pose, sdf_rigid, counters, vn_node, vn_weight,
+                            node_a, vw = world_side(o, q, obs_pose, sdf, counters, vn_node, vn_weight,
                                                      n_nodes)
                             F = contact_frame(n, mv(R, axes[row]))
                             nb = i
@@ -414,9 +415,9 @@ def rigid_boxes(obs_pose: ti.types.ndarray(), obs_f: ti.types.ndarray(), o0: ti.
             box_hi[rigid_body[k], a] = c[a] + grow
 
 
-@ti.kernel
-def rigid_poses(x: ti.types.ndarray(), v: ti.types.ndarray(), quat: ti.types.ndarray(), lin: ti.types.ndarray(),
-                com_local: ti.types.ndarray(), o0: ti.i32, n_rigid: ti.i32, obs_pose: ti.types.ndarray()):
+@ti.func
+def _rigid_poses(x: ti.template(), v: ti.template(), quat: ti.template(), lin: ti.template(),
+                 com_local: ti.template(), o0, n_rigid, obs_pose: ti.template()):
     """Rows o0.. of the SDF pose table from the rigid bodies' state (rigid k has quaternion k)."""
     for k in range(n_rigid):
         R = quat_matrix(quat[k])
@@ -433,56 +434,71 @@ def rigid_poses(x: ti.types.ndarray(), v: ti.types.ndarray(), quat: ti.types.nda
 
 
 @ti.kernel
+def rigid_poses(x: ti.types.ndarray(), v: ti.types.ndarray(), quat: ti.types.ndarray(), lin: ti.types.ndarray(),
+                com_local: ti.types.ndarray(), o0: ti.i32, n_rigid: ti.i32, obs_pose: ti.types.ndarray()):
+    """``_rigid_poses`` as a launch of its own (when a pass before ``detect_rigid`` reads the poses)."""
+    _rigid_poses(x, v, quat, lin, com_local, o0, n_rigid, obs_pose)
+
+
+@ti.kernel
 def detect_rigid(x: ti.types.ndarray(), v: ti.types.ndarray(), quat: ti.types.ndarray(),
-                 p_rigid: ti.types.ndarray(), p_point: ti.types.ndarray(), p_radius: ti.types.ndarray(),
-                 p_kind: ti.types.ndarray(), p_axis: ti.types.ndarray(), p_against: ti.types.ndarray(),
-                 n_prox: ti.i32, rigid_lin: ti.types.ndarray(), com_local: ti.types.ndarray(),
+                 proxy_f: ti.types.ndarray(), proxy_i: ti.types.ndarray(), n_prox: ti.i32,
+                 rigid_lin: ti.types.ndarray(), com_local: ti.types.ndarray(),
                  rigid_body: ti.types.ndarray(), fixed: ti.types.ndarray(), pair_row: ti.types.ndarray(),
-                 sdf_entity: ti.types.ndarray(), sdf_rigid: ti.types.ndarray(), n_obs: ti.i32,
-                 obs_kind: ti.types.ndarray(), obs_f: ti.types.ndarray(), obs_pose: ti.types.ndarray(),
+                 sdf: ti.types.ndarray(), n_obs: ti.i32, obs_f: ti.types.ndarray(), obs_pose: ti.types.ndarray(),
                  grid: ti.types.ndarray(), mus: ti.types.ndarray(), axes: ti.types.ndarray(), margin: float,
-                 dt: float, n_nodes: ti.i32, counters: ti.types.ndarray(), c_node_a: ti.types.ndarray(),
+                 dt: float, n_nodes: ti.i32, poses: ti.template(), counters: ti.types.ndarray(),
+                 c_node_a: ti.types.ndarray(),
                  c_node_b: ti.types.ndarray(), c_frame: ti.types.ndarray(), c_phi: ti.types.ndarray(),
                  c_mu: ti.types.ndarray(), c_vw: ti.types.ndarray(), c_point: ti.types.ndarray(),
                  c_param: ti.types.ndarray(), c_imp: ti.types.ndarray(), c_status: ti.types.ndarray(),
                  vn_node: ti.types.ndarray(), vn_weight: ti.types.ndarray()):
-    """Rigid contact proxies (``bodies.rigid.contact_proxies``) against every other SDF entity.
+    """Rigid contact proxies (``bodies.rigid.contact_proxies``, table ``PROXY_F``/``PROXY_I``) against
+    every other SDF entity.
 
     A proxy of radius r at world point p touches entity A where ``sdf_A(p) - r < margin +
     dt |v_p|`` (the margin grows with the proxy's speed so fast bodies are caught a step early).
     A circle proxy (cylinder rim) against a half-space tests its lowest point and the three
     points a quarter turn apart. Side B is a virtual node on the rigid body at the touching
     point; side A is the world or a virtual node on the other rigid body (``world_side``).
+
+    ``poses`` (compile-time bool): write the rigid bodies' rows of ``obs_pose`` first (``_rigid_poses``,
+    its own loop, finished before the proxies' loop starts), saving ``rigid_poses``' launch when this is
+    the step's first reader of the poses (``CollisionPipeline._prepare``).
     """
+    if ti.static(poses):
+        n_rigid = rigid_lin.shape[0]        # the rigid bodies are the last n_rigid of the n_obs SDF entities
+        _rigid_poses(x, v, quat, rigid_lin, com_local, n_obs - n_rigid, n_rigid, obs_pose)
     for j in range(n_prox):
-        k = p_rigid[j]
+        k = PROXY_I.rigid.get(proxy_i, j)
         lin = rigid_lin[k]
         R = quat_matrix(quat[k])
         com = x[lin]
-        p0 = com + mv(R, p_point[j] - com_local[k])
+        p0 = com + mv(R, PROXY_F.point.get(proxy_f, j) - com_local[k])
         reach = rigid_point_reach(v, lin, p0, com, margin, dt)
-        rad = p_radius[j]
+        rad = PROXY_F.radius.get(proxy_f, j)
+        p_kind, p_against = PROXY_I.kind.get(proxy_i, j), PROXY_I.against.get(proxy_i, j)
         for o in range(n_obs):
-            row = pair_row[rigid_body[k], sdf_entity[o]]
-            other = sdf_rigid[o]
-            kind = obs_kind[o, 0]
+            row = pair_row[rigid_body[k], SDF.entity.get(sdf, o)]
+            other = SDF.rigid.get(sdf, o)
+            kind = SDF.kind.get(sdf, o)
             use = row >= 0 and other != lin
             if use and other >= 0:
                 use = not (fixed[lin] == 1 and fixed[other] == 1)
             elif use:
                 use = fixed[lin] == 0
-            if use and p_against[j] == 1 and kind != HALFSPACE:
+            if use and p_against == 1 and kind != HALFSPACE:
                 use = False
-            if use and p_against[j] == 2 and kind == HALFSPACE:
+            if use and p_against == 2 and kind == HALFSPACE:
                 use = False
             if use:
                 Ro, co = pose_of(obs_pose, o)
                 n_pts = 1
                 u = ti.Vector([0.0, 0.0, 0.0])
                 w = ti.Vector([0.0, 0.0, 0.0])
-                if p_kind[j] == 1:            # circle vs half-space: lowest point and quarter turns
+                if p_kind == 1:            # circle vs half-space: lowest point and quarter turns
                     nw = mv(Ro, ti.Vector([obs_f[o, 0], obs_f[o, 1], obs_f[o, 2]]))
-                    a = mv(R, p_axis[j])
+                    a = mv(R, PROXY_F.axis.get(proxy_f, j))
                     u = nw - nw.dot(a) * a
                     if u.norm() < 1e-9:
                         u = a.cross(ti.Vector([1.0, 0.0, 0.0]))
@@ -494,7 +510,7 @@ def detect_rigid(x: ti.types.ndarray(), v: ti.types.ndarray(), quat: ti.types.nd
                 for t in range(n_pts):
                     p = p0
                     r_eff = rad
-                    if p_kind[j] == 1:
+                    if p_kind == 1:
                         r_eff = 0.0
                         if t == 0:
                             p = p0 - rad * u
@@ -506,13 +522,13 @@ def detect_rigid(x: ti.types.ndarray(), v: ti.types.ndarray(), quat: ti.types.nd
                             p = p0 - rad * w
                     pl = mTv(Ro, p - co)
                     if pl.norm() <= obs_f[o, BOUND] + reach + r_eff:
-                        phi, nl = shape_sdf(kind, obs_f, o, grid, obs_kind[o, 1], pl)
+                        phi, nl = shape_sdf(kind, obs_f, o, grid, SDF.aux.get(sdf, o), pl)
                         phi -= r_eff
                         if phi < reach:
                             n = mv(Ro, nl)
                             pb = p - r_eff * n          # touching point on this body
                             q = pb - phi * n            # on the other entity
-                            node_a, vw = world_side(o, q, obs_pose, sdf_rigid, counters, vn_node, vn_weight,
+                            node_a, vw = world_side(o, q, obs_pose, sdf, counters, vn_node, vn_weight,
                                                      n_nodes)
                             nb = rigid_point_node(lin, pb, com, counters, vn_node, vn_weight, n_nodes)
                             F = contact_frame(n, mv(Ro, axes[row]))
@@ -521,12 +537,12 @@ def detect_rigid(x: ti.types.ndarray(), v: ti.types.ndarray(), quat: ti.types.nd
 
 
 @ti.kernel
-def sdf_points(points: ti.types.ndarray(), n: ti.i32, o: ti.i32, obs_kind: ti.types.ndarray(),
+def sdf_points(points: ti.types.ndarray(), n: ti.i32, o: ti.i32, sdf: ti.types.ndarray(),
                obs_f: ti.types.ndarray(), obs_pose: ti.types.ndarray(), grid: ti.types.ndarray(),
                out_phi: ti.types.ndarray(), out_n: ti.types.ndarray()):
     """World-frame signed distance and outward normal of obstacle o at n points (tests, queries)."""
     for j in range(n):
         R, c = pose_of(obs_pose, o)
-        phi, nl = shape_sdf(obs_kind[o, 0], obs_f, o, grid, obs_kind[o, 1], mTv(R, points[j] - c))
+        phi, nl = shape_sdf(SDF.kind.get(sdf, o), obs_f, o, grid, SDF.aux.get(sdf, o), mTv(R, points[j] - c))
         out_phi[j] = phi
         out_n[j] = mv(R, nl)

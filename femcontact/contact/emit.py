@@ -10,6 +10,7 @@ contact through a virtual node because its node is taken (nodalization is COND's
 """
 from ..backend import ti
 
+from .schema import SDF
 from .contacts import OPEN
 
 
@@ -62,13 +63,13 @@ def triangle_point_node(tv, w, counters: ti.template(), vn_node: ti.template(), 
 
 
 @ti.func
-def world_side(o, q, obs_pose: ti.template(), sdf_rigid: ti.template(), counters: ti.template(),
+def world_side(o, q, obs_pose: ti.template(), sdf: ti.template(), counters: ti.template(),
                 vn_node: ti.template(), vn_weight: ti.template(), n_nodes):
     """Side A of a contact at point q on SDF entity o: the world (node -1, with the obstacle's
     velocity at q) for an obstacle, a new virtual node on the body for a rigid body."""
     node = -1
     vw = ti.Vector([0.0, 0.0, 0.0])
-    lin = sdf_rigid[o]
+    lin = SDF.rigid.get(sdf, o)
     if lin < 0:
         vl = ti.Vector([obs_pose[o, 12], obs_pose[o, 13], obs_pose[o, 14]])
         w = ti.Vector([obs_pose[o, 15], obs_pose[o, 16], obs_pose[o, 17]])

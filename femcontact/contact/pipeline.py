@@ -94,13 +94,18 @@ class ObstaclePass(Pass):
 
 
 class RigidProxyPass(Pass):
-    """Rigid bodies' proxies against SDF entities (``detect_rigid``)."""
+    """Rigid bodies' proxies against SDF entities (``detect_rigid``); with ``poses`` it also writes the
+    rigid bodies' SDF poses first (the pipeline's first reader of them: ``CollisionPipeline``)."""
+
+    def __init__(self, t: DetectionTables, b: StepBuffers, poses: bool = False) -> None:
+        super().__init__(t, b)
+        self.poses = poses
 
     def run(self, state, dt: float, out: tuple, sdf: tuple) -> None:
         t = self.t
-        detect_rigid(state.x, state.v, state.q, t.p_rigid, t.p_point, t.p_radius, t.p_kind, t.p_axis, t.p_against,
-                     t.n_prox, t.rigid_lin, t.com_local, t.rigid_body, t.fixed, t.pair_row, *sdf, t.grid, t.mus,
-                     t.axes, t.margin, dt, t.n_nodes, *out)
+        detect_rigid(state.x, state.v, state.q, t.proxy_f, t.proxy_i, t.n_prox, t.rigid_lin, t.com_local,
+                     t.rigid_body, t.fixed, t.pair_row, *sdf, t.grid, t.mus, t.axes, t.margin, dt, t.n_nodes,
+                     self.poses, *out)
 
 
 class BodyPass(Pass):
@@ -193,8 +198,11 @@ class CollisionPipeline:
         self.passes: list = []
         if t.n_sdf and t.n_surf:
             self.passes.append(ObstaclePass(t, b))
+        # the rigid poses are written by the proxies' kernel when it is the first to read them (no FEM
+        # pass before it, no body boxes of rigid bodies in _prepare): one launch less per step
+        self.fused_poses = bool(t.n_prox and not self.passes and not t.has_bodies)
         if t.n_prox:
-            self.passes.append(RigidProxyPass(t, b))
+            self.passes.append(RigidProxyPass(t, b, poses=self.fused_poses))
         if t.has_bodies:
             self.passes.append(BodyPass(t, b))
             if t.n_self:
@@ -245,7 +253,7 @@ class CollisionPipeline:
         pts = np.asarray(points, float).reshape(-1, 3)
         phi, nrm = backend.scalar_array(len(pts)), backend.vec3_array(len(pts))
         tb = self.tables
-        sdf_points(backend.vec3_array(len(pts), pts), len(pts), o, tb.obs_kind, tb.obs_f, self.buffers.obs_pose,
+        sdf_points(backend.vec3_array(len(pts), pts), len(pts), o, tb.sdf, tb.obs_f, self.buffers.obs_pose,
                    tb.grid, phi, nrm)
         return (phi.to_numpy()[:len(pts)].astype(np.float64), nrm.to_numpy()[:len(pts)].astype(np.float64))
 
@@ -254,7 +262,7 @@ class CollisionPipeline:
         t, b = self.tables, self.buffers
         if t.n_obs:
             self.update_obstacles(state.time, dt)
-        if t.n_rigid:
+        if t.n_rigid and not self.fused_poses:
             rigid_poses(state.x, state.v, state.q, t.rigid_lin, t.com_local, t.n_obs, t.n_rigid, b.obs_pose)
         if t.has_bodies:
             body_boxes(state.x, t.node_body, t.n_nodes, t.n_bodies, b.box_lo, b.box_hi)
@@ -278,7 +286,7 @@ class CollisionPipeline:
         t, b = self.tables, self.buffers
         self._prepare(state, dt)
         counters_v = backend.host_view(b.counters)
-        sdf = (t.sdf_entity, t.sdf_rigid, t.n_sdf, t.obs_kind, t.obs_f, b.obs_pose)
+        sdf = (t.sdf, t.n_sdf, t.obs_f, b.obs_pose)
         while True:
             if counters_v is not None:        # CPU: zero in place, no fill kernels
                 counters_v[:] = 0

@@ -37,6 +37,7 @@ from ..backend import ti
 from .emit import emit, pose_of, triangle_point_node, world_side
 from .broadphase import bucket, cell_of
 from .narrowphase import BOUND, closest_on_triangle, contact_frame, shape_sdf
+from .schema import SDF
 from ..bodies.rigid import skew
 from ..smallmat import mTv, mv
 
@@ -67,9 +68,9 @@ def _segment_point(ia, ib, t, seg, off, counters: ti.template(), vn_node: ti.tem
 
 
 @ti.func
-def _sdf_world(o, p, obs_kind: ti.template(), obs_f: ti.template(), obs_pose: ti.template(), grid: ti.template()):
+def _sdf_world(o, p, sdf: ti.template(), obs_f: ti.template(), obs_pose: ti.template(), grid: ti.template()):
     R, c = pose_of(obs_pose, o)
-    phi, nl = shape_sdf(obs_kind[o, 0], obs_f, o, grid, obs_kind[o, 1], mTv(R, p - c))
+    phi, nl = shape_sdf(SDF.kind.get(sdf, o), obs_f, o, grid, SDF.aux.get(sdf, o), mTv(R, p - c))
     return phi, mv(R, nl)
 
 
@@ -102,8 +103,8 @@ def _segments_closest(p1, q1, p2, q2):
 def detect_rod_sdf(x: ti.types.ndarray(), v: ti.types.ndarray(), rn_node: ti.types.ndarray(),
                    rn_rad: ti.types.ndarray(), rn_seg: ti.types.ndarray(), n_rn: ti.i32, rs_elem: ti.types.ndarray(), rs_rad: ti.types.ndarray(),
                    n_rs: ti.i32, node_body: ti.types.ndarray(), fixed: ti.types.ndarray(),
-                   pair_row: ti.types.ndarray(), sdf_entity: ti.types.ndarray(), sdf_rigid: ti.types.ndarray(),
-                   n_obs: ti.i32, obs_kind: ti.types.ndarray(), obs_f: ti.types.ndarray(),
+                   pair_row: ti.types.ndarray(), sdf: ti.types.ndarray(), n_obs: ti.i32,
+                    obs_f: ti.types.ndarray(),
                    obs_pose: ti.types.ndarray(), grid: ti.types.ndarray(), mus: ti.types.ndarray(),
                    axes: ti.types.ndarray(), margin: float, dt: float, n_nodes: ti.i32,
                    counters: ti.types.ndarray(), c_node_a: ti.types.ndarray(), c_node_b: ti.types.ndarray(),
@@ -128,8 +129,8 @@ def detect_rod_sdf(x: ti.types.ndarray(), v: ti.types.ndarray(), rn_node: ti.typ
                 ib = rs_elem[k - n_rn][1]
                 sg = rs_elem[k - n_rn][2]
                 rad = rs_rad[k - n_rn]
-            row = pair_row[node_body[ia], sdf_entity[o]]
-            other = sdf_rigid[o]
+            row = pair_row[node_body[ia], SDF.entity.get(sdf, o)]
+            other = SDF.rigid.get(sdf, o)
             use = row >= 0 and not (fixed[ia] == 1 and fixed[ib] == 1)
             if use and other >= 0:
                 use = not (fixed[ia] == 1 and fixed[ib] == 1 and fixed[other] == 1)
@@ -144,31 +145,31 @@ def detect_rod_sdf(x: ti.types.ndarray(), v: ti.types.ndarray(), rn_node: ti.typ
                     n = ti.Vector([0.0, 0.0, 1.0])
                     hit = False
                     if k < n_rn:
-                        phi, n = _sdf_world(o, pa, obs_kind, obs_f, obs_pose, grid)
+                        phi, n = _sdf_world(o, pa, sdf, obs_f, obs_pose, grid)
                         phi -= rad
                         hit = phi < reach
                     else:                          # interior minimum along the segment
-                        phi0, n0 = _sdf_world(o, pa, obs_kind, obs_f, obs_pose, grid)
-                        phi1, n1 = _sdf_world(o, pb, obs_kind, obs_f, obs_pose, grid)
+                        phi0, n0 = _sdf_world(o, pa, sdf, obs_f, obs_pose, grid)
+                        phi1, n1 = _sdf_world(o, pb, sdf, obs_f, obs_pose, grid)
                         lo, hi = 0.0, 1.0
                         for _ in range(12):
                             m1 = lo + (hi - lo) / 3.0
                             m2 = hi - (hi - lo) / 3.0
-                            f1, g1 = _sdf_world(o, pa + m1 * (pb - pa), obs_kind, obs_f, obs_pose, grid)
-                            f2, g2 = _sdf_world(o, pa + m2 * (pb - pa), obs_kind, obs_f, obs_pose, grid)
+                            f1, g1 = _sdf_world(o, pa + m1 * (pb - pa), sdf, obs_f, obs_pose, grid)
+                            f2, g2 = _sdf_world(o, pa + m2 * (pb - pa), sdf, obs_f, obs_pose, grid)
                             if f1 < f2:
                                 hi = m2
                             else:
                                 lo = m1
                         t = 0.5 * (lo + hi)
-                        phi, n = _sdf_world(o, pa + t * (pb - pa), obs_kind, obs_f, obs_pose, grid)
+                        phi, n = _sdf_world(o, pa + t * (pb - pa), sdf, obs_f, obs_pose, grid)
                         hit = 0.02 < t < 0.98 and phi < ti.min(phi0, phi1) - 0.25 * rad
                         phi -= rad
                         hit = hit and phi < reach
                     if hit:
                         p = pa + t * (pb - pa)
                         q = p - (phi + rad) * n           # on the entity's surface
-                        node_a, vw = world_side(o, q, obs_pose, sdf_rigid, counters, vn_node, vn_weight, n_nodes)
+                        node_a, vw = world_side(o, q, obs_pose, sdf, counters, vn_node, vn_weight, n_nodes)
                         nb = _segment_point(ia, ib, t, sg, -rad * n, counters, vn_node, vn_weight, n_nodes)
                         F = contact_frame(n, mv(R, axes[row]))
                         emit(node_a, nb, F, phi, mus[row], vw, q, row, counters, c_node_a, c_node_b, c_frame,

@@ -13,6 +13,7 @@ from ..backend import ti
 from .. import backend
 from ..bodies.rigid import contact_proxies, surface_samples
 from .narrowphase import BOUND, OBS_F
+from .schema import PROXY_F, PROXY_I, SDF, upload
 from .shapes import COMPOUND, MESH
 
 DEDUP = 0.25           # FEM vertex within min(margin, DEDUP * mean edge) of a rigid sample: left to the sample
@@ -59,7 +60,7 @@ class DetectionTables:
 
     def _sdf_entities(self, model) -> None:
         """Obstacles then rigid bodies: kind, packed shape floats, bounding radius, mesh SDF grids and
-        compound part tables (``grid``, offset in ``obs_kind[:, 1]``)."""
+        compound part tables (``grid``, offset in the ``SDF`` table's ``aux`` column)."""
         rigid = model.rigid_specs
         self.n_rigid = len(rigid)
         self.n_sdf = self.n_obs + self.n_rigid
@@ -86,10 +87,9 @@ class DetectionTables:
                 off += data.size
         obs_f[:, BOUND] = np.where(np.isfinite(obs_f[:, BOUND]), obs_f[:, BOUND], 1e30)
         self.rigid_body = backend.int_array(self.rigid_body_np)
-        self.sdf_entity = backend.int_array(np.r_[self.n_bodies + np.arange(self.n_obs), self.rigid_body_np])
-        self.sdf_rigid = backend.int_array(np.r_[np.full(self.n_obs, -1), model.rigid_lin])
-        self.obs_kind = ti.ndarray(ti.i32, shape=(O, 2))
-        self.obs_kind.from_numpy(kinds)
+        n = self.n_sdf
+        self.sdf = upload(SDF, n, kind=kinds[:n, 0], aux=kinds[:n, 1], entity=entity,
+                          rigid=np.r_[np.full(self.n_obs, -1), model.rigid_lin])
         self.obs_f = ti.ndarray(float, shape=(O, OBS_F))
         self.obs_f.from_numpy(obs_f.astype(backend.np_real()))
         self.grid = backend.scalar_array(max(off, 1), np.concatenate(grids) if grids else None)
@@ -101,13 +101,13 @@ class DetectionTables:
         px = [contact_proxies(r.shape) for r in model.rigid_specs]
         self.n_prox = sum(len(p["radius"]) for p in px)
         cat = (lambda key: np.concatenate([p[key] for p in px])) if px else (lambda key: np.zeros((0, 3)))
-        self.p_rigid = backend.int_array(np.concatenate([np.full(len(p["radius"]), k) for k, p in enumerate(px)])
-                                         if px else np.zeros(0))
-        self.p_point = backend.vec3_array(self.n_prox, cat("point"))
-        self.p_radius = backend.scalar_array(self.n_prox, cat("radius") if px else None)
-        self.p_kind = backend.int_array(cat("kind") if px else np.zeros(0))
-        self.p_axis = backend.vec3_array(self.n_prox, cat("axis"))
-        self.p_against = backend.int_array(cat("against") if px else np.zeros(0))
+        f, i = {}, {}
+        if px:
+            f = {"point": cat("point"), "axis": cat("axis"), "radius": cat("radius")}
+            i = {"rigid": np.concatenate([np.full(len(p["radius"]), k) for k, p in enumerate(px)]),
+                 "kind": cat("kind"), "against": cat("against")}
+        self.proxy_f = upload(PROXY_F, self.n_prox, **f)
+        self.proxy_i = upload(PROXY_I, self.n_prox, **i)
 
     def _rigid_samples(self, model) -> None:
         """Surface samples of rigid bodies that may touch an FEM body (searched in FEM tets), and per SDF
