@@ -10,7 +10,7 @@ import femcontact as fc
 def build(solver: str = "cond", youngs_modulus: float = 1e5, restitution: float = 0.0) -> fc.Scene:
     scene = fc.Scene(dt=1e-2, gravity=(0.0, 0.0, -9.81), solver=solver, duration=2.0, name="cube_drop")
     scene.add_fem_body(
-        fc.meshes.box(size=(0.1, 0.1, 0.1), resolution=4),
+        fc.meshes.box(size=(0.1, 0.1, 0.1), resolution=4, symmetric=True),   # lands straight
         material=fc.Material(youngs_modulus=youngs_modulus, poisson_ratio=0.4, density=1000.0,
                              rayleigh_alpha=1.0, rayleigh_beta=2e-3),
         position=(0.0, 0.0, 0.15), name="cube")

@@ -486,10 +486,10 @@ def test_remesh_volume_mesh_from_its_boundary(tmp_path):
 
 
 @pytest.mark.parametrize("resolution", [(4, 4, 4), (2, 4, 6)])
-def test_box_is_mirror_symmetric_about_its_centre_planes(resolution):
-    """Each reflection x→−x, y→−y, z→−z maps the box's set of tets onto itself (even cell counts): a
-    one-way Kuhn split is stiffer along one diagonal, and a symmetric drop drifted sideways."""
-    mesh = box((0.2, 0.1, 0.3), resolution, center=(1.0, -2.0, 0.5))
+def test_symmetric_box_is_mirror_symmetric_about_its_centre_planes(resolution):
+    """Each reflection x→−x, y→−y, z→−z maps ``box(..., symmetric=True)``'s set of tets onto itself (even
+    cell counts): the one-way Kuhn split is stiffer along one diagonal, and a symmetric drop drifts."""
+    mesh = box((0.2, 0.1, 0.3), resolution, center=(1.0, -2.0, 0.5), symmetric=True)
     local = mesh.vertices - np.array([1.0, -2.0, 0.5])
     key = {tuple(np.round(v, 9)): i for i, v in enumerate(local)}
     tets = {frozenset(t) for t in mesh.tets.tolist()}

@@ -218,9 +218,9 @@ def test_capstan_scene_tension_ratio_while_sliding():
 
 @pytest.mark.parametrize("solver", ["lagged", "cond"])
 def test_symmetric_cube_dropped_straight_lands_straight(solver):
-    """scenes/cube_drop.py (soft cube, E 1e5, dropped straight down onto a plane with friction): after 100
-    steps its centre of mass has moved less than 0.1 mm sideways (4.1 mm under lagged and 0.76 mm
-    under COND with the one-way tet split of the box before)."""
+    """scenes/cube_drop.py (soft cube, E 1e5, dropped straight down onto a plane with friction, meshed
+    with ``box(..., symmetric=True)``): after 100 steps its centre of mass has moved less than 0.1 mm
+    sideways (4.1 mm under lagged and 0.76 mm under COND on the one-way tet split)."""
     sim = fc.Simulator(load_scene("cube_drop").build(solver=solver))
     n = sim.model.n_nodes
     x0 = sim.state.x.to_numpy()[:n].mean(axis=0)

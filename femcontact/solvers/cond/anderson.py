@@ -18,6 +18,7 @@ import numpy as np
 from ...backend import ti
 
 from .layout import VROWS
+from .reduce import group_size, partial_sums
 
 HISTORY_MAX = 16       # the history m is at most this
 SAFEGUARD = 4.0        # residual growth over the history's best that discards the history
@@ -53,15 +54,20 @@ def anderson_step(V: ti.types.ndarray(), H: ti.types.ndarray(), Sf: ti.types.nda
     slot = Si[SLOT]
     had_prev = Si[HAVE_PREV]
     f2 = 0.0
-    for i in range(n):
-        g = V[VROWS.V, i]
-        f = g - V[VROWS.V_PREV, i]
-        if had_prev != 0:
-            H[slot, i] = f - H[2 * m, i]
-            H[m + slot, i] = g - H[2 * m + 1, i]
-        H[2 * m, i] = f
-        H[2 * m + 1, i] = g
-        f2 += f.norm_sqr()
+    p = partial_sums(n)              # sums over the rows in partials (reduce.py)
+    for b in range(p):
+        part2 = 0.0
+        for k in range(group_size(n, p, b)):
+            i = b + k * p
+            g = V[VROWS.V, i]
+            f = g - V[VROWS.V_PREV, i]
+            if had_prev != 0:
+                H[slot, i] = f - H[2 * m, i]
+                H[m + slot, i] = g - H[2 * m + 1, i]
+            H[2 * m, i] = f
+            H[2 * m + 1, i] = g
+            part2 += f.norm_sqr()
+        f2 += part2
     record = 0
     for _ in range(1):
         fn = ti.sqrt(f2)
@@ -80,16 +86,18 @@ def anderson_step(V: ti.types.ndarray(), H: ti.types.ndarray(), Sf: ti.types.nda
                 record = 1
                 Si[COUNT] = ti.min(Si[COUNT] + 1, m)
     dots = ti.Vector.zero(float, 2 * HISTORY_MAX)
-    for i in range(n):          # (a guard around a loop would make it serial: the guard is inside)
+    for b in range(p):          # (a guard around a loop would make it serial: the guard is inside)
         if record != 0:
-            d = H[slot, i]
-            f = H[2 * m, i]
             part = ti.Vector.zero(float, 2 * HISTORY_MAX)
-            for j in ti.static(range(HISTORY_MAX)):
-                if j < m:
-                    dj = H[j, i]
-                    part[j] = d.dot(dj)
-                    part[HISTORY_MAX + j] = dj.dot(f)
+            for k in range(group_size(n, p, b)):
+                i = b + k * p
+                d = H[slot, i]
+                f = H[2 * m, i]
+                for j in ti.static(range(HISTORY_MAX)):
+                    if j < m:
+                        dj = H[j, i]
+                        part[j] += d.dot(dj)
+                        part[HISTORY_MAX + j] += dj.dot(f)
             dots += part
     mix = 0
     for _ in range(1):

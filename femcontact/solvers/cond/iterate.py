@@ -33,6 +33,7 @@ from .blocks import rod_solve
 from .groups import KIND_ROD, KIND_SCALAR
 from .layout import (CONTACT, CONTACT_NODES, ROW, STEP_BLOCK, STEP_FEM, STEP_ROD, STEP_SCALAR, VIRTUAL,
                      VIRTUAL_NODES, VROWS)
+from .reduce import group_size, partial_sums
 from .step_matrix import inf_norm
 
 BB_LO, BB_HI = 0.01, 10.0    # Barzilai–Borwein α is clamped to this range
@@ -262,16 +263,21 @@ def cond_iterate(P: ti.types.ndarray(), blocks: ti.types.ndarray(), V: ti.types.
             if na >= 0:
                 V[VROWS.V_STAR, na] -= wa * f
         CONTACT.lam.put(Cf, m, lm)
-    # Chebyshev combination (Alg. 3 line 9) and residual
+    # Chebyshev combination (Alg. 3 line 9) and residual, summed in partials (reduce.py)
     out = ti.Vector.zero(float, 4)
-    for i in range(n):
-        vi = V[VROWS.V, i]
-        vs = V[VROWS.V_STAR, i]
-        vl = V[VROWS.V_PREV, i]
-        vn = nu * (u * (vs - vi) + vi - vl) + vl
-        V[VROWS.V_PREV, i] = vi
-        V[VROWS.V, i] = vn
-        out += ti.Vector([(vn - vi).norm_sqr(), vn.norm_sqr(), 0.0, (vs - vi).norm_sqr()])
+    p = partial_sums(n)
+    for b in range(p):
+        part = ti.Vector.zero(float, 4)
+        for k in range(group_size(n, p, b)):
+            i = b + k * p
+            vi = V[VROWS.V, i]
+            vs = V[VROWS.V_STAR, i]
+            vl = V[VROWS.V_PREV, i]
+            vn = nu * (u * (vs - vi) + vi - vl) + vl
+            V[VROWS.V_PREV, i] = vi
+            V[VROWS.V, i] = vn
+            part += ti.Vector([(vn - vi).norm_sqr(), vn.norm_sqr(), 0.0, (vs - vi).norm_sqr()])
+        out += part
     out[2] = alpha
     S[slot] = out
 
