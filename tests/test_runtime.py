@@ -221,3 +221,45 @@ def test_lazy_package_keeps_its_public_names():
 
     assert fc.Scene is Scene and callable(fc.sweep) and fc.shapes.__name__ == "femcontact.contact.shapes"
     assert set(fc.__all__) <= set(dir(fc))
+
+
+def _class_probe_results(probe) -> list:
+    """``probe(level)`` for levels 1-4 from a decorator used in a function, a class body and a class body
+    under a ``data_oriented``-style decorator (the runtimes' own probe for ``@kernel`` in a class)."""
+    seen = []
+
+    def deco(fn):
+        seen.append(tuple(probe(level) for level in range(1, 5)))
+        return fn
+
+    def data_oriented(cls):
+        return cls
+
+    @deco
+    def plain():
+        pass
+
+    class Plain:
+        @deco
+        def method(self):
+            pass
+
+    @data_oriented
+    class Decorated:
+        @deco
+        def method(self):
+            pass
+
+    return seen
+
+
+def test_fast_class_probe_agrees_with_the_runtimes_own():
+    backend.select_runtime()
+    kernel_impl = importlib.import_module(f"{backend.RUNTIMES[backend.RUNTIME][0]}.lang.kernel_impl")
+    fast = kernel_impl._inside_class
+    assert getattr(fast, "_femcontact", False)
+    # called through one more frame (the lambda) than the runtime calls it: shift the level by one
+    ours = _class_probe_results(lambda level: fast(level + 1))
+    theirs = _class_probe_results(lambda level: fast._original(level + 1))
+    assert ours == theirs
+    assert any(any(r) for r in ours) and not all(any(r) for r in ours)   # both answers occur
