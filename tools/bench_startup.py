@@ -1,10 +1,10 @@
 """Start-up benchmark (issue 28): command -> first step of ``femcontact run SCENE --steps 1``, cold (a fresh,
 empty kernel cache) and warm (a second run on the same cache), per scene and runtime.
 
-Reports the "first step done N s after start" line (counted from process start) and the process's wall
-time. ``--compare-ref REF`` runs the same table for an older commit checked out as a git worktree (e.g.
-b495b98, Taichi as shipped before the runtime work; its cache folder is ~/.cache-like under the same
-FEMCONTACT_CACHE_DIR, so its cold runs are cold too). Targets: warm <= 3 s, cold <= 20 s on the default
+Reports the "first step done N s after start" line (counted from process start; in trees before issue 28
+from the start of ``cmd_run``, which leaves out the interpreter and imports) and the process's wall time;
+``--repeat N`` warm runs per row, medians. ``--compare-ref REF`` runs the same table for an older commit checked out as a git worktree (e.g.
+b495b98, Taichi as shipped before the runtime work; it too gets a fresh FEMCONTACT_CACHE_DIR per row). Targets: warm <= 3 s, cold <= 20 s on the default
 runtime. Writes CSV and Markdown to --out. A benchmark, not a test: numbers depend on the machine's load.
 
     python tools/bench_startup.py --scenes cube_drop clutter --runtimes quadrants taichi --out out/startup
@@ -16,6 +16,7 @@ import csv
 import importlib.util
 import os
 import re
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -42,17 +43,25 @@ def run_once(tree: Path, scene: str, runtime: str, cache: Path, out: Path) -> tu
     return (float(m.group(1)) if m else None), wall, error
 
 
-def measure(tree: Path, label: str, scenes: list[str], runtimes: list[str], warm_only: bool) -> list[dict]:
+def _median(values: list) -> float | None:
+    values = [v for v in values if v is not None]
+    return statistics.median(values) if values else None
+
+
+def measure(tree: Path, label: str, scenes: list[str], runtimes: list[str], warm_only: bool,
+            repeat: int = 1) -> list[dict]:
+    """One cold run and ``repeat`` warm runs (medians reported) per scene and runtime of ``tree``."""
     rows = []
     for runtime in runtimes:
         for scene in scenes:
             with tempfile.TemporaryDirectory(prefix="fc_startup_") as tmp:
                 cache = Path(tmp) / "cache"
-                cold = run_once(tree, scene, runtime, cache, Path(tmp) / "o1")
-                warm = run_once(tree, scene, runtime, cache, Path(tmp) / "o2")
+                cold = run_once(tree, scene, runtime, cache, Path(tmp) / "o0")
+                warm = [run_once(tree, scene, runtime, cache, Path(tmp) / f"o{k + 1}") for k in range(repeat)]
             row = {"tree": label, "scene": scene, "runtime": runtime,
                    "cold_first_step_s": None if warm_only else cold[0], "cold_wall_s": None if warm_only else cold[1],
-                   "warm_first_step_s": warm[0], "warm_wall_s": warm[1], "error": cold[2] or warm[2]}
+                   "warm_first_step_s": _median([w[0] for w in warm]), "warm_wall_s": _median([w[1] for w in warm]),
+                   "error": cold[2] or next((w[2] for w in warm if w[2]), "")}
             rows.append(row)
             print(_fmt(row), flush=True)
     return rows
@@ -92,6 +101,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--runtimes", nargs="*", default=["quadrants", "taichi"])
     ap.add_argument("--compare-ref", default=None, metavar="REF", help="also time this git ref (warm runs)")
     ap.add_argument("--ref-runtimes", nargs="*", default=["taichi"], help="runtimes for --compare-ref")
+    ap.add_argument("--repeat", type=int, default=1, help="warm runs per scene (medians reported)")
     ap.add_argument("--out", default="out/startup", help="folder for startup.csv and startup.md")
     args = ap.parse_args(argv)
     scenes = args.scenes or sorted(p.stem for p in (ROOT / "scenes").glob("*.py"))
@@ -101,13 +111,13 @@ def main(argv: list[str] | None = None) -> int:
         scenes = [s for s in scenes if not s.startswith(NEEDS_ROBOT)]
         notes.append(f"skipped (example-robot-data not installed): {', '.join(skipped)}")
     print(HEADER, flush=True)
-    rows = measure(ROOT, "this", scenes, args.runtimes, warm_only=False)
+    rows = measure(ROOT, "this", scenes, args.runtimes, warm_only=False, repeat=args.repeat)
     if args.compare_ref:
         with tempfile.TemporaryDirectory(prefix="fc_ref_") as tmp:
             tree = worktree(args.compare_ref, Path(tmp))
             try:
                 # old trees: FEMCONTACT_RUNTIME is ignored where there was only Taichi
-                rows += measure(tree, args.compare_ref, scenes, args.ref_runtimes, warm_only=True)
+                rows += measure(tree, args.compare_ref, scenes, args.ref_runtimes, warm_only=True, repeat=args.repeat)
             finally:
                 subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)],
                                capture_output=True)
