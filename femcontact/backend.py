@@ -6,8 +6,9 @@ Runtime: the kernels are written in the Taichi language and run unchanged on two
 quadrants==1.3.3``) launches a kernel in ~6 µs + ~1 µs per ndarray argument on a 2-core CPU and
 caches its front end; ``taichi`` (1.7.4, the last Taichi release, ``pip install taichi==1.7.4``)
 costs ~20 µs + ~18 µs per ndarray argument (docs/PERFORMANCE.md). Pick one with the environment
-variable ``FEMCONTACT_RUNTIME=quadrants|taichi`` or ``femcontact run --runtime``; it is read once,
-when femcontact is first imported (kernels are declared at import). The two agree to round-off,
+variable ``FEMCONTACT_RUNTIME=quadrants|taichi``, ``femcontact run --runtime`` or ``select_runtime``;
+it is fixed at the first use of ``ti`` (importing a kernel module declares its kernels), after which
+another runtime is refused. The two agree to round-off,
 not bit for bit (different LLVM versions).
 
 Architecture: ``auto`` tries CUDA, then Vulkan/Metal, then falls back to the CPU.
@@ -47,7 +48,9 @@ import ctypes
 import hashlib
 import importlib
 import io
+import linecache
 import os
+import sys
 import types
 import warnings
 from pathlib import Path
@@ -66,13 +69,18 @@ DEFAULT_RUNTIME = "quadrants"
 _config: dict | None = None
 
 
-def requested_runtime() -> str:
-    """The runtime ``FEMCONTACT_RUNTIME`` asks for (default quadrants), refused if unknown."""
-    name = (os.environ.get("FEMCONTACT_RUNTIME") or DEFAULT_RUNTIME).strip().lower()
+def _checked_runtime(name: str | None) -> str:
+    """``name`` (default: ``FEMCONTACT_RUNTIME``, else quadrants) lower-cased, refused if unknown."""
+    name = (name or os.environ.get("FEMCONTACT_RUNTIME") or DEFAULT_RUNTIME).strip().lower()
     if name not in RUNTIMES:
         raise ParameterError(f"unknown runtime {name!r} (FEMCONTACT_RUNTIME or --runtime); choose one of "
                              f"{', '.join(RUNTIMES)}: " + "; ".join(f"{n}: {c[2]}" for n, c in RUNTIMES.items()))
     return name
+
+
+def requested_runtime() -> str:
+    """The runtime in use, or else the one ``FEMCONTACT_RUNTIME`` asks for (default quadrants)."""
+    return _active[0] if _active is not None else _checked_runtime(None)
 
 
 def _import_runtime(name: str) -> types.ModuleType:
@@ -87,36 +95,101 @@ def _import_runtime(name: str) -> types.ModuleType:
                              f"(or femcontact run --runtime)") from exc
 
 
+# (name, version, module) once the runtime is chosen: at select_runtime() or at the first use of ``ti``
+_active: tuple[str, str, types.ModuleType] | None = None
+
+
+def select_runtime(name: str | None = None) -> str:
+    """Choose and import the kernel runtime (``name``, default ``FEMCONTACT_RUNTIME``, else quadrants)
+    and return its name. Call it before any kernel is declared (``femcontact run --runtime`` does, before
+    importing the simulator); the choice is exported as ``FEMCONTACT_RUNTIME`` so child processes (sweep
+    workers) use it too. Refused (ParameterError) for an unknown or missing runtime, and for another
+    runtime than the one this process's kernels were already declared on."""
+    global _active
+    want = _checked_runtime(name)
+    if _active is not None:
+        if _active[0] != want:
+            raise ParameterError(f"the kernel runtime is already {_active[0]} {_active[1]} in this process (its "
+                                 f"kernels are declared); {want!r} must be chosen before femcontact's kernels are "
+                                 f"imported: set FEMCONTACT_RUNTIME={want} in the environment")
+        return want
+    module = _import_runtime(want)
+    version = module.__version__
+    version = ".".join(str(v) for v in version) if isinstance(version, tuple) else str(version)
+    if want == "quadrants":
+        # Kernels read module constants (SLOTS, shape codes, ...); the cache folder's source fingerprint keys
+        # them (module docstring), so quadrants' per-kernel "violates pure" warning is expected and silenced.
+        warnings.filterwarnings("ignore", message=r"\[PURE\.VIOLATION\]")
+    _speed_up_class_probe(importlib.import_module(f"{RUNTIMES[want][0]}.lang.kernel_impl"))
+    _active = (want, version, module)
+    os.environ["FEMCONTACT_RUNTIME"] = want
+    return want
+
+
+def _speed_up_class_probe(kernel_impl: types.ModuleType) -> None:
+    """Both runtimes ask, for every ``@kernel`` and ``@func``, whether it is declared in a class body by
+    matching the caller's source line (``_inside_class``), read with ``inspect.getframeinfo``, which also
+    scans ``sys.modules`` for the frame's module: ~3 ms a call, ~240 calls, ~0.7 s of a warm start of
+    cube_drop. The same line read through ``linecache`` answers the same (tests/test_runtime.py)."""
+    original = getattr(kernel_impl, "_inside_class", None)
+    patterns = getattr(kernel_impl, "_KERNEL_CLASS_STACKFRAME_STMT_RES", None)
+    if original is None or patterns is None or getattr(original, "_femcontact", False):
+        return      # another version of the runtime: keep its own
+
+    def inside_class(level_of_class_stackframe: int) -> bool:
+        try:
+            frame = sys._getframe(level_of_class_stackframe)
+        except ValueError:
+            return False
+        line = linecache.getline(frame.f_code.co_filename, frame.f_lineno).strip()
+        return any(p.match(line) for p in patterns)
+
+    inside_class._femcontact = True
+    inside_class._original = original
+    kernel_impl._inside_class = inside_class
+
+
+def _runtime() -> tuple[str, str, types.ModuleType]:
+    """The active (name, version, module), choosing the default runtime at the first use."""
+    if _active is None:
+        select_runtime()
+    return _active
+
+
+def __getattr__(attr: str):
+    """``RUNTIME`` and ``RUNTIME_VERSION``: the active runtime's name and version (chosen at first use)."""
+    if attr == "RUNTIME":
+        return _runtime()[0]
+    if attr == "RUNTIME_VERSION":
+        return _runtime()[1]
+    raise AttributeError(f"module {__name__!r} has no attribute {attr!r}")
+
+
 class _Language(types.ModuleType):
     """The runtime's language namespace as femcontact's kernels use it (``ti.kernel``, ``ti.func``,
-    ``ti.types.ndarray``, ...): the runtime module itself, except that on quadrants ``kernel``
-    turns the fast cache on (module docstring)."""
+    ``ti.types.ndarray``, ...): the runtime module itself, chosen at the first attribute used
+    (``select_runtime``), except that on quadrants ``kernel`` turns the fast cache on (module docstring)."""
 
-    def __init__(self, runtime: types.ModuleType, name: str):
-        super().__init__(f"femcontact.backend.ti[{name}]")
-        self._runtime = runtime
-        if name == "quadrants":
-            self.kernel = self._fastcache_kernel
+    def __init__(self):
+        super().__init__("femcontact.backend.ti")
 
     def __getattr__(self, attr: str):
-        return getattr(self._runtime, attr)
+        if attr.startswith("__"):           # copy/pickle/inspect probes must not choose the runtime
+            raise AttributeError(attr)
+        name, _, module = _runtime()
+        value = self._fastcache_kernel if attr == "kernel" and name == "quadrants" else getattr(module, attr)
+        setattr(self, attr, value)          # the runtime cannot change any more: later reads skip this
+        return value
 
     def _fastcache_kernel(self, fn=None, **options):
         options.setdefault("fastcache", True)
+        module = _runtime()[2]
         if fn is None:
-            return lambda f: self._runtime.kernel(f, **options)
-        return self._runtime.kernel(fn, **options)
+            return lambda f: module.kernel(f, **options)
+        return module.kernel(fn, **options)
 
 
-RUNTIME = requested_runtime()
-_runtime_module = _import_runtime(RUNTIME)
-RUNTIME_VERSION = ".".join(str(v) for v in _runtime_module.__version__) \
-    if isinstance(getattr(_runtime_module, "__version__", None), tuple) else str(_runtime_module.__version__)
-ti = _Language(_runtime_module, RUNTIME)
-if RUNTIME == "quadrants":
-    # Kernels read module constants (SLOTS, shape codes, ...); the cache folder's source fingerprint keys
-    # them (module docstring), so quadrants' per-kernel "violates pure" warning is expected and silenced.
-    warnings.filterwarnings("ignore", message=r"\[PURE\.VIOLATION\]")
+ti = _Language()
 
 
 def source_fingerprint(root: Path | None = None) -> str:
@@ -139,7 +212,8 @@ def cache_dir() -> Path:
     if _FINGERPRINT is None:
         _FINGERPRINT = source_fingerprint()
     base = os.environ.get("FEMCONTACT_CACHE_DIR") or str(Path.home() / ".cache" / "femcontact" / "kernels")
-    return Path(base) / f"{RUNTIME}-{RUNTIME_VERSION}-{_FINGERPRINT}"
+    name, version, _ = _runtime()
+    return Path(base) / f"{name}-{version}-{_FINGERPRINT}"
 
 
 def cache_is_warm() -> bool:
@@ -157,7 +231,7 @@ def cached_kernel_files() -> int:
 def _shutdown_at_exit() -> None:
     """Taichi 1.7.4 writes its offline cache only when its program is torn down (module docstring)."""
     try:
-        _runtime_module.reset()
+        _runtime()[2].reset()
     except Exception:  # noqa: BLE001 - exiting anyway; a cache that is not written only costs a recompile
         pass
 
@@ -229,14 +303,15 @@ def init(arch: str | None = None, precision: str | None = None, *, debug: bool =
             break
     if chosen is None:
         hint = " (no CUDA GPU or driver found on this machine)" if want_arch == "cuda" else ""
-        raise ParameterError(f"no usable {RUNTIME} backend for arch={want_arch!r}{hint}; "
+        raise ParameterError(f"no usable {_runtime()[0]} backend for arch={want_arch!r}{hint}; "
                              f"use --arch cpu (or auto), or FEMCONTACT_ARCH=cpu")
     global _exit_hook
-    if RUNTIME == "taichi" and not _exit_hook:
+    name, version, _ = _runtime()
+    if name == "taichi" and not _exit_hook:
         atexit.register(_shutdown_at_exit)
         _exit_hook = True
     _config = {"arch": chosen, "requested_arch": want_arch, "precision": want_prec, "deterministic": deterministic,
-               "runtime": RUNTIME, "runtime_version": RUNTIME_VERSION, "cache": str(cache), "cache_warm": warm}
+               "runtime": name, "runtime_version": version, "cache": str(cache), "cache_warm": warm}
     return _config
 
 

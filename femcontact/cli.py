@@ -2,12 +2,29 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
 
 from .errors import FemcontactError
 from .scene_script import load_scene_module
+
+_IMPORTED_AT = time.perf_counter()
+RUNTIME_COMMANDS = ("run", "sweep", "bench")      # the commands that run kernels take --runtime
+
+
+def process_start() -> float:
+    """When this process started, on the ``time.perf_counter`` clock: from ``/proc/self/stat`` (field 22,
+    clock ticks after boot) and ``/proc/uptime``; where they cannot be read, when this module was imported."""
+    try:
+        stat = Path("/proc/self/stat").read_text()
+        ticks = int(stat[stat.rindex(")") + 2:].split()[19])     # field 22; the name in (...) may hold spaces
+        uptime = float(Path("/proc/uptime").read_text().split()[0])
+        age = uptime - ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return _IMPORTED_AT
+    return time.perf_counter() - max(age, 0.0)
 
 
 def check_run_args(args: argparse.Namespace) -> Path:
@@ -42,9 +59,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     from .simulator import Simulator
     from .spec.validation import positive
 
-    start = time.perf_counter()
+    start = process_start()
     resume = _resume_options(args)          # --resume OUT: the stored options of that run fill the gaps
     out = check_run_args(args)              # bad options, unwritable or full --out: refused before anything runs
+    if backend.cache_is_warm():
+        print(f"femcontact: loading kernels from {backend.cache_dir()}", flush=True)
+    else:
+        print("femcontact: compiling kernels (first run of this femcontact version on this runtime and machine; "
+              f"later runs load them from {backend.cache_dir()})", flush=True)
     cfg = backend.init(args.arch, args.precision, deterministic=args.deterministic or None)
     module = load_scene_module(args.scene)
     scene = module.build()
@@ -61,10 +83,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     steps = _resume_or_record(args, sim, out, cfg) if (resume or args.checkpoint_every) else args.steps
     if steps is not None and args.steps is None:
         args.duration = None
-    print(f"femcontact: {args.scene} on {cfg['arch']} ({cfg['precision']}), {sim.model.n_dofs} DOF, "
+    print(f"femcontact: {args.scene} on {backend.describe()}, {sim.model.n_dofs} DOF, "
           f"dt {scene.dt:g} s, integrator {scene.integrator}, solver {scene.solver}, stiction {scene.stiction}",
-          flush=True)
-    print("femcontact: compiling the scene's kernels (or loading them from the cache) for the first step ...",
           flush=True)
     step0 = sim.state.step
 
@@ -207,6 +227,11 @@ def build_parser() -> argparse.ArgumentParser:
     from .bench import add_bench_command
 
     add_bench_command(sub)
+    for name in RUNTIME_COMMANDS:
+        sub.choices[name].add_argument(
+            "--runtime", default=None, metavar="{quadrants,taichi}",
+            help="kernel runtime: quadrants (the default) or taichi; results agree to round-off "
+                 "(default: $FEMCONTACT_RUNTIME or quadrants)")
     return parser
 
 
@@ -223,6 +248,11 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
+        if args.command in RUNTIME_COMMANDS:
+            from . import backend
+
+            # before the command imports a kernel: kernels are declared on the runtime chosen here
+            backend.select_runtime(args.runtime)
         return int(args.func(args) or 0)
     except FemcontactError as exc:
         print(f"femcontact: error: {exc}", file=sys.stderr)

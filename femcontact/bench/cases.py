@@ -11,11 +11,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Optional
+from typing import TYPE_CHECKING, Callable, Optional
 
 from ..errors import FemcontactError
-from ..scene import Scene
 from ..scene_script import load_scene_module
+
+if TYPE_CHECKING:     # the Scene (and its kernels) is imported where a case is built, not to list the cases
+    from ..scene import Scene
 
 SCENES_DIR = Path(__file__).resolve().parents[2] / "scenes"
 
@@ -35,6 +37,8 @@ def cube_drop(cells: int, solver: str = "cond") -> Scene:
     from .. import meshes
     from ..contact import shapes
     from ..spec import Material
+
+    from ..scene import Scene
 
     scene = Scene(dt=1e-2, gravity=(0.0, 0.0, -9.81), solver=solver, integrator="euler", name="cube_drop")
     scene.add_fem_body(meshes.box(size=(0.1, 0.1, 0.1), resolution=cells, center=(0.0, 0.0, 0.1)),

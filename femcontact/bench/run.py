@@ -22,9 +22,7 @@ from pathlib import Path
 from typing import Callable, Optional, Sequence
 
 from ..errors import FemcontactError
-from ..solvers.cond.options import ACCELERATIONS
 from . import cases as C
-from .measure import Settled, measure, solver_options
 from .report import (fit_slope, format_table, machine_record, plot_convergence, plot_scaling, write_csv,
                      write_json, write_table)
 
@@ -112,6 +110,8 @@ def grip_cases(p: Plan) -> list:
 
 def jobs(p: Plan) -> list:
     """Every measurement (case, solver, options, steps, history) the plan's tables need, once each."""
+    from ..solvers.cond.options import ACCELERATIONS
+
     out = []
     for t in p.tables:
         if t == "table1":
@@ -145,6 +145,8 @@ def run_jobs(p: Plan) -> None:
     import tempfile
 
     from tqdm import tqdm
+
+    from .measure import Settled, measure, solver_options     # the simulator's kernels: once options are read
 
     todo = [j for j in jobs(p) if _key(*j) not in p.cache]
     bar = tqdm(total=len(todo), unit="run", file=sys.stderr, disable=not p.progress, dynamic_ncols=True,
@@ -209,6 +211,8 @@ def table1(p: Plan, machine: dict) -> str:
 
 
 def table2(p: Plan, machine: dict) -> str:
+    from ..solvers.cond.options import ACCELERATIONS
+
     rows = []
     for c in table2_cases(p):
         paper = C.PAPER_TABLE2.get(c.scene)

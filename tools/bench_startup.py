@@ -1,0 +1,138 @@
+"""Start-up benchmark (issue 28): command -> first step of ``femcontact run SCENE --steps 1``, cold (a fresh,
+empty kernel cache) and warm (a second run on the same cache), per scene and runtime.
+
+Reports the "first step done N s after start" line (counted from process start; in trees before issue 28
+from the start of ``cmd_run``, which leaves out the interpreter and imports) and the process's wall time;
+``--repeat N`` warm runs per row, medians. ``--compare-ref REF`` runs the same table for an older commit checked out as a git worktree (e.g.
+b495b98, Taichi as shipped before the runtime work; it too gets a fresh FEMCONTACT_CACHE_DIR per row). Targets: warm <= 3 s, cold <= 20 s on the default
+runtime. Writes CSV and Markdown to --out. A benchmark, not a test: numbers depend on the machine's load.
+
+    python tools/bench_startup.py --scenes cube_drop clutter --runtimes quadrants taichi --out out/startup
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import importlib.util
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+FIRST_STEP = re.compile(r"first step done ([0-9.]+) s after start")
+NEEDS_ROBOT = "panda_"      # these scenes load the Panda from example-robot-data
+WARM_TARGET, COLD_TARGET = 3.0, 20.0
+
+
+def run_once(tree: Path, scene: str, runtime: str, cache: Path, out: Path) -> tuple[float | None, float, str]:
+    """One ``femcontact run`` of ``tree``'s femcontact: (first step s after start, process wall s, error)."""
+    env = dict(os.environ, PYTHONPATH=str(tree), FEMCONTACT_CACHE_DIR=str(cache), FEMCONTACT_RUNTIME=runtime,
+               FEMCONTACT_ARCH=os.environ.get("FEMCONTACT_ARCH", "cpu"))
+    t0 = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "femcontact", "run", str(tree / "scenes" / f"{scene}.py"),
+                           "--steps", "1", "--no-progress", "--out", str(out)], capture_output=True, text=True,
+                          env=env, cwd=tree, timeout=1800)
+    wall = time.perf_counter() - t0
+    m = FIRST_STEP.search(proc.stdout)
+    error = "" if proc.returncode == 0 else (proc.stderr.strip().splitlines() or ["?"])[-1][:120]
+    return (float(m.group(1)) if m else None), wall, error
+
+
+def _median(values: list) -> float | None:
+    values = [v for v in values if v is not None]
+    return statistics.median(values) if values else None
+
+
+def measure(tree: Path, label: str, scenes: list[str], runtimes: list[str], warm_only: bool,
+            repeat: int = 1) -> list[dict]:
+    """One cold run and ``repeat`` warm runs (medians reported) per scene and runtime of ``tree``."""
+    rows = []
+    for runtime in runtimes:
+        for scene in scenes:
+            with tempfile.TemporaryDirectory(prefix="fc_startup_") as tmp:
+                cache = Path(tmp) / "cache"
+                cold = run_once(tree, scene, runtime, cache, Path(tmp) / "o0")
+                warm = [run_once(tree, scene, runtime, cache, Path(tmp) / f"o{k + 1}") for k in range(repeat)]
+            row = {"tree": label, "scene": scene, "runtime": runtime,
+                   "cold_first_step_s": None if warm_only else cold[0], "cold_wall_s": None if warm_only else cold[1],
+                   "warm_first_step_s": _median([w[0] for w in warm]), "warm_wall_s": _median([w[1] for w in warm]),
+                   "error": cold[2] or next((w[2] for w in warm if w[2]), "")}
+            rows.append(row)
+            print(_fmt(row), flush=True)
+    return rows
+
+
+def _num(x: float | None) -> str:
+    return "-" if x is None else f"{x:.1f}"
+
+
+def _fmt(row: dict) -> str:
+    miss = []
+    if row["tree"] == "this" and row["runtime"] == "quadrants":
+        if row["warm_first_step_s"] is not None and row["warm_first_step_s"] > WARM_TARGET:
+            miss.append("warm")
+        if row["cold_first_step_s"] is not None and row["cold_first_step_s"] > COLD_TARGET:
+            miss.append("cold")
+    return (f"| {row['tree']} | {row['scene']} | {row['runtime']} | {_num(row['cold_first_step_s'])} | "
+            f"{_num(row['cold_wall_s'])} | {_num(row['warm_first_step_s'])} | {_num(row['warm_wall_s'])} | "
+            f"{', '.join(miss) or ''} | {row['error']} |")
+
+
+HEADER = ("| tree | scene | runtime | cold: first step (s) | cold: wall (s) | warm: first step (s) | "
+          "warm: wall (s) | misses target | error |\n|---|---|---|---|---|---|---|---|---|")
+
+
+def worktree(ref: str, where: Path) -> Path:
+    """A detached git worktree of ``ref`` under ``where`` (removed by the caller)."""
+    path = where / f"ref-{ref}"
+    subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(path), ref], check=True,
+                   capture_output=True)
+    return path
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--scenes", nargs="*", default=None, help="scene names in scenes/ (default: all)")
+    ap.add_argument("--runtimes", nargs="*", default=["quadrants", "taichi"])
+    ap.add_argument("--compare-ref", default=None, metavar="REF", help="also time this git ref (warm runs)")
+    ap.add_argument("--ref-runtimes", nargs="*", default=["taichi"], help="runtimes for --compare-ref")
+    ap.add_argument("--repeat", type=int, default=1, help="warm runs per scene (medians reported)")
+    ap.add_argument("--out", default="out/startup", help="folder for startup.csv and startup.md")
+    args = ap.parse_args(argv)
+    scenes = args.scenes or sorted(p.stem for p in (ROOT / "scenes").glob("*.py"))
+    notes = []
+    if any(s.startswith(NEEDS_ROBOT) for s in scenes) and importlib.util.find_spec("example_robot_data") is None:
+        skipped = [s for s in scenes if s.startswith(NEEDS_ROBOT)]
+        scenes = [s for s in scenes if not s.startswith(NEEDS_ROBOT)]
+        notes.append(f"skipped (example-robot-data not installed): {', '.join(skipped)}")
+    print(HEADER, flush=True)
+    rows = measure(ROOT, "this", scenes, args.runtimes, warm_only=False, repeat=args.repeat)
+    if args.compare_ref:
+        with tempfile.TemporaryDirectory(prefix="fc_ref_") as tmp:
+            tree = worktree(args.compare_ref, Path(tmp))
+            try:
+                # old trees: FEMCONTACT_RUNTIME is ignored where there was only Taichi
+                rows += measure(tree, args.compare_ref, scenes, args.ref_runtimes, warm_only=True, repeat=args.repeat)
+            finally:
+                subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)],
+                               capture_output=True)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    with open(out / "startup.csv", "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    (out / "startup.md").write_text("\n".join([HEADER, *map(_fmt, rows), "", *notes]) + "\n")
+    for note in notes:
+        print(note)
+    print(f"wrote {out / 'startup.csv'} and {out / 'startup.md'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
