@@ -341,9 +341,10 @@ class Simulator:
                                   self.model.n_rot, self._coef_arr)
         for system in self.systems:
             system.after_advance(s)
-        if self.anchors is not None:
-            self.anchors.update(self.contacts, backend.read(self.v_hat, self.model.n_nodes).astype(np.float64),
-                                lin.converged)
+        if self.anchors is not None:          # reads only the contacts' rows of v̂ (host view on the CPU)
+            v_hat = backend.host_view(self.v_hat)
+            self.anchors.update(self.contacts, backend.read(self.v_hat, self.model.n_nodes) if v_hat is None
+                                else v_hat, lin.converged)
         if not (vmax2 <= MAX_SPEED**2):
             raise self._diverged(f"a node speed reached {math.sqrt(vmax2):.3g} m/s")
         s.time += self.scene.dt
@@ -626,9 +627,9 @@ class Simulator:
     def energy(self) -> dict:
         """Kinetic (translational and rotational), elastic and gravitational potential energy (J)."""
         m, s = self.model, self.state
-        self._energy_out.from_numpy(np.zeros(2, backend.np_real()))
+        backend.write(self._energy_out, np.zeros(2, backend.np_real()))     # host views on the CPU: no copy kernels
         integ.kinetic_and_gravity(m.mass, s.x, s.v, m.gravity_arr, self._energy_out)
-        kin, grav = (float(e) for e in self._energy_out.to_numpy()[:2])
+        kin, grav = (float(e) for e in backend.read(self._energy_out, 2))
         if m.n_rot:
             R = rigid.quat_to_matrix(s.quaternions())
             w = s.velocities()[m.rot_block_np]
