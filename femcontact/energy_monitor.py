@@ -106,13 +106,24 @@ class EnergyMonitor:
         dt = sim.scene.dt
         s = float(sim.coef.impulse_scale)
         n = sim.model.n_nodes
-        v_hat = backend.read(sim.v_hat, n).astype(np.float64, copy=False)
         dW = 0.0
-        f_ext = backend.read(sim.f_ext, n)
-        if np.any(f_ext):
-            free = self.free
-            dW += dt * float(np.einsum("ij,ij->", f_ext[free], v_hat[free]))
-        cd = sim.contacts.to_numpy() if c and (self.offset_work or self._saved is not None) else None
+        v_hat = None
+        if sim.control.loads or self._saved is not None:      # f_ext holds the loads alone (gravity apart)
+            v_hat = backend.read(sim.v_hat, n).astype(np.float64, copy=False)
+            f_ext = backend.read(sim.f_ext, n)
+            if np.any(f_ext):
+                free = self.free
+                dW += dt * float(np.einsum("ij,ij->", f_ext[free], v_hat[free]))
+        cd = None
+        if c and self._saved is not None:
+            cd = sim.contacts.to_numpy()
+        elif c and self.offset_work:          # only what the offsets' work reads
+            rd, cs = backend.read, sim.contacts
+            cd = {"frame": rd(cs.frame, c).astype(np.float64, copy=False),
+                  "impulse": rd(cs.impulse, c).astype(np.float64, copy=False),
+                  "v_world": rd(cs.v_world, c).astype(np.float64, copy=False),
+                  "v_anchor": rd(cs.v_anchor, c).astype(np.float64, copy=False),
+                  "node_a": rd(cs.node_a, c), "node_b": rd(cs.node_b, c)}
         if self._saved is not None:
             blocks, b = self._saved
             r = -b.copy()

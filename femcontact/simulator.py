@@ -176,6 +176,7 @@ class Simulator:
         self.state = State(self.model)
         n = self.model.n_nodes
         self.coef = integ.coefficients(scene.integrator, scene.dt)
+        self._coef_arr = integ.coefficient_array(self.coef, scene.dt)     # the step kernels' constants
         self.A = BlockSparseMatrix(self.model.pattern)
         self.b = backend.vec3_array(n)
         self.linear = make_linear_solver(scene.linear_solver, n, tol=scene.linear_tol)
@@ -308,7 +309,7 @@ class Simulator:
                          self.drives.count)
         # A = 0, masses and damping, rigid and rod rotational blocks: one launch (assemble_inertial)
         integ.assemble_inertial(self.A.blocks, self.A.diag, m.mass, m.mass_alpha, s.v, self.f_ext, m.gravity_arr,
-                                self.b, m.rot_block, m.rot_inertia, s.q, m.n_rot, c.a_m, c.a_ma, c.b_m, c.b_f)
+                                self.b, m.rot_block, m.rot_inertia, s.q, m.n_rot, self._coef_arr)
         for system in self.systems:
             system.assemble(s, self.control, self.A, self.b, c, s.time, self.scene.dt)
         if self.drives.count:
@@ -336,13 +337,14 @@ class Simulator:
         if not math.isfinite(lin.residual):
             raise self._diverged("the solver produced non-finite values")
         s = self.state
-        vmax2 = integ.advance_all(s.x, s.v, self.v_hat, self.fixed, self.v_end, self.scene.dt, self.coef.v_hat,
-                                  self.coef.v_old, self.model.rot_block, s.q, self.model.n_rot)
+        vmax2 = integ.advance_all(s.x, s.v, self.v_hat, self.fixed, self.v_end, self.model.rot_block, s.q,
+                                  self.model.n_rot, self._coef_arr)
         for system in self.systems:
             system.after_advance(s)
-        if self.anchors is not None:
-            self.anchors.update(self.contacts, backend.read(self.v_hat, self.model.n_nodes).astype(np.float64),
-                                lin.converged)
+        if self.anchors is not None:          # reads only the contacts' rows of v̂ (host view on the CPU)
+            v_hat = backend.host_view(self.v_hat)
+            self.anchors.update(self.contacts, backend.read(self.v_hat, self.model.n_nodes) if v_hat is None
+                                else v_hat, lin.converged)
         if not (vmax2 <= MAX_SPEED**2):
             raise self._diverged(f"a node speed reached {math.sqrt(vmax2):.3g} m/s")
         s.time += self.scene.dt
@@ -625,9 +627,9 @@ class Simulator:
     def energy(self) -> dict:
         """Kinetic (translational and rotational), elastic and gravitational potential energy (J)."""
         m, s = self.model, self.state
-        self._energy_out.from_numpy(np.zeros(2, backend.np_real()))
+        backend.write(self._energy_out, np.zeros(2, backend.np_real()))     # host views on the CPU: no copy kernels
         integ.kinetic_and_gravity(m.mass, s.x, s.v, m.gravity_arr, self._energy_out)
-        kin, grav = (float(e) for e in self._energy_out.to_numpy()[:2])
+        kin, grav = (float(e) for e in backend.read(self._energy_out, 2))
         if m.n_rot:
             R = rigid.quat_to_matrix(s.quaternions())
             w = s.velocities()[m.rot_block_np]

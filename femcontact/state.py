@@ -15,7 +15,7 @@ CHECKPOINT_VERSION = 1
 
 
 class State:
-    """Time-varying data of a run.
+    """Time-varying data of a run (host reads through ``backend.read``: a view, no copy kernel, on the CPU).
 
     x, v: (n, 3) block positions (m) and velocities (m/s; a rotational block holds the world
     angular velocity, rad/s, and its x has no meaning); q: orientations (w, x, y, z) of the
@@ -42,15 +42,15 @@ class State:
 
     def positions(self) -> np.ndarray:
         """(n, 3) positions of all nodes, m."""
-        return self.x.to_numpy()[: self._n].astype(np.float64)
+        return backend.read(self.x, self._n).astype(np.float64, copy=False)
 
     def velocities(self) -> np.ndarray:
         """(n, 3) velocities of all nodes, m/s."""
-        return self.v.to_numpy()[: self._n].astype(np.float64)
+        return backend.read(self.v, self._n).astype(np.float64, copy=False)
 
     def quaternions(self) -> np.ndarray:
         """(n_rot, 4) orientation quaternions (w, x, y, z) of the rotational blocks."""
-        return self.q.to_numpy()[: self._n_rot].astype(np.float64)
+        return backend.read(self.q, self._n_rot).astype(np.float64, copy=False)
 
     def save(self, path: str | Path) -> Path:
         """Write a checkpoint (``.npz``) atomically: a temporary file in the same folder, then a

@@ -122,34 +122,53 @@ def scatter_prescribed(index: ti.types.ndarray(), vals: ti.types.ndarray(), ends
 
 
 # ---------------------------------------------------------------- fused step kernels (one launch each)
+# The step kernels take the scene's constants from one small ndarray (``coefficient_array``) instead
+# of float arguments: a float (or an int outside [-5, 256]) argument makes quadrants marshal every
+# argument of the launch afresh (its launch context is then not cached: ~6 µs per float argument on a
+# 2-core CPU, docs/PERFORMANCE.md "Step overhead and the COND iteration").
+C_A_M, C_A_MA, C_B_M, C_B_F, C_DT, C_V_HAT, C_V_OLD = range(7)
+N_COEF = 7
+
+
+def coefficient_array(coef: StepCoefficients, dt: float):
+    """The constants the step kernels read, as a device ndarray (``C_*`` indices), written once."""
+    import numpy as np
+
+    from .. import backend
+    return backend.scalar_array(N_COEF, np.array([coef.a_m, coef.a_ma, coef.b_m, coef.b_f, dt, coef.v_hat,
+                                                  coef.v_old], np.float64))
+
+
 @ti.kernel
 def assemble_inertial(blocks: ti.types.ndarray(), diag: ti.types.ndarray(), mass: ti.types.ndarray(),
                       mass_alpha: ti.types.ndarray(), v: ti.types.ndarray(), f_ext: ti.types.ndarray(),
                       gravity: ti.types.ndarray(), b: ti.types.ndarray(), rot_block: ti.types.ndarray(),
                       rot_inertia: ti.types.ndarray(), quat: ti.types.ndarray(), n_rot: ti.i32,
-                      a_m: float, a_ma: float, b_m: float, b_f: float):
+                      C: ti.types.ndarray()):
     """A = 0, then ``assemble_nodes``, then the first n_rot rotational blocks of
     ``bodies.rigid.assemble_rotational``: the three launches that start every step's assembly as
-    one (the top-level loops run in order, each finished before the next; same arithmetic)."""
+    one (the top-level loops run in order, each finished before the next; same arithmetic).
+    C: ``coefficient_array``."""
     for k in blocks:
         blocks[k] = ti.Matrix.zero(float, 3, 3) + 0.0
     for i in range(mass.shape[0]):
         m = mass[i]
-        blocks[diag[i]] += (a_m * m + a_ma * mass_alpha[i]) * ti.Matrix.identity(float, 3)
-        b[i] = b_m * m * v[i] + b_f * (m * gravity[0] + f_ext[i])
+        blocks[diag[i]] += (C[C_A_M] * m + C[C_A_MA] * mass_alpha[i]) * ti.Matrix.identity(float, 3)
+        b[i] = C[C_B_M] * m * v[i] + C[C_B_F] * (m * gravity[0] + f_ext[i])
     for r in range(n_rot):
-        assemble_rotational_block(r, rot_block, rot_inertia, quat, v, diag, blocks, b, a_m, b_m, b_f)
+        assemble_rotational_block(r, rot_block, rot_inertia, quat, v, diag, blocks, b, C[C_A_M], C[C_B_M], C[C_B_F])
 
 
 @ti.kernel
 def advance_all(x: ti.types.ndarray(), v: ti.types.ndarray(), v_hat: ti.types.ndarray(), fixed: ti.types.ndarray(),
-                v_end: ti.types.ndarray(), dt: float, c_hat: float, c_old: float, rot_block: ti.types.ndarray(),
-                quat: ti.types.ndarray(), n_rot: ti.i32) -> float:
-    """``advance`` then the first n_rot blocks of ``bodies.rigid.advance_rotations`` in one launch.
-    Returns max |v|^2 (NaN-propagating) of the generic advance."""
+                v_end: ti.types.ndarray(), rot_block: ti.types.ndarray(), quat: ti.types.ndarray(), n_rot: ti.i32,
+                C: ti.types.ndarray()) -> float:
+    """``advance`` then the first n_rot blocks of ``bodies.rigid.advance_rotations`` in one launch
+    (dt, c_hat, c_old from C: ``coefficient_array``). Returns max |v|^2 (NaN-propagating) of the
+    generic advance."""
     vmax = 0.0
     for i in range(x.shape[0]):
-        ti.atomic_max(vmax, advance_node(i, x, v, v_hat, fixed, v_end, dt, c_hat, c_old))
+        ti.atomic_max(vmax, advance_node(i, x, v, v_hat, fixed, v_end, C[C_DT], C[C_V_HAT], C[C_V_OLD]))
     for r in range(n_rot):
-        advance_rotation_block(r, rot_block, quat, v_hat, v, fixed, dt)
+        advance_rotation_block(r, rot_block, quat, v_hat, v, fixed, C[C_DT])
     return vmax

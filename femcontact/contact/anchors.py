@@ -132,20 +132,22 @@ class StictionAnchors:
         v = (self.gain / self.dt) * s
         v *= np.minimum(1.0, CREEP_SPEED / np.maximum(_norm(v), 1e-300))[:, None]
         backend.write(contacts.v_anchor, v)
-        self._now = (keys, s)
+        self._now = (keys, s, d)
 
-    def update(self, contacts: ContactSet, v_hat: np.ndarray, converged: bool = True) -> None:
+    def update(self, contacts: ContactSet, v_hat, converged: bool = True) -> None:
         """After the step: a contact that stuck (friction below ``STICK_RATIO`` of its cone, tangential
         speed below ``CREEP_SPEED``) adds its sides' tangential motion ``dt (v̂_b − v̂_a)_t``
         to its slip; one that slid or opened forgets it. ``v_hat``: (n, 3) node velocities that moved
-        the positions (x += dt v̂). After a solve that did not converge every anchor is forgotten: its
+        the positions (x += dt v̂; any array indexable by node, e.g. the host view of the solution: only
+        the contacts' rows are read). The contacts' geometry is ``apply``'s read of this step (the solve
+        changes only their impulses, which are read again). After a solve that did not converge every anchor is forgotten: its
         velocities are no measure of creep (NCP-PGS at its sweep cap left slips that the next step then
         "took back": a resting stack's interface force 1.8% off in 2 of 5 runs)."""
         if self._now is None or not converged:
             self.keys, self.points, self.slip = np.zeros(0, np.int64), np.zeros((0, 3)), np.zeros((0, 3))
             return
-        keys, s = self._now
-        d = contacts.to_numpy()
+        keys, s, d = self._now
+        d["impulse"] = backend.read(contacts.impulse, len(keys)).astype(np.float64, copy=False)
         va, vb = contacts.side_velocities(v_hat, d)
         rel = _tangential(vb - va, d["normal"])
         stuck = (_inside_cone(d["impulse"], d["mu"]) & (_norm(rel) < CREEP_SPEED))[:, None]
