@@ -50,7 +50,28 @@ def check_run_args(args: argparse.Namespace) -> Path:
                               "defines build() -> femcontact.Scene (examples in scenes/)")
     from .io.vtk import check_output_dir
 
-    return check_output_dir(Path(args.out) if args.out else Path("out") / Path(args.scene).stem, what="--out")
+    out = Path(args.out) if args.out else Path("out") / Path(args.scene).stem
+    if getattr(args, "resume", None) is None and not getattr(args, "overwrite", False):
+        refuse_earlier_run(out)
+    return check_output_dir(out, what="--out")
+
+
+def refuse_earlier_run(out: Path) -> None:
+    """A new run into a folder that holds an earlier run's series is refused, never written over: the
+    message says what is there and the three ways on (another --out, --overwrite, --resume)."""
+    from .io.vtk import read_pvd_entries
+
+    pvd = out / "run.pvd"
+    if not pvd.is_file():
+        return
+    try:
+        times = sorted({e["time"] for e in read_pvd_entries(pvd)})
+        held = f"{len(times)} frames, t = {times[0]:g} … {times[-1]:g} s" if times else "no frames"
+    except Exception:  # noqa: BLE001 - an unreadable series is still somebody's earlier run
+        held = "a series that could not be read"
+    raise FemcontactError(f"--out {str(out)!r} holds an earlier run ({pvd.name}: {held}); nothing was changed. "
+                          f"Give another --out, --overwrite to replace that run, or --resume {out} to continue "
+                          "it (a run saved with --checkpoint-every)")
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -186,7 +207,10 @@ def build_parser() -> argparse.ArgumentParser:
                     "time series of .vtu/.vtp files that ParaView and PyVista open directly.",
         formatter_class=DefaultsHelpFormatter)
     run.add_argument("scene", metavar="SCENE.py", help="scene script defining build()")
-    run.add_argument("--out", default=None, help="output folder (default: out/<scene name>)")
+    run.add_argument("--out", default=None, help="output folder (default: out/<scene name>); a folder that holds "
+                                                 "an earlier run is refused unless --overwrite")
+    run.add_argument("--overwrite", action="store_true",
+                     help="replace the earlier run's series in --out (its frames and run.pvd; other files stay)")
     length = run.add_mutually_exclusive_group()
     length.add_argument("--duration", type=float, default=None, metavar="T",
                         help="simulated time in s (default: the scene's own duration)")

@@ -32,6 +32,23 @@ def test_run_free_fall_scene_from_the_shell(tmp_path):
     assert len(reader.time_values) == 6
 
 
+def test_a_folder_holding_an_earlier_run_is_refused_not_overwritten(capsys, tmp_path):
+    """Running twice into one --out (the default out/<scene> does that) used to delete the first run's
+    frames; now the second run is refused with nothing changed, and --overwrite replaces it."""
+    scene, out = str(ROOT / "scenes" / "free_fall.py"), tmp_path / "ff"
+    assert main(["run", scene, "--steps", "3", "--out", str(out), "--arch", "cpu", "--no-progress"]) == 0
+    before = {p: p.stat().st_mtime_ns for p in out.rglob("*") if p.is_file()}
+    capsys.readouterr()
+    assert main(["run", scene, "--steps", "1", "--out", str(out), "--arch", "cpu", "--no-progress"]) == 1
+    err = capsys.readouterr().err
+    assert "holds an earlier run (run.pvd: 4 frames, t = 0 … 0.03 s); nothing was changed" in err
+    assert "--overwrite" in err and f"--resume {out}" in err
+    assert {p: p.stat().st_mtime_ns for p in out.rglob("*") if p.is_file()} == before
+    assert main(["run", scene, "--steps", "1", "--out", str(out), "--arch", "cpu", "--no-progress",
+                 "--overwrite"]) == 0
+    assert len(pv.get_reader(str(out / "run.pvd")).time_values) == 2
+
+
 def test_missing_scene_is_a_clear_error(capsys, tmp_path):
     assert main(["run", str(tmp_path / "nope.py"), "--arch", "cpu"]) == 1
     assert "not found" in capsys.readouterr().err
