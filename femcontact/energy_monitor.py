@@ -118,12 +118,7 @@ class EnergyMonitor:
         if c and self._saved is not None:
             cd = sim.contacts.to_numpy()
         elif c and self.offset_work:          # only what the offsets' work reads
-            rd, cs = backend.read, sim.contacts
-            cd = {"frame": rd(cs.frame, c).astype(np.float64, copy=False),
-                  "impulse": rd(cs.impulse, c).astype(np.float64, copy=False),
-                  "v_world": rd(cs.v_world, c).astype(np.float64, copy=False),
-                  "v_anchor": rd(cs.v_anchor, c).astype(np.float64, copy=False),
-                  "node_a": rd(cs.node_a, c), "node_b": rd(cs.node_b, c)}
+            cd = sim.contacts.read("frame", "impulse", "v_world", "v_anchor", "node_a", "node_b")
         if self._saved is not None:
             blocks, b = self._saved
             r = -b.copy()

@@ -147,7 +147,7 @@ class StictionAnchors:
             self.keys, self.points, self.slip = np.zeros(0, np.int64), np.zeros((0, 3)), np.zeros((0, 3))
             return
         keys, s, d = self._now
-        d["impulse"] = backend.read(contacts.impulse, len(keys)).astype(np.float64, copy=False)
+        d["impulse"] = contacts.read("impulse")["impulse"]
         va, vb = contacts.side_velocities(v_hat, d)
         rel = _tangential(vb - va, d["normal"])
         stuck = (_inside_cone(d["impulse"], d["mu"]) & (_norm(rel) < CREEP_SPEED))[:, None]

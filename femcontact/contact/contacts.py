@@ -33,13 +33,14 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
-from ..backend import ti
 
+from ..backend import ti
 from .. import backend
 
 OPEN, STICK, SLIP = 0, 1, 2
 CONTACT_PARAM_COLUMNS = ("mu1", "mu2", "stiffness", "tau_d", "hc_dissipation", "stiction_tolerance", "sigma",
                          "restitution")
+_INT_COLUMNS = ("node_a", "node_b", "param", "status")      # ContactSet's integer arrays
 
 
 def restitution_per_contact(table, param_rows: np.ndarray, default: float) -> np.ndarray:
@@ -109,22 +110,24 @@ class ContactSet:
         return self.n_nodes + self.n_virtual
 
     # ---------------------------------------------------------------- host views
+    def read(self, *names: str) -> dict:
+        """This step's contacts' named arrays (float64, integers as they are) through ``backend.read``:
+        host views on the CPU, copies, no copy kernels."""
+        c = self.count
+        out = {}
+        for name in names:
+            data = backend.read(getattr(self, name), c)
+            out[name] = data if name in _INT_COLUMNS else data.astype(np.float64, copy=False)
+        return out
+
     def to_numpy(self) -> dict:
         """This step's contacts as numpy arrays (world-frame impulse included), for output and tests."""
         c = self.count
-        rd = backend.read                    # host views on the CPU: copies, no copy kernels
-        frame = rd(self.frame, c).astype(np.float64, copy=False)
-        imp = rd(self.impulse, c).astype(np.float64, copy=False)
-        return {
-            "node_a": rd(self.node_a, c), "node_b": rd(self.node_b, c),
-            "frame": frame, "normal": frame[:, 2, :] if c else np.zeros((0, 3)),
-            "phi": rd(self.phi, c).astype(np.float64, copy=False), "mu": rd(self.mu, c).astype(np.float64, copy=False),
-            "v_world": rd(self.v_world, c).astype(np.float64, copy=False),
-            "v_anchor": rd(self.v_anchor, c).astype(np.float64, copy=False),
-            "point": rd(self.point, c).astype(np.float64, copy=False), "param": rd(self.param, c),
-            "impulse": imp, "impulse_world": np.einsum("mij,mi->mj", frame, imp) if c else np.zeros((0, 3)),
-            "status": rd(self.status, c),
-        }
+        d = self.read("node_a", "node_b", "frame", "phi", "mu", "v_world", "v_anchor", "point", "param",
+                      "impulse", "status")
+        d["normal"] = d["frame"][:, 2, :] if c else np.zeros((0, 3))
+        d["impulse_world"] = np.einsum("mij,mi->mj", d["frame"], d["impulse"]) if c else np.zeros((0, 3))
+        return d
 
     @staticmethod
     def world_offset(data: dict) -> np.ndarray:
