@@ -5,7 +5,7 @@ A Taichi 1.7.4 launch costs ~18 µs per ndarray argument (quadrants ~1 µs); a `
 object holding ndarrays is refused as a ``ti.template()`` argument by Taichi 1.7.4 and an ``argpack``
 of ndarrays costs more than the arrays themselves (``tools/bench_launch.py``). So arrays read together
 are packed as columns of one table, declared here once; kernels read them through the columns'
-generated ``ti.func`` accessors::
+generated ``ti.func`` accessors (and are filled by ``Table.upload``)::
 
     SDF.kind.get(sdf, o)          # shape kind of SDF entity o
     PROXY_F.point.get(pf, j)      # body-frame point of rigid proxy j
@@ -17,9 +17,6 @@ and axis, radius; rigid body index, proxy kind, which entities it is tested agai
 """
 from __future__ import annotations
 
-import numpy as np
-
-from .. import backend
 from ..backend import ti
 from ..solvers.cond.layout import Table
 
@@ -27,15 +24,3 @@ SDF = Table("sdf", ti.i32, [("kind", "s"), ("aux", "s"), ("entity", "s"), ("rigi
 PROXY_F = Table("proxy_f", float, [("point", "v3"), ("axis", "v3"), ("radius", "s")])
 PROXY_I = Table("proxy_i", ti.i32, [("rigid", "s"), ("kind", "s"), ("against", "s")])
 
-
-def upload(table: Table, rows: int, **columns: np.ndarray):
-    """A ``table`` ndarray of ``max(rows, 1)`` rows whose columns are ``columns`` (name -> array of
-    ``rows`` elements, each of the column's kind); columns not given are zero."""
-    dtype = np.int32 if table.dtype == ti.i32 else backend.np_real()
-    data = np.zeros((max(int(rows), 1), table.width), dtype)
-    for name, value in columns.items():
-        col = table.columns[name]
-        data[:rows, col.off: col.off + col.span] = np.asarray(value).reshape(rows, col.span)
-    arr = ti.ndarray(table.dtype, shape=data.shape)
-    arr.from_numpy(data)
-    return arr

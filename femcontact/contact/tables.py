@@ -8,12 +8,12 @@ Entities: bodies ``0..B-1``, obstacles ``B..B+O-1`` (``pair_row``). SDF entities
 from __future__ import annotations
 
 import numpy as np
-from ..backend import ti
 
+from ..backend import ti
 from .. import backend
 from ..bodies.rigid import contact_proxies, surface_samples
 from .narrowphase import BOUND, OBS_F
-from .schema import PROXY_F, PROXY_I, SDF, upload
+from .schema import PROXY_F, PROXY_I, SDF
 from .shapes import COMPOUND, MESH
 
 DEDUP = 0.25           # FEM vertex within min(margin, DEDUP * mean edge) of a rigid sample: left to the sample
@@ -88,8 +88,8 @@ class DetectionTables:
         obs_f[:, BOUND] = np.where(np.isfinite(obs_f[:, BOUND]), obs_f[:, BOUND], 1e30)
         self.rigid_body = backend.int_array(self.rigid_body_np)
         n = self.n_sdf
-        self.sdf = upload(SDF, n, kind=kinds[:n, 0], aux=kinds[:n, 1], entity=entity,
-                          rigid=np.r_[np.full(self.n_obs, -1), model.rigid_lin])
+        self.sdf = SDF.upload(n, kind=kinds[:n, 0], aux=kinds[:n, 1], entity=entity,
+                            rigid=np.r_[np.full(self.n_obs, -1), model.rigid_lin])
         self.obs_f = ti.ndarray(float, shape=(O, OBS_F))
         self.obs_f.from_numpy(obs_f.astype(backend.np_real()))
         self.grid = backend.scalar_array(max(off, 1), np.concatenate(grids) if grids else None)
@@ -106,8 +106,8 @@ class DetectionTables:
             f = {"point": cat("point"), "axis": cat("axis"), "radius": cat("radius")}
             i = {"rigid": np.concatenate([np.full(len(p["radius"]), k) for k, p in enumerate(px)]),
                  "kind": cat("kind"), "against": cat("against")}
-        self.proxy_f = upload(PROXY_F, self.n_prox, **f)
-        self.proxy_i = upload(PROXY_I, self.n_prox, **i)
+        self.proxy_f = PROXY_F.upload(self.n_prox, **f)
+        self.proxy_i = PROXY_I.upload(self.n_prox, **i)
 
     def _rigid_samples(self, model) -> None:
         """Surface samples of rigid bodies that may touch an FEM body (searched in FEM tets), and per SDF

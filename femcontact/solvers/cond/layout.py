@@ -14,6 +14,8 @@ rows of the vec3 velocity table ``V`` (shape ``(rows, unknowns)``).
 """
 
 import numpy as np
+
+from ... import backend
 from ...backend import ti
 
 _KIND_WIDTH = {"s": 1, "v3": 3, "m3": 9, "v6": 6, "m6": 36}
@@ -110,6 +112,18 @@ class Table:
         """A zeroed ``(max(rows, 1), width)`` ndarray of this table."""
         arr = ti.ndarray(self.dtype, shape=(max(int(rows), 1), self.width))
         arr.fill(0)
+        return arr
+
+    def upload(self, rows: int, **columns: np.ndarray):
+        """A ``(max(rows, 1), width)`` ndarray whose columns are ``columns`` (name -> array of ``rows``
+        elements, each of the column's kind), the others zero: the inverse of ``unpack``."""
+        dtype = np.int32 if self.dtype == ti.i32 else backend.np_real()
+        data = np.zeros((max(int(rows), 1), self.width), dtype)
+        for name, value in columns.items():
+            col = self.columns[name]
+            data[:rows, col.off: col.off + col.span] = np.asarray(value).reshape(rows, col.span)
+        arr = ti.ndarray(self.dtype, shape=data.shape)
+        arr.from_numpy(data)
         return arr
 
     def unpack(self, array: np.ndarray) -> dict[str, np.ndarray]:
