@@ -30,6 +30,7 @@ import pstats
 import statistics
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -37,21 +38,15 @@ import femcontact as fc
 from femcontact import backend
 from femcontact.backend import ti
 
-
-def kernel_class():
-    """The runtime's kernel class, whose ``__call__`` every kernel launch goes through."""
-    if backend.RUNTIME == "quadrants":
-        from quadrants.lang.kernel import Kernel
-    else:
-        from taichi.lang.kernel_impl import Kernel
-    return Kernel
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_step import _kernel_class, cube_scene, sphere_scene  # noqa: E402  (the same scenes, one launch hook)
 
 
 class Launches:
     """Counts kernel launches by name while active."""
 
     def __init__(self):
-        self.K = kernel_class()
+        self.K = _kernel_class()
         self.orig = self.K.__call__
         self.by_name: dict[str, int] = {}
         self.seconds: dict[str, float] = {}
@@ -73,24 +68,6 @@ class Launches:
 
     def __exit__(self, *exc):
         self.K.__call__ = self.orig
-
-
-def sphere_scene(solver: str) -> fc.Scene:
-    scene = fc.Scene(dt=1e-2, solver=solver, integrator="midpoint" if solver == "cond" else "euler",
-                     duration=10.0, name="sphere_rest")
-    scene.add_obstacle(fc.shapes.HalfSpace(), friction=0.5, name="ground")
-    scene.add_rigid_body(fc.shapes.Sphere(0.05), density=7800.0, position=(0, 0, 0.05), name="ball")
-    return scene
-
-
-def cube_scene() -> fc.Scene:
-    scene = fc.Scene(dt=1e-2, solver="cond", integrator="midpoint", duration=1.0, name="cube_drop_r8")
-    scene.add_fem_body(fc.meshes.box((0.1,) * 3, resolution=8),
-                       fc.Material(youngs_modulus=1e5, poisson_ratio=0.4, density=1000.0,
-                                   rayleigh_alpha=1.0, rayleigh_beta=2e-3),
-                       position=(0.0, 0.0, 0.1), name="cube")
-    scene.add_obstacle(fc.shapes.HalfSpace(), friction=0.5, name="ground")
-    return scene
 
 
 def _wrap(obj, attr: str, acc: dict, key: str) -> None:
@@ -203,7 +180,7 @@ def floor(sim) -> tuple[float, float]:
 
 
 def cube(steps: int) -> dict:
-    sim = fc.Simulator(cube_scene())
+    sim = fc.Simulator(cube_scene("cond"))
     for _ in range(40):
         sim.step()
     us, its = [], []
