@@ -8,8 +8,7 @@ caches its front end; ``taichi`` (1.7.4, the last Taichi release, ``pip install 
 costs ~20 µs + ~18 µs per ndarray argument (docs/PERFORMANCE.md). Pick one with the environment
 variable ``FEMCONTACT_RUNTIME=quadrants|taichi``, ``femcontact run --runtime`` or ``select_runtime``;
 it is fixed at the first use of ``ti`` (importing a kernel module declares its kernels), after which
-another runtime is refused. The two agree to round-off,
-not bit for bit (different LLVM versions).
+another runtime is refused. The two agree to round-off, not bit for bit (different LLVM versions).
 
 Architecture: ``auto`` tries CUDA, then Vulkan/Metal, then falls back to the CPU.
 Override with ``init(arch=...)``, the CLI flag ``--arch`` or the environment
@@ -120,6 +119,8 @@ def select_runtime(name: str | None = None) -> str:
         # Kernels read module constants (SLOTS, shape codes, ...); the cache folder's source fingerprint keys
         # them (module docstring), so quadrants' per-kernel "violates pure" warning is expected and silenced.
         warnings.filterwarnings("ignore", message=r"\[PURE\.VIOLATION\]")
+    else:       # Taichi writes its offline cache only when its program is torn down
+        atexit.register(_shutdown_at_exit)
     _speed_up_class_probe(importlib.import_module(f"{RUNTIMES[want][0]}.lang.kernel_impl"))
     _active = (want, version, module)
     os.environ["FEMCONTACT_RUNTIME"] = want
@@ -236,8 +237,6 @@ def _shutdown_at_exit() -> None:
         pass
 
 
-_exit_hook = False
-
 
 def _requested(arch: str | None, precision: str | None) -> tuple[str, str]:
     arch = (arch or os.environ.get("FEMCONTACT_ARCH") or "auto").lower()
@@ -305,11 +304,7 @@ def init(arch: str | None = None, precision: str | None = None, *, debug: bool =
         hint = " (no CUDA GPU or driver found on this machine)" if want_arch == "cuda" else ""
         raise ParameterError(f"no usable {_runtime()[0]} backend for arch={want_arch!r}{hint}; "
                              f"use --arch cpu (or auto), or FEMCONTACT_ARCH=cpu")
-    global _exit_hook
     name, version, _ = _runtime()
-    if name == "taichi" and not _exit_hook:
-        atexit.register(_shutdown_at_exit)
-        _exit_hook = True
     _config = {"arch": chosen, "requested_arch": want_arch, "precision": want_prec, "deterministic": deterministic,
                "runtime": name, "runtime_version": version, "cache": str(cache), "cache_warm": warm}
     return _config
@@ -331,7 +326,7 @@ def np_real() -> type:
 
 
 def describe() -> str:
-    """One line naming the runtime, backend, precision and kernel cache, for run banners."""
+    """One line naming the runtime, backend and precision, for run banners."""
     cfg = ensure_init()
     return f"{cfg['runtime']} {cfg['runtime_version']} on {cfg['arch']} ({cfg['precision']})"
 

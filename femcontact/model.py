@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from .backend import ti
 
+from .backend import ti
 from . import backend
 from .assembly.sparse import BlockPattern
 from .dofs import DofGroups, DofGroupsBuilder

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Callable, Optional
 
 import numpy as np
-from .backend import ti
 
+from .backend import ti
 from . import backend
 from .assembly import integrator as integ
 from .assembly.sparse import BlockSparseMatrix

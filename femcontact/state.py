@@ -5,9 +5,9 @@ import os
 from pathlib import Path
 
 import numpy as np
-from .backend import ti
 
 from . import backend
+from .backend import ti
 from .errors import ParameterError
 from .model import Model
 

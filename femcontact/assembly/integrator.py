@@ -14,8 +14,10 @@ Positions always advance as q_{k+1} = q_k + dt v̂.
 """
 from dataclasses import dataclass
 
-from ..backend import ti
+import numpy as np
 
+from .. import backend
+from ..backend import ti
 from ..bodies.rigid import advance_rotation_block, assemble_rotational_block
 from ..errors import ParameterError
 from ..smallmat import mv
@@ -132,9 +134,6 @@ N_COEF = 7
 
 def coefficient_array(coef: StepCoefficients, dt: float):
     """The constants the step kernels read, as a device ndarray (``C_*`` indices), written once."""
-    import numpy as np
-
-    from .. import backend
     return backend.scalar_array(N_COEF, np.array([coef.a_m, coef.a_ma, coef.b_m, coef.b_f, dt, coef.v_hat,
                                                   coef.v_old], np.float64))
 

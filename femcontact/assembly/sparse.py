@@ -9,8 +9,8 @@ diagonal block.
 
 import numpy as np
 import scipy.sparse as sp
-from ..backend import ti
 
+from ..backend import ti
 from .. import backend
 from ..smallmat import mv
 

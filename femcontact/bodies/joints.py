@@ -40,6 +40,7 @@ and scattered into ``A`` and ``b`` by one kernel.
 from typing import Optional
 
 import numpy as np
+
 from ..backend import ti
 from scipy.spatial.transform import Rotation
 

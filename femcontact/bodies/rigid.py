@@ -22,8 +22,8 @@ exactly (to the Newton tolerance), near the unstable intermediate axis too.
 (No ``from __future__ import annotations`` here: Taichi reads the annotations.)
 """
 import numpy as np
-from ..backend import ti
 
+from ..backend import ti
 from ..contact import shapes as S
 from ..errors import ParameterError
 from ..smallmat import inv3, mm, mmT, mTv, mv

@@ -46,8 +46,8 @@ Euler: impulses). Rayleigh ``α`` adds ``a_ma α`` times the node mass / segment
 (No ``from __future__ import annotations`` here: Taichi reads the annotations.)
 """
 import numpy as np
-from ..backend import ti
 
+from ..backend import ti
 from .. import backend
 from ..smallmat import mm, mmT, mTm, mTv, mv
 from ..spec.rod import SHEAR_COEFFICIENT, darboux, quat_conj, quat_mul

@@ -24,8 +24,8 @@ the slots with ``alloc`` and rebuild).
 (No ``from __future__ import annotations`` here: Taichi reads the annotations.)
 """
 import numpy as np
-from ..backend import ti
 
+from ..backend import ti
 from .. import backend
 
 P1, P2, P3 = 73856093, 19349663, 83492791

@@ -50,7 +50,6 @@ side only.
 (No ``from __future__ import annotations`` here: Taichi reads the annotations.)
 """
 from ..backend import ti
-
 from .broadphase import bucket, cell_of, near_other_body
 from .emit import (emit, pose_of, rigid_point_node, rigid_point_reach, triangle_point_node,
                    world_side)

@@ -9,7 +9,6 @@ contact through a virtual node because its node is taken (nodalization is COND's
 (No ``from __future__ import annotations`` here: Taichi reads the annotations.)
 """
 from ..backend import ti
-
 from .schema import SDF
 from .contacts import OPEN
 

@@ -5,7 +5,6 @@ twins of the SDFs live in ``shapes.py`` (tests compare the two).
 (No ``from __future__ import annotations`` here: Taichi reads the annotations.)
 """
 from ..backend import ti
-
 from ..smallmat import inv3, mTv, mv
 from .shapes import BOX, CAPSULE, COMPOUND, CYLINDER, HALFSPACE, MESH, PART_REC, SPHERE
 

@@ -25,8 +25,8 @@ reruns every pass, so no contact is ever lost.
 """
 
 import numpy as np
-from ..backend import ti
 
+from ..backend import ti
 from .. import backend
 from .broadphase import SpatialHash, body_boxes
 from .detection import (detect_bodies, detect_obstacles, detect_rigid, detect_rigid_in_fem, detect_self,

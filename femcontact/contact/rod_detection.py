@@ -33,7 +33,6 @@ FEM body than its speculative reach no longer finds the far surface.
 (No ``from __future__ import annotations`` here: Taichi reads the annotations.)
 """
 from ..backend import ti
-
 from .emit import emit, pose_of, triangle_point_node, world_side
 from .broadphase import bucket, cell_of
 from .narrowphase import BOUND, closest_on_triangle, contact_frame, shape_sdf

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 import math
 
 import numpy as np
-from ..backend import ti
 
+from ..backend import ti
 from .. import backend
 from ..assembly.sparse import BlockSparseMatrix
 from ..errors import ParameterError

@@ -15,8 +15,8 @@ affine map), a non-positive pivot, or a wild solve (‖γ‖₁ > ``GAMMA_MAX``)
 keeps the plain step ``x_{k+1} = G(x_k)``.
 """
 import numpy as np
-from ...backend import ti
 
+from ...backend import ti
 from .layout import VROWS
 from .reduce import group_size, partial_sums
 

@@ -13,8 +13,8 @@ from typing import Optional
 
 import numpy as np
 import scipy.sparse as sp
-from ...backend import ti
 
+from ...backend import ti
 from ... import backend
 from ...contact.contacts import CONTACT_PARAM_COLUMNS
 from ..base import SolveStats, StepProblem, solve_without_contacts

@@ -14,8 +14,8 @@ docs/COND.md records why each rule is there.
 import math
 
 import numpy as np
-from ...backend import ti
 
+from ...backend import ti
 from ... import backend
 from ...smallmat import inv3, mTm, mv
 from .groups import KIND_SCALAR

@@ -12,8 +12,8 @@ From the gap φ, the step-start normal velocity ``v_n,k``, restitution e and the
 the condition on the same ``J_n v̂``.
 """
 import numpy as np
-from ...backend import ti
 
+from ...backend import ti
 from ...smallmat import mv
 
 from .layout import CONTACT, CONTACT_NODES
