@@ -19,6 +19,8 @@ import re
 import shlex
 import subprocess
 import sys
+import time
+import traceback
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -126,18 +128,25 @@ def test_tutorial_runs_top_to_bottom(tmp_path, monkeypatch):
     found = blocks(*tutorial_text())
     assert found
     for block in found:
-        if block.kind == "python":
-            save = SAVE_AS.match(block.code.splitlines()[0])
-            if save:
-                (tmp_path / save.group("name")).write_text(block.code, encoding="utf-8")
-            try:
-                exec(compile(block.code, block.where, "exec"), namespace)      # noqa: S102 - the tutorial's own code
-            except Exception as exc:
-                pytest.fail(f"the python block at {block.where} failed: {type(exc).__name__}: {exc}")
-            continue
-        for argv in console_commands(block.code):
-            assert argv[0] == "femcontact", f"{block.where}: only femcontact commands run here, got {argv}"
-            proc = subprocess.run(femcontact_command() + argv[1:], cwd=tmp_path, env=env, capture_output=True,
-                                  text=True, timeout=COMMAND_TIMEOUT)
-            assert proc.returncode == 0, (f"{block.where}: '{shlex.join(argv)}' exited {proc.returncode}\n"
-                                          f"stdout:\n{proc.stdout[-3000:]}\nstderr:\n{proc.stderr[-3000:]}")
+        start = time.perf_counter()
+        run_block(block, namespace, tmp_path, env)
+        print(f"{block.where}: {block.kind} block, {time.perf_counter() - start:.1f} s")     # pytest -s shows them
+
+
+def run_block(block: Block, namespace: dict, cwd: Path, env: dict) -> None:
+    """Run one block of the tutorial (module docstring); fail with its location and output."""
+    if block.kind == "python":
+        save = SAVE_AS.match(block.code.splitlines()[0])
+        if save:
+            (cwd / save.group("name")).write_text(block.code, encoding="utf-8")
+        try:
+            exec(compile(block.code, block.where, "exec"), namespace)      # noqa: S102 - the tutorial's own code
+        except Exception:
+            pytest.fail(f"the python block at {block.where} failed:\n{traceback.format_exc(limit=-2)}")
+        return
+    for argv in console_commands(block.code):
+        assert argv[0] == "femcontact", f"{block.where}: only femcontact commands run here, got {argv}"
+        proc = subprocess.run(femcontact_command() + argv[1:], cwd=cwd, env=env, capture_output=True,
+                              text=True, timeout=COMMAND_TIMEOUT)
+        assert proc.returncode == 0, (f"{block.where}: '{shlex.join(argv)}' exited {proc.returncode}\n"
+                                      f"stdout:\n{proc.stdout[-3000:]}\nstderr:\n{proc.stderr[-3000:]}")
