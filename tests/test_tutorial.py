@@ -31,7 +31,7 @@ TUTORIAL = ROOT / "docs" / "tutorial.md"
 INCLUDE = re.compile(r"^<!-- include: (?P<file>[\w.-]+\.md) -->[ \t]*$", re.M)
 FENCE = re.compile(r"^```(?P<lang>[\w-]*)[ \t]*\n(?P<body>.*?)^```[ \t]*$", re.M | re.S)
 SAVE_AS = re.compile(r"^# save as (?P<name>[\w.-]+\.py)[ \t]*$")
-COMMAND_TIMEOUT = 300
+COMMAND_TIMEOUT = 600          # s per command: a cold kernel cache on a loaded 2-core machine compiles for minutes
 
 
 @dataclass
