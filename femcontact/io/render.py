@@ -205,6 +205,7 @@ def _load(entries: list[dict[str, Any]]) -> list[tuple[dict[str, Any], Any]]:
 
 
 ROBOT_MARGIN = 1.6   # the default framing's growth when it leaves robots out (their fingers stay in view)
+FRAMING_POINTS = 256  # points per piece and frame kept to frame the camera on
 FADED = 0.45         # opacity of the robots the default framing leaves out (they would hide the object)
 
 
@@ -215,6 +216,7 @@ class _Pieces:
 
     def __init__(self, frames, scalars: str | None):
         self.bounds: dict[str, np.ndarray] = {}       # name -> (3, 2) lo/hi over the frames
+        self.points: dict[str, list[np.ndarray]] = {}  # name -> up to FRAMING_POINTS of its points per frame
         self.obstacles: set[str] = set()
         self.robot_of: dict[str, str] = {}
         self.srange = [np.inf, -np.inf]
@@ -232,6 +234,9 @@ class _Pieces:
                 old = self.bounds.get(name)
                 self.bounds[name] = b if old is None else np.column_stack([np.minimum(old[:, 0], b[:, 0]),
                                                                            np.maximum(old[:, 1], b[:, 1])])
+                pts = np.asarray(ds.points, float)
+                extremes = pts[np.r_[pts.argmin(0), pts.argmax(0)]]          # the subsample misses none of them
+                self.points.setdefault(name, []).append(np.vstack([pts[::max(1, len(pts) // FRAMING_POINTS)], extremes]))
                 if _is_obstacle(ds):
                     self.obstacles.add(name)
                 if scalars:
@@ -274,13 +279,17 @@ class _Pieces:
         with_links = {self.robot_of[n] for n in self.bounds if "/" in n and n in self.robot_of}
         return {n for n in self.bounds if "/" not in n and self.robot_of.get(n) in with_links}
 
-    def framing(self, focus: str | None, hidden: set[str]) -> tuple[np.ndarray, np.ndarray, set[str]]:
-        """The box the camera frames and the pieces it left out to draw faded: the ``focus`` pieces; by
+    def cloud(self, names) -> np.ndarray:
+        """(k, 3) points of the pieces ``names`` over the frames (a subsample of each)."""
+        return np.concatenate([p for n in names for p in self.points.get(n, [])] or [np.zeros((0, 3))])
+
+    def framing(self, focus: str | None, hidden: set[str]) -> tuple[np.ndarray, set[str]]:
+        """The points the camera frames and the pieces it left out to draw faded: the ``focus`` pieces; by
         default the bodies that are not robots (a robot's reach would shrink a held object to a few
         pixels; the robots, drawn faded, stay visible around it), else the robots, with the obstacles no
         larger than that box (a half-space's patch, a big bin never dominate)."""
         if focus is not None:
-            return (*self.box(self.matching(focus)), set())
+            return self.cloud(self.matching(focus)), set()
         shown = [n for n in self.bounds if n not in hidden and n != "contacts"]
         bodies = [n for n in shown if n not in self.obstacles]
         subjects = [n for n in bodies if n not in self.robot_of] or bodies or shown
@@ -288,11 +297,13 @@ class _Pieces:
         diag = float(np.linalg.norm(box[1] - box[0]))
         small = [n for n in shown if n in self.obstacles and n not in subjects
                  and np.linalg.norm(np.diff(self.bounds[n], axis=1)) <= diag]
-        lo, hi = self.box(subjects + small) if small else box
+        pts = self.cloud(subjects + small)
+        if not len(pts):
+            pts = np.array([-np.ones(3), np.ones(3)])
         if len(subjects) < len(bodies):       # robots left out: a margin shows the fingers around the object
-            c, h = 0.5 * (lo + hi), 0.5 * (hi - lo)
-            lo, hi = c - ROBOT_MARGIN * h, c + ROBOT_MARGIN * h
-        return lo, hi, set(bodies) - set(subjects)
+            c = 0.5 * (pts.min(0) + pts.max(0))
+            pts = c + ROBOT_MARGIN * (pts - c)
+        return pts, set(bodies) - set(subjects)
 
 
 def _available_arrays(frames) -> list[str]:
@@ -399,8 +410,10 @@ def _add_frame(p, loaded, *, scalars, clim, diag, time, bar_title=None, hidden=f
 BAR_SPACE = 0.25     # share of the picture's width kept free on the right for the scalar bar
 
 
-def _setup_camera(p, lo, hi, camera, reserve_right: float = 0.0) -> None:
-    center = 0.5 * (lo + hi)
+def _setup_camera(p, pts, camera, reserve_right: float = 0.0) -> None:
+    """Point the camera along ``camera`` at the points ``pts`` (k, 3) so that they fill the picture (10 %
+    margin), leaving the right ``reserve_right`` of it for the colour bar."""
+    center = 0.5 * (pts.min(0) + pts.max(0))
     if camera is None or camera == "iso":
         direction = np.array([1.0, -1.6, 0.9])
     elif isinstance(camera, str):
@@ -414,13 +427,12 @@ def _setup_camera(p, lo, hi, camera, reserve_right: float = 0.0) -> None:
         p.camera_position = [tuple(map(float, v)) for v in camera]
         return
     up = np.array([0.0, 1.0, 0.0] if camera in ("xy", "top") else [0.0, 0.0, 1.0])
-    # fit the box's corners as seen along the view: half-width and half-height on the view plane
+    # fit the points as seen along the view: half-width and half-height on the view plane
     f = direction / np.linalg.norm(direction)
     upv = up - np.dot(up, f) * f
     upv /= np.linalg.norm(upv)
     right = np.cross(-f, upv)               # the picture's right, looking along −f
-    corners = np.array([[x, y, z] for x in (lo[0], hi[0]) for y in (lo[1], hi[1]) for z in (lo[2], hi[2])])
-    rel = corners - center
+    rel = pts - center
     w, h, depth = np.abs(rel @ right).max(), np.abs(rel @ upv).max(), (rel @ f).max()
     width, height = p.window_size
     half = max(h, w * height / (width * (1.0 - reserve_right)), 1e-6) * 1.1     # a 10% margin
@@ -537,15 +549,15 @@ def render_series(pvd_path: str | os.PathLike, output: str | os.PathLike, *,
     if focus is not None and (not pieces.matching(focus) or focus == "obstacles"):
         raise ParameterError(f"--focus {focus!r}: no such body; pieces: {', '.join(pieces.names)} (or a robot's name)")
     hidden |= pieces.drawn_twice
-    lo, hi, faded = pieces.framing(focus, hidden)
+    framed, faded = pieces.framing(focus, hidden)
     clim = pieces.clim
     bar_title = field_label(scalars, pieces.vector) if scalars else None
-    diag = float(np.linalg.norm(hi - lo)) or 1.0
+    diag = float(np.linalg.norm(framed.max(0) - framed.min(0))) or 1.0
     output.parent.mkdir(parents=True, exist_ok=True)
     p = pv.Plotter(off_screen=True, window_size=[int(window_size[0]), int(window_size[1])])
     try:
         p.set_background("white")
-        _setup_camera(p, lo, hi, camera, BAR_SPACE if scalars else 0.0)
+        _setup_camera(p, framed, camera, BAR_SPACE if scalars else 0.0)
         cam = p.camera_position
 
         def images():
