@@ -387,6 +387,8 @@ def _add_frame(p, loaded, *, scalars, clim, diag, time, bar_title=None, hidden=f
                 gf.SetInputData(ds)
                 gf.Update()
                 poly = pv.wrap(gf.GetOutput())
+            if has_s and scalars in poly.cell_data and scalars not in poly.point_data:
+                poly = poly.cell_data_to_point_data()    # a rod's per-segment strain survives the tube filter
             poly = poly.strip()
             if "radius" in poly.point_data:
                 tube = poly.tube(scalars="radius", absolute=True, n_sides=16)
