@@ -14,7 +14,7 @@ from PIL import Image
 
 from femcontact.errors import ParameterError
 from femcontact.io.render import add_render_command, ensure_offscreen, render_series
-from femcontact.io.vtk import SeriesWriter
+from femcontact.io.vtk import SeriesWriter, read_pvd_entries
 from femcontact.meshes import box
 
 
@@ -229,12 +229,10 @@ def test_contact_markers_are_sized_to_the_bodies_they_touch(tmp_path):
 
     from femcontact.io.render import _marker_radii
 
-    loaded = [(e, pv.read(e["file"])) for e in __import__("femcontact.io.vtk", fromlist=["x"]).read_pvd_entries(
-        _two_bodies(tmp_path / "run"))]
-    contacts = dict((e["name"], ds) for e, ds in loaded)["contacts"]
-    r = _marker_radii(loaded, contacts, 1.0)
-    ball_diag = float(np.linalg.norm(np.diff(np.asarray(dict((e["name"], ds) for e, ds in loaded)["ball"].bounds)
-                                             .reshape(3, 2), axis=1)))
+    loaded = [(e, pv.read(e["file"])) for e in read_pvd_entries(_two_bodies(tmp_path / "run"))]
+    by_name = {e["name"]: ds for e, ds in loaded}
+    r = _marker_radii(loaded, by_name["contacts"], 1.0)
+    ball_diag = float(np.linalg.norm(np.diff(np.asarray(by_name["ball"].bounds).reshape(3, 2), axis=1)))
     np.testing.assert_allclose(r, [0.05, 0.04 * ball_diag], rtol=1e-9)
 
     s = np.linspace(0, 1, 41)

@@ -360,7 +360,8 @@ def add_plot_command(subparsers: "argparse._SubParsersAction") -> argparse.Argum
     p.add_argument("--contacts", default=None, metavar="BODY",
                    help="body (or robot) whose contacts to plot (default: all contacts)")
     p.add_argument("--save", default=None, metavar="FILE",
-                   help="picture to write, e.g. forces.png or forces.pdf (default: OUT/contacts_<BODY>.png)")
+                   help="picture to write, e.g. forces.png or forces.pdf (default: OUT/contacts_<BODY>.png, "
+                        "replaced if there)")
     p.set_defaults(func=_plot_main)
     return p
 
