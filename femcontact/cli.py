@@ -199,7 +199,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Simulate deformable bodies, cables and rigid bodies in frictional contact "
                     "(COND and SAP-family solvers on Taichi kernels); results are VTK series for ParaView.")
     parser.add_argument("--version", action="version", version=f"femcontact {_version()}")
-    sub = parser.add_subparsers(dest="command", metavar="{run,sweep,mesh,render,bench}")
+    sub = parser.add_subparsers(dest="command", metavar="{run,sweep,mesh,render,plot,bench}")
 
     run = sub.add_parser(
         "run", help="run a scene script and write a VTK time series",
@@ -248,6 +248,9 @@ def build_parser() -> argparse.ArgumentParser:
     from .io.render import add_render_command
 
     add_render_command(sub)
+    from .io.results import add_plot_command
+
+    add_plot_command(sub)
     from .bench import add_bench_command
 
     add_bench_command(sub)

@@ -459,7 +459,9 @@ class Simulator:
         triangle piece per obstacle (its surface in the current pose; a half-space as a square patch
         sized to the scene; point data ``obstacle`` = 1 marks it for renderers) and a ``contacts`` point cloud (vertex cells at the contact points, point
         data ``normal``, ``impulse`` (world frame, N s), ``force`` (= impulse/dt, N), ``gap`` (m),
-        ``state`` (0 open, 1 stick, 2 slip))."""
+        ``state`` (0 open, 1 stick, 2 slip), ``body_a``/``body_b`` (index into the field data
+        ``body_names``, -1 the world or an obstacle; ``force`` acts on B, its opposite on A), field data
+        ``body_robots`` (per body its robot's name, or "")."""
         pieces = self._body_pieces()
         pieces.update(self._robot_pieces())
         if self.rods is not None:
@@ -491,11 +493,18 @@ class Simulator:
         d = self.contacts.to_numpy()
         k = len(d["phi"])
         imp = d["impulse_world"] if k else np.zeros((0, 3))
+        starts = np.array([b.node_start for b in self.model.bodies], np.int64)
+        body_a, body_b = (np.where(n < 0, -1, np.searchsorted(starts, n, side="right") - 1).astype(np.int32)
+                          for n in self.contacts.side_nodes(d))
+        robot_of = {b: r.name for r in self.scene.robots for b in r.bodies}
         pieces["contacts"] = meshio.Mesh(
             self._contact_points_now(d), [("vertex", np.arange(k, dtype=np.int64)[:, None])],
             point_data={"normal": d["normal"] if k else np.zeros((0, 3)), "impulse": imp,
                         "force": imp / self.scene.dt, "gap": d["phi"] if k else np.zeros(0),
-                        "state": (d["status"] if k else np.zeros(0)).astype(np.int32)})
+                        "state": (d["status"] if k else np.zeros(0)).astype(np.int32),
+                        "body_a": body_a, "body_b": body_b},
+            field_data={"body_names": np.array([b.name for b in self.model.bodies]),
+                        "body_robots": np.array([robot_of.get(b.name, "") for b in self.model.bodies])})
         return pieces
 
     def _contact_points_now(self, d: dict) -> np.ndarray:

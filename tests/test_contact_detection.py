@@ -378,7 +378,9 @@ def test_frame_pieces_include_contacts_and_obstacles():
     assert set(pieces) == {"ground", "tool", "contacts"}
     c = pieces["contacts"]
     assert isinstance(c, meshio.Mesh) and len(c.points) == 25
-    assert set(c.point_data) == {"normal", "impulse", "force", "gap", "state"}
+    assert set(c.point_data) == {"normal", "impulse", "force", "gap", "state", "body_a", "body_b"}
+    assert set(c.point_data["body_a"]) == {-1} and set(c.point_data["body_b"]) == {0}    # ground -> the cube
+    assert list(c.field_data["body_names"]) == [b.name for b in sim.model.bodies]
     assert c.cells[0].type == "vertex"
     g = pieces["ground"].points
     np.testing.assert_allclose(g[:, 2], 0.0)

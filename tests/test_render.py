@@ -14,7 +14,7 @@ from PIL import Image
 
 from femcontact.errors import ParameterError
 from femcontact.io.render import add_render_command, ensure_offscreen, render_series
-from femcontact.io.vtk import SeriesWriter
+from femcontact.io.vtk import SeriesWriter, read_pvd_entries
 from femcontact.meshes import box
 
 
@@ -144,3 +144,129 @@ def test_camera_frames_the_bodies_not_the_ground(tmp_path):
     img = np.asarray(Image.open(png).convert("RGB")).astype(float)
     blue = (img[..., 2] > img[..., 0] + 40) & (img[..., 2] > img[..., 1] + 10)     # the ball's colour
     assert blue.mean() > 0.03, blue.mean()
+
+
+def _red(img):
+    """The contact markers' red (#d62728, shaded)."""
+    r, g, b = (img[..., k].astype(float) for k in range(3))
+    return (r > 100) & (g < 0.45 * r) & (b < 0.45 * r)
+
+
+def _load_rgb(path):
+    return np.asarray(Image.open(path).convert("RGB"))
+
+
+def test_colour_bar_title_names_the_field_and_its_unit(series, tmp_path, monkeypatch):
+    import pyvista as pv
+
+    titles = []
+    add_mesh = pv.Plotter.add_mesh
+
+    def spy(self, *args, **kw):
+        if kw.get("show_scalar_bar"):
+            titles.append(kw["scalar_bar_args"]["title"])
+        return add_mesh(self, *args, **kw)
+
+    monkeypatch.setattr(pv.Plotter, "add_mesh", spy)
+    render_series(series, tmp_path / "vm.png", scalars="von_mises", window_size=(320, 240))
+    render_series(series, tmp_path / "v.png", scalars="velocity", window_size=(320, 240))
+    assert titles == ["von_mises (Pa)", "velocity magnitude (m/s)"]
+
+
+def test_hide_contacts_and_other_pieces(series, tmp_path):
+    shown = _load_rgb(render_series(series, tmp_path / "shown.png", window_size=(400, 300)))
+    hidden = _load_rgb(render_series(series, tmp_path / "hidden.png", window_size=(400, 300), hide=["contacts"]))
+    assert _red(shown).sum() > 20 and _red(hidden).sum() == 0          # the markers, and only they, went
+    assert np.abs(shown.astype(int) - hidden.astype(int)).sum(axis=2).astype(bool).mean() < 0.05
+    no_rod = _load_rgb(render_series(series, tmp_path / "norod.png", window_size=(400, 300),
+                                     hide=["contacts", "rod"]))
+    def green(im):                         # the rod's colour (#7dbf7a, shaded)
+        r, g, b = (im[..., k].astype(int) for k in range(3))
+        return (g > r + 30) & (g > b + 30)
+
+    assert green(hidden).sum() > 100 and green(no_rod).sum() == 0
+    with pytest.raises(ParameterError, match="no such piece; pieces: beam"):
+        render_series(series, tmp_path / "x.png", hide=["nothing"])
+
+
+def _two_bodies(out):
+    """A 1 m FEM slab and, 0.8 m beside it, a 2 cm rigid-like sphere surface; a contact on each."""
+    import pyvista as pv
+
+    slab = box((1.0, 1.0, 0.1), 3)
+    ball = pv.Sphere(radius=0.01, center=(1.3, 0.0, 0.01))
+    contacts = meshio.Mesh(np.array([[0, 0, -0.05], [1.3, 0, 0.0]]), [],
+                           point_data={"body_a": np.array([-1, -1], np.int32), "body_b": np.array([0, 1], np.int32)},
+                           field_data={"body_names": np.array(["slab", "ball"]), "body_robots": np.array(["", ""])})
+    with SeriesWriter(out) as w:
+        w.write(0.0, {"slab": meshio.Mesh(slab.vertices, [("tetra", slab.tets)]),
+                      "ball": meshio.Mesh(np.asarray(ball.points), [("triangle", ball.faces.reshape(-1, 4)[:, 1:])]),
+                      "contacts": contacts})
+    return w.pvd_path
+
+
+def _orange(img):
+    """The second piece's colour (#e39b5b, shaded)."""
+    r, g, b = (img[..., k].astype(int) for k in range(3))
+    return (r > 90) & (r > g + 25) & (g > b + 15)
+
+
+def test_focus_frames_one_body(tmp_path):
+    pvd = _two_bodies(tmp_path / "run")
+    wide = _load_rgb(render_series(pvd, tmp_path / "wide.png", window_size=(320, 240)))
+    near = _load_rgb(render_series(pvd, tmp_path / "near.png", window_size=(320, 240), focus="ball"))
+    assert _orange(wide).mean() < 0.01, _orange(wide).mean()            # both bodies framed: a dot
+    assert _orange(near).mean() > 0.15, _orange(near).mean()            # the ball fills the picture
+    with pytest.raises(ParameterError, match="--focus 'nobody'"):
+        render_series(pvd, tmp_path / "x.png", focus="nobody")
+
+
+def test_contact_markers_are_sized_to_the_bodies_they_touch(tmp_path):
+    """On the 2 cm ball a marker is 4 % of its diagonal; on the 1 m slab 0.05 m, half its thickness; on a
+    4 mm cable its radius (drawn at 0.008 of the scene's diagonal the cable's contacts looked like a
+    second, thicker cable)."""
+    import pyvista as pv
+
+    from femcontact.io.render import _marker_radii
+
+    loaded = [(e, pv.read(e["file"])) for e in read_pvd_entries(_two_bodies(tmp_path / "run"))]
+    by_name = {e["name"]: ds for e, ds in loaded}
+    r = _marker_radii(loaded, by_name["contacts"], 1.0)
+    ball_diag = float(np.linalg.norm(np.diff(np.asarray(by_name["ball"].bounds).reshape(3, 2), axis=1)))
+    np.testing.assert_allclose(r, [0.05, 0.04 * ball_diag], rtol=1e-9)
+
+    s = np.linspace(0, 1, 41)
+    cable = meshio.Mesh(np.column_stack([s, 0 * s, 0.004 + 0 * s]), [("line", np.column_stack([np.arange(40), np.arange(1, 41)]))],
+                        point_data={"radius": np.full(41, 0.004)})
+    cps = np.column_stack([s, 0 * s, 0 * s])
+    contacts = meshio.Mesh(cps, [], point_data={"body_a": np.full(41, -1, np.int32), "body_b": np.zeros(41, np.int32)},
+                           field_data={"body_names": np.array(["cable"]), "body_robots": np.array([""])})
+    with SeriesWriter(tmp_path / "cable") as w:
+        w.write(0.0, {"cable": cable, "contacts": contacts})
+    img = _load_rgb(render_series(w.pvd_path, tmp_path / "cable.png", window_size=(640, 480), camera="xz"))
+    blue = img[..., 2].astype(int) > img[..., 0].astype(int) + 40
+    assert _red(img).sum() > 50 and _red(img).sum() < 0.6 * blue.sum(), (_red(img).sum(), blue.sum())
+
+
+def test_default_camera_frames_the_object_not_the_robot(tmp_path):
+    """A robot's link pieces (``arm/...``, 1 m) and the 2 cm ball it holds: the picture frames the ball,
+    the robot is drawn faded around it; --focus arm frames the robot."""
+    import pyvista as pv
+
+    link = pv.Box(bounds=(-0.5, 0.5, -0.05, 0.05, 0.02, 1.0)).triangulate()
+    ball = pv.Sphere(radius=0.01, center=(0.6, 0.0, 0.01))
+    tri = lambda m: meshio.Mesh(np.asarray(m.points), [("triangle", m.faces.reshape(-1, 4)[:, 1:])])  # noqa: E731
+    with SeriesWriter(tmp_path / "run") as w:
+        w.write(0.0, {"arm/base": tri(link), "ball": tri(ball)})
+    img = _load_rgb(render_series(w.pvd_path, tmp_path / "ball.png", window_size=(320, 240)))
+    assert _orange(img).mean() > 0.08, _orange(img).mean()
+    img = _load_rgb(render_series(w.pvd_path, tmp_path / "arm.png", window_size=(320, 240), focus="arm"))
+    assert _orange(img).mean() < 0.01
+
+
+def test_cli_hide_and_focus(series, tmp_path):
+    parser = argparse.ArgumentParser(prog="femcontact")
+    add_render_command(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["render", str(series), str(tmp_path / "f.png"), "--hide", "contacts,floor",
+                              "--hide", "rod", "--focus", "beam", "--size", "160", "120"])
+    assert args.func(args) == 0 and (tmp_path / "f.png").is_file()

@@ -114,6 +114,12 @@ def test_a_cube_on_a_held_paddle_gives_its_weight_and_the_static_torque(tmp_path
     assert abs(last[1]) < 2e-3                                      # the paddle stays level
     print(f"paddle: contact force {force} N (weight {m_c * G:.4f} N), torque {torque:.4f} N m "
           f"(static {expected:.4f} N m)")
+    # femcontact.read attributes the series' contacts to the same bodies: the robot's (all its links)
+    # and the cube's forces per frame are the CSV's end-effector force and its opposite
+    res = fc.read(tmp_path / "out")
+    ee = np.array([r[-3:] for r in rows])
+    np.testing.assert_allclose(res.contact_force("arm"), ee, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(res.contact_force("cube"), -ee, rtol=1e-9, atol=1e-12)
 
 
 def test_gravity_compensation_is_capped_at_the_effort_limit(tmp_path):

@@ -166,6 +166,21 @@ class ContactSet:
             out.append(vel)
         return out[0], out[1]
 
+    def side_nodes(self, data: dict | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Per contact a real node of each side (c,) and (c,): the node itself, a virtual node's first
+        link (a node of the body the point lies on), -1 for the world (an obstacle); ``data``: this
+        step's ``to_numpy()`` when the caller already has it."""
+        d = self.to_numpy() if data is None else data
+        links = self.virtual_to_numpy()["node"][:, 0] if self.n_virtual else np.zeros(0, np.int64)
+        out = []
+        for side in ("node_a", "node_b"):
+            node = d[side].astype(np.int64)
+            real = np.where(node < 0, -1, node)
+            virt = node >= self.n_nodes
+            real[virt] = links[node[virt] - self.n_nodes]
+            out.append(real)
+        return out[0], out[1]
+
     def jacobian(self, expand_virtual: bool = True, data: dict | None = None) -> sp.csr_matrix:
         """Contact Jacobian J (3c x 3N) with rows (t1, t2, n) per contact, as scipy CSR.
 

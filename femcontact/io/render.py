@@ -6,15 +6,19 @@
 How pieces are drawn (chosen from the cells of each piece):
 
 - volume cells (an FEM body): opaque, with edges, coloured by ``scalars`` if it has them;
-- only vertex cells / no cells (contact points, point clouds): glyph spheres;
+- only vertex cells / no cells (contact points, point clouds): glyph spheres, sized to the bodies
+  each contact touches (``body_a``/``body_b``: a rod's radius, 4 % of a body's diagonal);
 - only line cells (rods, cables): tubes, radius from the ``radius`` point data when present;
 - surface cells of an obstacle (marked by the point array ``obstacle``: the ground's patch, a
   drum): semi-transparent;
 - other surface cells (rigid bodies, robot links): opaque, shaded.
 
-The camera is fixed for the whole movie: z up, framing the bounding box of all frames' bodies,
-rods and contacts (obstacles only when there is nothing else: a half-space's patch is as large as
-the scene and would shrink the bodies to dots).
+The camera is fixed for the whole movie: z up, framing over all frames the ``focus`` body, or by
+default the bodies that are not robots (a robot's reach would shrink the object it holds to a few
+pixels; the robots when there is nothing else) and the obstacles no larger than them (a half-space's
+patch is as large as the scene and would shrink the bodies to dots). ``hide`` leaves pieces out
+(``contacts``, ``obstacles``, a piece or robot name). The colour bar's title gives the array's name
+and unit (``io/fields.py``).
 
 Headless machines: no display is needed. Before the first render this module checks,
 in a child process (a failing OpenGL start can crash the process), which offscreen
@@ -37,7 +41,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..errors import FemcontactError, ParameterError
-from .vtk import read_pvd_entries
+from .fields import field_label
+from .vtk import pvd_frames
 
 __all__ = ["render_series", "add_render_command", "ensure_offscreen", "RenderError"]
 
@@ -188,13 +193,6 @@ def _scalar_values(ds, name: str) -> np.ndarray | None:
     return None
 
 
-def _frames(pvd_path: Path) -> list[tuple[float, list[dict[str, Any]]]]:
-    by_time: dict[float, list[dict[str, Any]]] = {}
-    for e in read_pvd_entries(pvd_path):
-        by_time.setdefault(e["time"], []).append(e)
-    return sorted(by_time.items(), key=lambda kv: kv[0])
-
-
 def _load(entries: list[dict[str, Any]]) -> list[tuple[dict[str, Any], Any]]:
     import pyvista as pv
 
@@ -206,30 +204,106 @@ def _load(entries: list[dict[str, Any]]) -> list[tuple[dict[str, Any], Any]]:
     return out
 
 
-def _scan(frames, scalars: str | None):
-    """Bounds over all frames (of the bodies, rods and contacts: an obstacle such as the ground's
-    patch only where nothing else is), and the scalar range."""
-    lo, hi = np.full(3, np.inf), np.full(3, -np.inf)
-    olo, ohi = np.full(3, np.inf), np.full(3, -np.inf)
-    srange = [np.inf, -np.inf]
-    for _, entries in frames:
-        for _, ds in _load(entries):
-            if ds.n_points == 0:
-                continue
-            b = np.asarray(ds.bounds).reshape(3, 2)
-            if _is_obstacle(ds):
-                olo, ohi = np.minimum(olo, b[:, 0]), np.maximum(ohi, b[:, 1])
-                continue
-            lo, hi = np.minimum(lo, b[:, 0]), np.maximum(hi, b[:, 1])
-            if scalars:
-                v = _scalar_values(ds, scalars)
-                if v is not None and v.size:
-                    srange = [min(srange[0], float(np.nanmin(v))), max(srange[1], float(np.nanmax(v)))]
-    if not np.all(np.isfinite(lo)):
-        lo, hi = olo, ohi
-    if not np.all(np.isfinite(lo)):
-        lo, hi = -np.ones(3), np.ones(3)
-    return lo, hi, (srange if np.isfinite(srange[0]) else None)
+ROBOT_MARGIN = 1.6   # the default framing's growth when it leaves robots out (their fingers stay in view)
+FRAMING_POINTS = 256  # points per piece and frame kept to frame the camera on
+FADED = 0.45         # opacity of the robots the default framing leaves out (they would hide the object)
+
+
+class _Pieces:
+    """What the frames hold, piece by piece: bounds over all frames, obstacles, robots (a robot's link
+    pieces ``<robot>/<link>`` and its rigid bodies, from the contacts' field data ``body_robots`` or
+    named ``<robot>.<link>``), and the scalar range and whether the scalar is a vector."""
+
+    def __init__(self, frames, scalars: str | None):
+        self.bounds: dict[str, np.ndarray] = {}       # name -> (3, 2) lo/hi over the frames
+        self.points: dict[str, list[np.ndarray]] = {}  # name -> up to FRAMING_POINTS of its points per frame
+        self.obstacles: set[str] = set()
+        self.robot_of: dict[str, str] = {}
+        self.srange = [np.inf, -np.inf]
+        self.vector = False
+        for _, entries in frames:
+            for e, ds in _load(entries):
+                name = e["name"]
+                if name == "contacts" and "body_robots" in ds.field_data:
+                    for body, robot in zip(ds.field_data["body_names"], ds.field_data["body_robots"]):
+                        if str(robot):
+                            self.robot_of[str(body)] = str(robot)
+                if ds.n_points == 0:
+                    continue
+                b = np.asarray(ds.bounds, float).reshape(3, 2)
+                old = self.bounds.get(name)
+                self.bounds[name] = b if old is None else np.column_stack([np.minimum(old[:, 0], b[:, 0]),
+                                                                           np.maximum(old[:, 1], b[:, 1])])
+                pts = np.asarray(ds.points, float)
+                extremes = pts[np.r_[pts.argmin(0), pts.argmax(0)]]          # the subsample misses none of them
+                self.points.setdefault(name, []).append(np.vstack([pts[::max(1, len(pts) // FRAMING_POINTS)], extremes]))
+                if _is_obstacle(ds):
+                    self.obstacles.add(name)
+                if scalars:
+                    v = _scalar_values(ds, scalars)
+                    if v is not None and v.size:
+                        self.srange = [min(self.srange[0], float(np.nanmin(v))), max(self.srange[1], float(np.nanmax(v)))]
+                        self.vector |= any(scalars in d and np.asarray(d[scalars]).ndim > 1
+                                           for d in (ds.point_data, ds.cell_data))
+        prefixes = {n.split("/", 1)[0] for n in self.bounds if "/" in n}
+        for n in self.bounds:
+            head = n.split("/", 1)[0] if "/" in n else n.split(".", 1)[0]
+            if "/" in n or ("." in n and head in prefixes):
+                self.robot_of.setdefault(n, head)
+
+    @property
+    def names(self) -> list[str]:
+        return list(self.bounds)
+
+    @property
+    def clim(self):
+        return self.srange if np.isfinite(self.srange[0]) else None
+
+    def matching(self, selector: str) -> set[str]:
+        """The pieces a --hide/--focus name selects: a piece, ``contacts``, ``obstacles``, or a robot (all its
+        pieces)."""
+        if selector == "obstacles":
+            return set(self.obstacles)
+        return {n for n in self.bounds if n == selector or self.robot_of.get(n) == selector}
+
+    def box(self, names) -> tuple[np.ndarray, np.ndarray] | None:
+        bs = [self.bounds[n] for n in names if n in self.bounds]
+        if not bs:
+            return None
+        return np.min([b[:, 0] for b in bs], axis=0), np.max([b[:, 1] for b in bs], axis=0)
+
+    @property
+    def drawn_twice(self) -> set[str]:
+        """A robot's rigid-body pieces (``<robot>.<link>``) where its link pieces (``<robot>/<link>``) draw
+        the same surfaces: only the link pieces are drawn (two coincident surfaces flicker)."""
+        with_links = {self.robot_of[n] for n in self.bounds if "/" in n and n in self.robot_of}
+        return {n for n in self.bounds if "/" not in n and self.robot_of.get(n) in with_links}
+
+    def cloud(self, names) -> np.ndarray:
+        """(k, 3) points of the pieces ``names`` over the frames (a subsample of each)."""
+        return np.concatenate([p for n in names for p in self.points.get(n, [])] or [np.zeros((0, 3))])
+
+    def framing(self, focus: str | None, hidden: set[str]) -> tuple[np.ndarray, set[str]]:
+        """The points the camera frames and the pieces it left out to draw faded: the ``focus`` pieces; by
+        default the bodies that are not robots (a robot's reach would shrink a held object to a few
+        pixels; the robots, drawn faded, stay visible around it), else the robots, with the obstacles no
+        larger than that box (a half-space's patch, a big bin never dominate)."""
+        if focus is not None:
+            return self.cloud(self.matching(focus)), set()
+        shown = [n for n in self.bounds if n not in hidden and n != "contacts"]
+        bodies = [n for n in shown if n not in self.obstacles]
+        subjects = [n for n in bodies if n not in self.robot_of] or bodies or shown
+        box = self.box(subjects) or (-np.ones(3), np.ones(3))
+        diag = float(np.linalg.norm(box[1] - box[0]))
+        small = [n for n in shown if n in self.obstacles and n not in subjects
+                 and np.linalg.norm(np.diff(self.bounds[n], axis=1)) <= diag]
+        pts = self.cloud(subjects + small)
+        if not len(pts):
+            pts = np.array([-np.ones(3), np.ones(3)])
+        if len(subjects) < len(bodies):       # robots left out: a margin shows the fingers around the object
+            c = 0.5 * (pts.min(0) + pts.max(0))
+            pts = c + ROBOT_MARGIN * (pts - c)
+        return pts, set(bodies) - set(subjects)
 
 
 def _available_arrays(frames) -> list[str]:
@@ -250,13 +324,37 @@ def _drop_missing_scalars(kw: dict[str, Any], mesh, scalars: str | None, color: 
     return kw
 
 
-def _add_frame(p, loaded, *, scalars, clim, diag, time):
+def _marker_radii(loaded, contacts, default: float) -> np.ndarray:
+    """Per contact point the radius of its marker, sized to the bodies it touches: a rod's radius
+    (a bead centred on its surface, not a second cable), 4 % of a body's bounding-box diagonal (at most half its thinnest extent); the smaller of
+    the two sides (the world side has no size); ``default`` where neither side is known."""
+    scale: dict[str, float] = {}
+    for e, ds in loaded:
+        if ds.n_points == 0 or e["name"] == "contacts" or _is_obstacle(ds):
+            continue
+        if _kind(ds) == "lines" and "radius" in ds.point_data:
+            scale[e["name"]] = float(np.mean(ds.point_data["radius"]))
+        else:
+            ext = np.diff(np.asarray(ds.bounds, float).reshape(3, 2), axis=1).ravel()
+            scale[e["name"]] = min(0.04 * float(np.linalg.norm(ext)), 0.5 * float(ext.min()) or np.inf)
+    n = contacts.n_points
+    if "body_names" not in contacts.field_data or "body_a" not in contacts.point_data:
+        return np.full(n, min(scale.values(), default=default))
+    per_body = np.array([scale.get(str(b), np.inf) for b in contacts.field_data["body_names"]] + [np.inf])
+    r = np.full(n, np.inf)
+    for side in ("body_a", "body_b"):
+        idx = np.asarray(contacts.point_data[side], int)
+        r = np.minimum(r, per_body[np.where(idx < 0, -1, idx)])
+    return np.where(np.isfinite(r), r, min(scale.values(), default=default))
+
+
+def _add_frame(p, loaded, *, scalars, clim, diag, time, bar_title=None, hidden=frozenset(), faded=frozenset()):
     import pyvista as pv
 
     p.clear_actors()
     bar_shown = False
     for e, ds in loaded:
-        if ds.n_points == 0:
+        if ds.n_points == 0 or e["name"] in hidden:
             continue
         kind = _kind(ds)
         has_s = bool(scalars) and _scalar_values(ds, scalars) is not None
@@ -264,7 +362,7 @@ def _add_frame(p, loaded, *, scalars, clim, diag, time):
         kw: dict[str, Any] = {"name": f"{e['part']}:{e['name']}"}
         if has_s:
             kw.update(scalars=scalars, clim=clim, cmap="viridis", show_scalar_bar=not bar_shown,
-                      scalar_bar_args={"title": scalars, "color": "black", "vertical": True,
+                      scalar_bar_args={"title": bar_title or scalars, "color": "black", "vertical": True,
                                        "position_x": 1.0 - BAR_SPACE + 0.03, "width": 0.07,
                                        "fmt": "%.3g", "label_font_size": max(10, p.window_size[1] // 40),
                                        "title_font_size": max(10, p.window_size[1] // 40)})
@@ -278,7 +376,7 @@ def _add_frame(p, loaded, *, scalars, clim, diag, time):
                 kw["color"] = "lightgray"
             p.add_mesh(ds, opacity=0.35, show_edges=False, **kw)
         elif kind == "surface":                  # a rigid body's surface
-            p.add_mesh(ds, show_edges=False, smooth_shading=True, **kw)
+            p.add_mesh(ds, show_edges=False, smooth_shading=True, opacity=FADED if e["name"] in faded else 1.0, **kw)
         elif kind == "lines":
             if isinstance(ds, pv.PolyData):
                 poly = ds
@@ -289,6 +387,8 @@ def _add_frame(p, loaded, *, scalars, clim, diag, time):
                 gf.SetInputData(ds)
                 gf.Update()
                 poly = pv.wrap(gf.GetOutput())
+            if has_s and scalars in poly.cell_data and scalars not in poly.point_data:
+                poly = poly.cell_data_to_point_data()    # a rod's per-segment strain survives the tube filter
             poly = poly.strip()
             if "radius" in poly.point_data:
                 tube = poly.tube(scalars="radius", absolute=True, n_sides=16)
@@ -301,8 +401,9 @@ def _add_frame(p, loaded, *, scalars, clim, diag, time):
                 pts.point_data[name] = ds.point_data[name]
             if not has_s:
                 kw["color"] = "#d62728"
-            sphere = pv.Sphere(radius=0.008 * diag, theta_resolution=12, phi_resolution=12)
-            glyphs = pts.glyph(geom=sphere, scale=False, orient=False)
+            pts.point_data["marker_radius"] = _marker_radii(loaded, ds, 0.008 * diag)
+            sphere = pv.Sphere(radius=1.0, theta_resolution=12, phi_resolution=12)
+            glyphs = pts.glyph(geom=sphere, scale="marker_radius", orient=False)
             p.add_mesh(glyphs, **_drop_missing_scalars(kw, glyphs, scalars, kw.get("color", color)))
     p.add_text(f"t = {time:.4g} s", position="upper_left", font_size=12, color="black",
                name="time")
@@ -311,8 +412,10 @@ def _add_frame(p, loaded, *, scalars, clim, diag, time):
 BAR_SPACE = 0.25     # share of the picture's width kept free on the right for the scalar bar
 
 
-def _setup_camera(p, lo, hi, camera, reserve_right: float = 0.0) -> None:
-    center = 0.5 * (lo + hi)
+def _setup_camera(p, pts, camera, reserve_right: float = 0.0) -> None:
+    """Point the camera along ``camera`` at the points ``pts`` (k, 3) so that they fill the picture (10 %
+    margin), leaving the right ``reserve_right`` of it for the colour bar."""
+    center = 0.5 * (pts.min(0) + pts.max(0))
     if camera is None or camera == "iso":
         direction = np.array([1.0, -1.6, 0.9])
     elif isinstance(camera, str):
@@ -326,13 +429,12 @@ def _setup_camera(p, lo, hi, camera, reserve_right: float = 0.0) -> None:
         p.camera_position = [tuple(map(float, v)) for v in camera]
         return
     up = np.array([0.0, 1.0, 0.0] if camera in ("xy", "top") else [0.0, 0.0, 1.0])
-    # fit the box's corners as seen along the view: half-width and half-height on the view plane
+    # fit the points as seen along the view: half-width and half-height on the view plane
     f = direction / np.linalg.norm(direction)
     upv = up - np.dot(up, f) * f
     upv /= np.linalg.norm(upv)
     right = np.cross(-f, upv)               # the picture's right, looking along −f
-    corners = np.array([[x, y, z] for x in (lo[0], hi[0]) for y in (lo[1], hi[1]) for z in (lo[2], hi[2])])
-    rel = corners - center
+    rel = pts - center
     w, h, depth = np.abs(rel @ right).max(), np.abs(rel @ upv).max(), (rel @ f).max()
     width, height = p.window_size
     half = max(h, w * height / (width * (1.0 - reserve_right)), 1e-6) * 1.1     # a 10% margin
@@ -391,13 +493,18 @@ def _write_movie(images, output: Path, fps: float, size: tuple[int, int]) -> Non
 def render_series(pvd_path: str | os.PathLike, output: str | os.PathLike, *,
                   frame: int | None = None, scalars: str | None = None, every: int = 1,
                   fps: float = 30, window_size: tuple[int, int] = (1024, 768),
-                  camera: str | Sequence[Sequence[float]] | None = None) -> Path:
+                  camera: str | Sequence[Sequence[float]] | None = None, hide: Sequence[str] = (),
+                  focus: str | None = None) -> Path:
     """Render a ``.pvd`` series offscreen to a picture (``.png``, ``.jpg``) or movie (``.gif``, ``.mp4``).
 
     frame: index of the frame of a picture (negative from the end; default the last).
     scalars: point or cell array to colour by (vectors by magnitude), e.g. ``"von_mises"``;
-        the colour range is fixed over all frames. every: movie uses every k-th frame.
+        the colour range is fixed over all frames, the bar's title gives the name and unit.
+        every: movie uses every k-th frame.
     camera: None/"iso", "xy", "xz", "yz", "-xz", "-yz", or (position, focal_point, view_up).
+    hide: pieces not to draw: piece names, ``"contacts"``, ``"obstacles"``, a robot's name.
+    focus: a piece or robot the camera frames (over the frames drawn); default: the bodies that are
+        not robots (else the robots), with the obstacles no larger than them.
     Returns the output path. Raises :class:`RenderError` when no offscreen OpenGL works.
     """
     pvd_path, output = Path(pvd_path), Path(output)
@@ -411,7 +518,7 @@ def render_series(pvd_path: str | os.PathLike, output: str | os.PathLike, *,
         raise ParameterError(f"every must be >= 1, got {every}")
     if not fps > 0:
         raise ParameterError(f"fps must be > 0, got {fps}")
-    frames = _frames(pvd_path)
+    frames = pvd_frames(pvd_path)
     if not frames:
         raise ParameterError(f"{pvd_path} lists no frames yet")
     if suffix in IMAGE_SUFFIXES:
@@ -433,18 +540,32 @@ def render_series(pvd_path: str | os.PathLike, output: str | os.PathLike, *,
 
     scan = frames if len(frames) <= 200 else [frames[k] for k in
                                               np.linspace(0, len(frames) - 1, 200).astype(int)]
-    lo, hi, clim = _scan(scan + chosen, scalars)
-    diag = float(np.linalg.norm(hi - lo)) or 1.0
+    pieces = _Pieces(scan + chosen, scalars)
+    hidden: set[str] = set()
+    for name in hide:
+        sel = pieces.matching(name)
+        if not sel and name not in ("contacts", "obstacles"):
+            raise ParameterError(f"--hide {name!r}: no such piece; pieces: {', '.join(pieces.names)} "
+                                 "(or contacts, obstacles, a robot's name)")
+        hidden |= sel
+    if focus is not None and (not pieces.matching(focus) or focus == "obstacles"):
+        raise ParameterError(f"--focus {focus!r}: no such body; pieces: {', '.join(pieces.names)} (or a robot's name)")
+    hidden |= pieces.drawn_twice
+    framed, faded = pieces.framing(focus, hidden)
+    clim = pieces.clim
+    bar_title = field_label(scalars, pieces.vector) if scalars else None
+    diag = float(np.linalg.norm(framed.max(0) - framed.min(0))) or 1.0
     output.parent.mkdir(parents=True, exist_ok=True)
     p = pv.Plotter(off_screen=True, window_size=[int(window_size[0]), int(window_size[1])])
     try:
         p.set_background("white")
-        _setup_camera(p, lo, hi, camera, BAR_SPACE if scalars else 0.0)
+        _setup_camera(p, framed, camera, BAR_SPACE if scalars else 0.0)
         cam = p.camera_position
 
         def images():
             for t, entries in chosen:
-                _add_frame(p, _load(entries), scalars=scalars, clim=clim, diag=diag, time=t)
+                _add_frame(p, _load(entries), scalars=scalars, clim=clim, diag=diag, time=t, bar_title=bar_title,
+                           hidden=hidden, faded=faded)
                 p.camera_position = cam
                 yield _grab(p)
 
@@ -495,6 +616,10 @@ def add_render_command(subparsers: "argparse._SubParsersAction") -> argparse.Arg
                    help="image size in pixels (default: 1024 768)")
     p.add_argument("--camera", default=None,
                    choices=["iso", "xy", "xz", "yz", "-xz", "-yz"], help="view direction, z up (default: iso)")
+    p.add_argument("--hide", action="append", default=[], metavar="NAME[,NAME]",
+                   help="pieces not to draw: a piece name, contacts, obstacles or a robot's name (repeatable)")
+    p.add_argument("--focus", default=None, metavar="BODY",
+                   help="frame this body (a piece or robot name); default: the bodies that are not robots")
     p.set_defaults(func=_render_main)
     return p
 
@@ -503,7 +628,8 @@ def _render_main(args: argparse.Namespace) -> int:
     try:
         out = render_series(args.pvd, args.output, frame=args.frame, scalars=args.scalars,
                             every=args.every, fps=args.fps, window_size=tuple(args.size),
-                            camera=args.camera)
+                            camera=args.camera, focus=args.focus,
+                            hide=[n for h in args.hide for n in h.split(",") if n])
     except (FemcontactError, FileNotFoundError, OSError) as exc:
         print(f"femcontact render: error: {exc}", file=sys.stderr)
         return 1

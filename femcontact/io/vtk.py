@@ -33,7 +33,8 @@ if TYPE_CHECKING:  # pragma: no cover
     import meshio
     import pyvista
 
-__all__ = ["SeriesWriter", "read_series", "sanitize_name", "atomic_write_bytes", "check_output_dir"]
+__all__ = ["SeriesWriter", "read_series", "read_pvd_entries", "pvd_frames", "sanitize_name", "atomic_write_bytes",
+           "check_output_dir"]
 
 # Cell types a vtkPolyData holds, in the order vtkPolyData numbers its cells.
 _POLY_KIND = {"vertex": 0, "line": 1, "triangle": 2, "quad": 2, "polygon": 2}
@@ -260,10 +261,31 @@ def _to_vtk(mesh: "meshio.Mesh", piece: str, time: float, polydata: bool = True)
         arrays = [np.asarray(per_block[i]) for i in order]
         values = np.concatenate(arrays, axis=0) if arrays else np.zeros(0)
         ds.GetCellData().AddArray(_vtk_array(name, values, n_cells, "cell_data", piece))
+    for name, values in (mesh.field_data or {}).items():
+        ds.GetFieldData().AddArray(_field_array(name, values, piece))
     tv = numpy_to_vtk(np.array([time], dtype=np.float64), deep=True)
     tv.SetName("TimeValue")
     ds.GetFieldData().AddArray(tv)
     return ds
+
+
+def _field_array(name: str, values: Any, piece: str):
+    """A field-data array (one per dataset, any length): strings as a vtkStringArray, else numeric."""
+    from vtkmodules.util.numpy_support import numpy_to_vtk
+    from vtkmodules.vtkCommonCore import vtkStringArray
+
+    a = np.asarray(values)
+    if a.dtype.kind in "US":
+        arr = vtkStringArray()
+        for v in a.ravel():
+            arr.InsertNextValue(str(v))
+    elif a.dtype.kind in "iufb":
+        a = np.atleast_1d(a.astype(np.uint8) if a.dtype == bool else a)
+        arr = numpy_to_vtk(np.ascontiguousarray(a.reshape(len(a), -1) if a.ndim > 2 else a), deep=True)
+    else:
+        raise ParameterError(f"piece {piece!r}: field_data {name!r} must be strings or numbers, got dtype {a.dtype}")
+    arr.SetName(str(name))
+    return arr
 
 
 def _write_dataset(ds, path: Path, compress: bool) -> None:
@@ -489,11 +511,18 @@ def read_pvd_entries(pvd_path: str | os.PathLike) -> list[dict[str, Any]]:
     return out
 
 
+def pvd_frames(pvd_path: str | os.PathLike) -> list[tuple[float, list[dict[str, Any]]]]:
+    """The entries of a ``.pvd`` (``read_pvd_entries``) grouped into frames: ``[(time, [entry, ...]), ...]``
+    sorted by time, each frame's entries in file order. Reads no frame file."""
+    by_time: dict[float, list[dict[str, Any]]] = {}
+    for e in read_pvd_entries(pvd_path):
+        by_time.setdefault(e["time"], []).append(e)
+    return sorted(by_time.items(), key=lambda kv: kv[0])
+
+
 def read_series(pvd_path: str | os.PathLike) -> list[tuple[float, dict[str, "pyvista.DataSet"]]]:
-    """Load every frame of a ``.pvd``: ``[(time, {piece name: pyvista dataset}), ...]`` sorted by time."""
+    """Load every frame of a ``.pvd``: ``[(time, {piece name: pyvista dataset}), ...]`` sorted by time
+    (everything at once; ``femcontact.read`` loads pieces on demand)."""
     import pyvista as pv
 
-    frames: dict[float, dict[str, Any]] = {}
-    for e in read_pvd_entries(pvd_path):
-        frames.setdefault(e["time"], {})[e["name"]] = pv.read(e["file"])
-    return sorted(frames.items(), key=lambda kv: kv[0])
+    return [(t, {e["name"]: pv.read(e["file"]) for e in entries}) for t, entries in pvd_frames(pvd_path)]
