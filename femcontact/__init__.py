@@ -3,7 +3,8 @@
 Public API: Scene (builder), Material, Simulator (step loop and output), meshes
 (primitives, import), shapes (obstacle geometry), backend (arch and precision), spec (the
 records Scene makes: FemBodySpec, RigidBodySpec, RodSpec, ObstacleSpec, JointSpec, ...), sweep
-(parameter sweeps on Dask, returning a pandas DataFrame).
+(parameter sweeps on Dask, returning a pandas DataFrame), view (the interactive viewer of a run's output,
+also in Jupyter).
 
 The names are imported at their first use (PEP 562), not with the package: importing a kernel
 module declares its kernels and so fixes the kernel runtime, which ``femcontact run --runtime``
@@ -22,10 +23,10 @@ __version__ = "0.1.0"
 _LAZY = {"Scene": (".scene", "Scene"), "Material": (".spec", "Material"), "Simulator": (".simulator", "Simulator"),
          "StepStats": (".simulator", "StepStats"), "RunSummary": (".simulator", "RunSummary"),
          "meshes": (".meshes", None), "shapes": (".contact.shapes", None), "backend": (".backend", None),
-         "spec": (".spec", None)}
+         "spec": (".spec", None), "view": (".io.viewer", "view")}
 
 __all__ = ["Scene", "Material", "Simulator", "StepStats", "RunSummary", "meshes", "shapes", "backend", "spec",
-           "FemcontactError", "MeshError", "ParameterError", "SimulationError", "sweep"]
+           "FemcontactError", "MeshError", "ParameterError", "SimulationError", "sweep", "view"]
 
 
 def __getattr__(name: str):
