@@ -1,18 +1,25 @@
-"""Screenshots of a local page in headless Chromium, driven over the DevTools protocol (aiohttp's
-websocket client: aiohttp comes with the 'view' extra, so no browser-automation package is needed).
+"""A local page in headless Chromium, driven over the DevTools protocol (aiohttp's websocket client:
+aiohttp comes with the 'view' extra, so no browser-automation package is needed).
 
 ``chromium --screenshot`` alone is not enough for a trame page: it shoots at the load event, before
-the page's websocket has brought the first rendered image; here the shot waits for a condition.
+the page's websocket has brought the first rendered image; :class:`Page` waits for conditions,
+runs JavaScript (clicks, state changes) and takes screenshots.
+
+    async with open_page("http://localhost:8080/", size=(1280, 800)) as page:
+        await page.wait("document.querySelector('img') !== null")
+        png = await page.screenshot()
 """
 from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import shutil
 import subprocess
 import tempfile
 import time
 from pathlib import Path
+from typing import Any, AsyncIterator
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 # what this machine's notes ask for (a closed network: no background connections, a fresh profile)
@@ -20,15 +27,63 @@ FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-
          "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
 
-async def _screenshot(url: str, ready_js: str, size: tuple[int, int], timeout: float, settle: float) -> bytes:
+class Page:
+    """One Chromium tab over its DevTools websocket; every call fails after the page's deadline."""
+
+    def __init__(self, ws, deadline: float) -> None:
+        self._ws, self._deadline, self._id = ws, deadline, 0
+
+    def _left(self) -> float:
+        return max(self._deadline - time.monotonic(), 0.1)
+
+    async def call(self, method: str, **params: Any) -> dict:
+        self._id += 1
+        await self._ws.send_json({"id": self._id, "method": method, "params": params})
+        while True:
+            msg = await asyncio.wait_for(self._ws.receive_json(), self._left())
+            if msg.get("id") == self._id:
+                if "error" in msg:
+                    raise RuntimeError(f"{method}: {msg['error']}")
+                return msg.get("result", {})
+
+    async def eval(self, js: str) -> Any:
+        """The value of a JavaScript expression in the page."""
+        r = await self.call("Runtime.evaluate", expression=js, returnByValue=True)
+        if "exceptionDetails" in r:
+            raise RuntimeError(f"{js}: {r['exceptionDetails'].get('text')} {r.get('result', {}).get('description')}")
+        return r.get("result", {}).get("value")
+
+    async def wait(self, js: str, what: str = "") -> None:
+        """Until the expression ``js`` is true (TimeoutError at the deadline, naming ``what``); an expression
+        that throws (the page still loading) counts as false."""
+        error = ""
+        while True:
+            try:
+                if await self.eval(js):
+                    return
+            except RuntimeError as exc:
+                error = f" (last error: {exc})"
+            if time.monotonic() > self._deadline:
+                raise TimeoutError(f"the page did not show {what or js} in time{error}")
+            await asyncio.sleep(0.2)
+
+    async def screenshot(self) -> bytes:
+        return base64.b64decode((await self.call("Page.captureScreenshot", format="png"))["data"])
+
+
+@contextlib.asynccontextmanager
+async def open_page(url: str, *, size: tuple[int, int] = (1280, 800), timeout: float = 40.0) -> AsyncIterator[Page]:
+    """``url`` in a fresh headless Chromium, the page ``size`` pixels; everything within ``timeout`` s."""
     import aiohttp
 
+    if CHROMIUM is None:
+        raise RuntimeError("no chromium executable (apt-get install chromium)")
+    deadline = time.monotonic() + timeout
     with tempfile.TemporaryDirectory() as profile:
         proc = subprocess.Popen([CHROMIUM, *FLAGS, f"--user-data-dir={profile}", "--remote-debugging-port=0",
                                  f"--window-size={size[0]},{size[1]}", "about:blank"],
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
-            deadline = time.monotonic() + timeout
             port_file = Path(profile) / "DevToolsActivePort"
             while not (port_file.is_file() and len(port_file.read_text().split()) >= 2):
                 if time.monotonic() > deadline or proc.poll() is not None:
@@ -40,44 +95,14 @@ async def _screenshot(url: str, ready_js: str, size: tuple[int, int], timeout: f
                     targets = await r.json()
                 ws_url = next(t["webSocketDebuggerUrl"] for t in targets if t["type"] == "page")
                 async with session.ws_connect(ws_url, max_msg_size=0) as ws:
-                    counter = 0
-
-                    async def call(method: str, **params) -> dict:
-                        nonlocal counter
-                        counter += 1
-                        await ws.send_json({"id": counter, "method": method, "params": params})
-                        while True:
-                            msg = await asyncio.wait_for(ws.receive_json(), max(deadline - time.monotonic(), 0.1))
-                            if msg.get("id") == counter:
-                                if "error" in msg:
-                                    raise RuntimeError(f"{method}: {msg['error']}")
-                                return msg.get("result", {})
-
-                    await call("Emulation.setDeviceMetricsOverride", width=size[0], height=size[1],
-                               deviceScaleFactor=1, mobile=False)      # the page's size, not the window's
-                    await call("Page.navigate", url=url)
-                    while True:
-                        r = await call("Runtime.evaluate", expression=ready_js, returnByValue=True)
-                        if r.get("result", {}).get("value"):
-                            break
-                        if time.monotonic() > deadline:
-                            raise TimeoutError(f"the page at {url} did not become ready in {timeout:g} s "
-                                               f"(waited for: {ready_js})")
-                        await asyncio.sleep(0.25)
-                    await asyncio.sleep(settle)
-                    shot = await call("Page.captureScreenshot", format="png")
-                    return base64.b64decode(shot["data"])
+                    page = Page(ws, deadline)
+                    await page.call("Emulation.setDeviceMetricsOverride", width=size[0], height=size[1],
+                                    deviceScaleFactor=1, mobile=False)    # the page's size, not the window's
+                    await page.call("Page.navigate", url=url)
+                    yield page
         finally:
             proc.terminate()
             try:
                 proc.wait(10)
             except subprocess.TimeoutExpired:
                 proc.kill()
-
-
-def screenshot(url: str, ready_js: str = "true", *, size: tuple[int, int] = (1280, 800), timeout: float = 40.0,
-               settle: float = 1.0) -> bytes:
-    """PNG bytes of ``url`` in headless Chromium, taken ``settle`` s after ``ready_js`` is true."""
-    if CHROMIUM is None:
-        raise RuntimeError("no chromium executable (apt-get install chromium)")
-    return asyncio.run(_screenshot(url, ready_js, size, timeout, settle))

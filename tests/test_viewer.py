@@ -3,7 +3,8 @@ the Jupyter path (the server on a running asyncio loop), units on the colour bar
 markers sized to the bodies, a missing 'view' extra.
 
 The browser test runs wherever Chromium is installed (.ci/run installs it) and is skipped only where it is
-not. Set FEMCONTACT_VIEWER_SCREENSHOT=PATH to keep its screenshot (docs/viewer.png was made so).
+not. Set FEMCONTACT_VIEWER_SCREENSHOT=PATH to keep its screenshot coloured by von_mises (docs/viewer.png was
+made so).
 """
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from browser import CHROMIUM, screenshot
+from browser import CHROMIUM, open_page
 from femcontact.errors import FemcontactError
 from femcontact.io import viewer as V
 from femcontact.io.vtk import SeriesWriter
@@ -119,6 +120,15 @@ def test_bad_inputs_say_what_to_do(run_dir, tmp_path, monkeypatch):
 
     assert main(["view", str(run_dir), "--no-browser"]) == 1
     assert main(["view", str(tmp_path), "--no-browser"]) == 1
+    monkeypatch.delitem(sys.modules, "trame_pyvista")
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        with pytest.raises(FemcontactError, match=f"cannot serve on port {port} .*another --port"):
+            V.Viewer(run_dir).serve(port, open_browser=False)
+    with pytest.raises(FemcontactError, match="port must be 1..65535, got 70000"):
+        V.Viewer(run_dir).serve(70000, open_browser=False)
 
 
 def test_jupyter_path_serves_on_the_running_loop(run_dir):
@@ -157,16 +167,39 @@ def _wait_port(port: int, proc: subprocess.Popen, timeout: float = 60.0) -> None
                                              ".ci/run installs it")
 def test_view_command_page_in_headless_chromium(run_dir, tmp_path):
     """`femcontact view OUT` served, the page loaded in headless Chromium: the screenshot shows the cube in its
-    body colour in the middle of the view, the cable and the red contact markers, and the page's controls."""
+    body colour in the middle of the view and the red contact markers; colouring by von_mises and hiding the
+    contacts change the picture; the play button advances the frames."""
     port = V.free_port()
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     proc = subprocess.Popen([sys.executable, "-m", "femcontact.cli", "view", str(run_dir), "--port", str(port),
                              "--no-browser"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    image = "[...document.images].find(e => e.src.startsWith('blob:'))"     # the streamed view
+    play = "document.querySelector('button[title=\"play / pause\"]').click()"
+
+    async def session():
+        async with open_page(f"http://localhost:{port}/", size=(1280, 800), timeout=60) as page:
+            await page.wait(f"document.body.innerText.includes('colour by') && {image} !== undefined && "
+                            f"{image}.naturalWidth > 200", "the rendered view and the controls")
+            await asyncio.sleep(1.0)
+            first = await page.screenshot()
+            text = await page.eval("document.body.innerText")
+            shots = []
+            for change, what in (("window.trame.state.set('field', 'von_mises')", "colouring by von_mises"),
+                                 ("document.querySelector('input[type=checkbox]').click()", "hiding the contacts")):
+                src = await page.eval(f"{image}.src")
+                await page.eval(change)
+                await page.wait(f"{image}.src !== {src!r}", f"a new image after {what}")
+                await asyncio.sleep(2.0)              # the image stream's re-sends (io/viewer.py: push)
+                shots.append(await page.screenshot())
+            assert await page.eval("window.trame.state.get('contacts')") is False
+            await page.eval(play)                     # from the last frame round to the first ones
+            await page.wait("document.body.innerText.includes('frame 2 / 4')", "frame 2 after play")
+            await page.eval(play)
+            return first, text, *shots
+
     try:
         _wait_port(port, proc)
-        ready = ("[...document.querySelectorAll('img')].some(e => e.naturalWidth > 200) && "
-                 "document.body.innerText.includes('colour by')")
-        png = screenshot(f"http://localhost:{port}/", ready, size=(1280, 800))
+        png, text, png_field, png_hidden = asyncio.run(session())
     finally:
         proc.terminate()
         try:
@@ -176,19 +209,32 @@ def test_view_command_page_in_headless_chromium(run_dir, tmp_path):
             out, _ = proc.communicate()
     assert proc.returncode in (0, -15, 143), out
     assert f"at http://localhost:{port}/" in out
-    (tmp_path / "viewer.png").write_bytes(png)
+    for name, data in (("viewer.png", png), ("viewer_field.png", png_field), ("viewer_hidden.png", png_hidden)):
+        (tmp_path / name).write_bytes(data)
     if os.environ.get("FEMCONTACT_VIEWER_SCREENSHOT"):
-        shutil.copyfile(tmp_path / "viewer.png", os.environ["FEMCONTACT_VIEWER_SCREENSHOT"])
-    img = np.asarray(Image.open(io.BytesIO(png)).convert("RGB")).astype(int)
-    assert img.shape == (800, 1280, 3)
-    r, g, b = img[..., 0], img[..., 1], img[..., 2]
-    view = (slice(60, 630), slice(270, 1260))                     # right of the side panel, below the toolbar
+        shutil.copyfile(tmp_path / "viewer_field.png", os.environ["FEMCONTACT_VIEWER_SCREENSHOT"])
+    for label in ("colour by", "contacts", "marker", "body", "follow the body", "frame 4 / 4"):
+        assert label in text
+
+    def rgb(data):
+        img = np.asarray(Image.open(io.BytesIO(data)).convert("RGB")).astype(int)
+        assert img.shape == (800, 1280, 3)
+        return img[..., 0], img[..., 1], img[..., 2]
+
+    view = (slice(60, 770), slice(270, 1260))                     # right of the side panel, below the toolbar
+    centre = (slice(60 + 175, 770 - 175), slice(270 + 150, 1012 - 150))   # of the bodies' part: the left 3/4
+    r, g, b = rgb(png)
     cube_blue = (b - r > 40) & (b > 90)                           # the first body colour #6f9fd8, shaded
     marker_red = (r - g > 80) & (r - b > 60)                      # contact markers #d62728
-    centre = (slice(60 + 140, 630 - 140), slice(270 + 250, 1260 - 250))
     assert cube_blue[view].mean() > 0.01, "no body in its colour in the view"
-    assert cube_blue[centre].mean() > 0.02, "the body is not in the middle of the view"
+    assert cube_blue[centre].mean() > 0.02, "the body is not in the middle of its part of the view"
     assert marker_red[view].sum() > 20, "no contact markers drawn"
+    r, g, b = rgb(png_field)
+    assert ((r > 180) & (g > 180) & (b < 100))[view].sum() > 50, "the cube is not coloured by von_mises (yellow top)"
+    assert ((r - g > 80) & (r - b > 60))[view].sum() > 20, "no contact markers beside the coloured cube"
+    r, g, b = rgb(png_hidden)
+    assert ((r > 180) & (g > 180) & (b < 100))[view].sum() > 50
+    assert ((r - g > 80) & (r - b > 60))[view].sum() < 5, "contact markers drawn though hidden"
 
 
 def test_run_view_without_the_extra_refuses_before_running(tmp_path, monkeypatch, capsys):

@@ -95,12 +95,13 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 
 def _marker_base(ds, kind: str) -> float | None:
-    """A piece's contact-marker size: a rod's radius; 5 % of the smallest non-zero extent of another body."""
+    """A piece's contact-marker size: a rod's radius; 5 % of the geometric mean of another body's box
+    extents (a ball's or a finger's size, a thin mat's a little more than its thickness)."""
     if kind == "lines" and "radius" in ds.point_data and ds.n_points:
         return float(np.median(np.asarray(ds.point_data["radius"])))
     ext = np.diff(np.asarray(ds.bounds).reshape(3, 2), axis=1).ravel()
     ext = ext[ext > 0]
-    return 0.05 * float(ext.min()) if ext.size else None
+    return 0.05 * float(np.exp(np.log(ext).mean())) if ext.size else None
 
 
 class Viewer:
@@ -135,6 +136,7 @@ class Viewer:
         self.port: int | None = None
         self._clims: dict[str, Any] = {}
         self._follow_center: np.ndarray | None = None
+        self._marker_base: float | None = None
         self._init = {"field": field or "", "contacts": bool(contacts), "body": body or "",
                       "follow": bool(follow)}
         self._window_size = window_size
@@ -187,12 +189,28 @@ class Viewer:
         return False
 
     def marker_radius(self, scale: float) -> float:
-        """Contact marker radius: ``scale`` times the smallest body's marker base (a cable's radius, 5 % of
-        a solid's smallest extent), so markers stay smaller than a thin cable or a small ball."""
-        sizes = [t for e, ds in self._loaded(0) if e["name"] in self.bodies
-                 for t in [_marker_base(ds, _render._kind(ds))] if t]
-        base = min(sizes) if sizes else self._diag * 0.005
-        return float(scale) * base
+        """Contact marker radius: ``scale`` times the smallest marker base (:func:`_marker_base`: a cable's
+        radius, 5 % of a solid's size) of the bodies the contacts touch, so markers stay smaller than a
+        thin cable or a small ball however large the scene."""
+        if self._marker_base is None:
+            touched, every = set(), {}
+            for _, entries in self._sample():
+                loaded = _render._load(entries)
+                pts = [np.asarray(ds.points) for _, ds in loaded if _render._kind(ds) == "points" and ds.n_points]
+                pts = np.vstack(pts) if pts else np.zeros((0, 3))
+                for e, ds in loaded:
+                    if e["name"] not in self.bodies or not ds.n_points:
+                        continue
+                    base = _marker_base(ds, _render._kind(ds))
+                    if base:
+                        every[e["name"]] = min(base, every.get(e["name"], np.inf))
+                    b = np.asarray(ds.bounds).reshape(3, 2)
+                    pad = 0.02 * np.linalg.norm(b[:, 1] - b[:, 0]) + 1e-12
+                    if len(pts) and np.all((pts >= b[:, 0] - pad) & (pts <= b[:, 1] + pad), axis=1).any():
+                        touched.add(e["name"])
+            sizes = [every[n] for n in (touched or every) if n in every]
+            self._marker_base = min(sizes) if sizes else self._diag * 0.005
+        return float(scale) * self._marker_base
 
     def _body_box(self, name: str, i: int) -> tuple[np.ndarray, np.ndarray] | None:
         for e, ds in self._loaded(i):
@@ -210,12 +228,14 @@ class Viewer:
         self.plotter.set_background("white")
         self._lo, self._hi, _ = _render._scan(self._sample(), None)
         self._diag = float(np.linalg.norm(self._hi - self._lo)) or 1.0
-        self._frame_camera(self._init["body"], len(self.frames) - 1, bool(self._init["field"]))
+        self._frame_camera(self._init["body"], len(self.frames) - 1)
 
-    def _frame_camera(self, body: str, i: int, bar: bool) -> None:
+    def _frame_camera(self, body: str, i: int) -> None:
+        """Fit the camera to ``body`` in frame ``i`` (all bodies over all frames when ""), leaving the right
+        for the colour bar whether or not a field is shown, so choosing one does not move the view."""
         box = self._body_box(body, i) if body else None
         lo, hi = box if box is not None else (self._lo, self._hi)
-        _render._setup_camera(self.plotter, lo, hi, None, _render.BAR_SPACE if bar else 0.0)
+        _render._setup_camera(self.plotter, lo, hi, None, _render.BAR_SPACE)
         self._follow_center = 0.5 * (lo + hi) if box is not None else None
 
     def draw(self, i: int, *, field: str = "", contacts: bool = True, marker: float = _MARKER_SCALE,
@@ -288,9 +308,30 @@ class Viewer:
                       + [{"title": b, "value": b} for b in self.bodies], **self._init})
 
         def redraw(**_):
-            self.draw(state.frame, field=state.field, contacts=state.contacts, marker=state.marker,
-                      body=state.body, follow=state.follow)
+            try:
+                self.draw(state.frame, field=state.field, contacts=state.contacts, marker=state.marker,
+                          body=state.body, follow=state.follow)
+            except Exception:      # noqa: BLE001 - trame drops a callback's exception silently: say it
+                import traceback
+
+                traceback.print_exc()
+                return
+            push()
+
+        pushes = [0]
+
+        def push(n: int | None = None) -> None:
+            """Send the view's image, again 0.6 s and 1.5 s later: trame-vtk's image stream drops an image
+            whose JPEG encoding takes over 0.5 s (a busy machine) until the next push."""
+            if n is not None and n != pushes[0]:
+                return                                   # a newer draw has its own pushes
             ctrl.view_update()
+            if n is None:
+                pushes[0] += 1
+                with contextlib.suppress(RuntimeError):  # no running loop: not serving yet
+                    loop = asyncio.get_running_loop()
+                    for delay in (0.6, 1.5):
+                        loop.call_later(delay, push, pushes[0])
 
         @state.change("frame", "field", "contacts", "marker", "follow")
         def _on_change(**_):
@@ -298,12 +339,14 @@ class Viewer:
 
         @state.change("body")
         def _on_body(body, **_):
-            self._frame_camera(body, state.frame, bool(state.field))
+            self._frame_camera(body, state.frame)
             redraw()
 
         async def play():
             while state.playing:
                 await asyncio.sleep(1.0 / self.fps)
+                if not state.playing:
+                    break
                 with state:
                     state.frame = (state.frame + 1) % len(self.frames)
 
@@ -363,21 +406,37 @@ class Viewer:
         return f"http://localhost:{self.port}/"
 
     def serve(self, port: int | None = None, *, host: str = "localhost", open_browser: bool = True) -> None:
-        """Serve the page on ``port`` (a free one when None) until interrupted (Ctrl-C)."""
-        server, _ = self._page()
-        self.port = int(port) if port else free_port()
+        """Serve the page on ``port`` (a free one when None) until interrupted (Ctrl-C); print its address and
+        open it in the system browser when ``open_browser`` and a display exists."""
+        self._listen(port, host)
+        browser = open_browser and _has_display()
+        print(f"femcontact view: serving {self.pvd} ({len(self.frames)} frames) at {self.url} "
+              f"({'opening it in the browser; ' if browser else 'open it in a browser; '}Ctrl-C stops)", flush=True)
         with _own_argv():
-            server.start(port=self.port, host=host, open_browser=open_browser, timeout=0,
-                         show_connection_info=False, disable_logging=True, exec_mode="main")
+            self._server.start(port=self.port, host=host, open_browser=browser, timeout=0,
+                               show_connection_info=False, disable_logging=True, exec_mode="main")
 
     def start_task(self, port: int | None = None, *, host: str = "localhost") -> "Viewer":
         """Schedule the server on the running asyncio loop (Jupyter's) and return at once."""
-        server, _ = self._page()
-        self.port = int(port) if port else free_port()
+        self._listen(port, host)
         with _own_argv():
-            server.start(port=self.port, host=host, open_browser=False, timeout=0,
-                         show_connection_info=False, disable_logging=True, exec_mode="task")
+            self._server.start(port=self.port, host=host, open_browser=False, timeout=0,
+                               show_connection_info=False, disable_logging=True, exec_mode="task")
         return self
+
+    def _listen(self, port: int | None, host: str) -> None:
+        """Build the page and choose the port: a free one, or ``port`` if nothing listens there."""
+        if port is not None and not 0 < int(port) < 65536:
+            raise ParameterError(f"port must be 1..65535, got {port}")
+        if port:
+            with socket.socket() as s:
+                try:
+                    s.bind(("127.0.0.1" if host == "localhost" else host, int(port)))
+                except OSError as exc:
+                    raise FemcontactError(f"cannot serve on port {port} ({exc.strerror}); give another --port, "
+                                          "or leave it out for a free one") from None
+        self._page()
+        self.port = int(port) if port else free_port()
 
     def _repr_html_(self) -> str:
         if self.port is None:
@@ -427,7 +486,7 @@ def view(out: str | os.PathLike, *, port: int | None = None, open_browser: bool 
     v = Viewer(out, **options)
     if _in_running_loop():        # a Jupyter kernel runs cells inside its asyncio loop
         return v.start_task(port)
-    v.serve(port, open_browser=open_browser)
+    v.serve(port, open_browser=open_browser)   # blocks until Ctrl-C
     return v
 
 
@@ -462,16 +521,10 @@ def add_view_options(p: argparse.ArgumentParser) -> None:
 
 
 def serve_from_args(out: str | os.PathLike, args: argparse.Namespace) -> int:
-    """Serve the viewer of ``out`` with the options of :func:`add_view_options`; the exit code."""
-    if args.port is not None and not 0 < args.port < 65536:
-        raise ParameterError(f"--port must be 1..65535, got {args.port}")
+    """Serve the viewer of ``out`` with the options of :func:`add_view_options` until Ctrl-C; the exit code."""
     v = Viewer(out, field=args.field, body=args.body, contacts=not args.hide_contacts)
-    port = args.port or free_port()
-    browser = not args.no_browser and _has_display()
-    print(f"femcontact view: serving {v.pvd} ({len(v.frames)} frames) at http://localhost:{port}/ "
-          f"({'opening it in the browser; ' if browser else 'open it in a browser; '}Ctrl-C stops)", flush=True)
     try:
-        v.serve(port, host=args.host, open_browser=browser)
+        v.serve(args.port, host=args.host, open_browser=not args.no_browser)
     except KeyboardInterrupt:
         pass
     return 0
