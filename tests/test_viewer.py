@@ -75,7 +75,7 @@ def test_viewer_state_fields_bodies_markers_and_hidden_contacts(run_dir):
     assert v.bodies == ["cube", "cable"]                      # not the ground (an obstacle), not the contacts
     assert {"von_mises", "velocity", "force", "state", "bend", "radius"} <= set(v.fields)
     assert "obstacle" not in v.fields
-    # markers relative to the thinnest body: the cable's radius (1 cm) and 5 % of the cube's 0.2 m: 1 cm
+    # markers relative to the touched bodies: the cable's radius (1 cm) and 5 % of the cube's 0.2 m: 1 cm
     assert v.marker_radius(1.0) == pytest.approx(ROD_RADIUS)
     p = v.plotter
     v.draw(3, field="von_mises")

@@ -8,9 +8,9 @@ and streamed to the page as images. The page has (toolbar and side panel):
   is still writing shows its new frames);
 - "colour by": any point or cell array of the pieces (vectors by magnitude), its name and unit
   (:data:`FIELD_UNITS`) on the colour bar, the range fixed over the frames;
-- "contacts": show or hide the contact points; their markers are sized relative to the thinnest
-  body of the scene (a cable's radius, 5 % of a small ball's size), not to the scene's extent,
-  and a slider scales them;
+- "contacts": show or hide the contact points; their markers are sized relative to the bodies
+  the contacts touch (a cable's radius, 5 % of a ball's size), not to the scene's extent, and a
+  slider scales them;
 - "body": frame one body (the camera fits it), "follow" keeps it in view as it moves.
 
 Pieces are drawn as :func:`femcontact.io.render.render_series` draws them (its colours, camera
@@ -24,7 +24,6 @@ trame-vuetify, trame-pyvista).
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
 import os
 import socket
@@ -240,7 +239,7 @@ class Viewer:
 
     def draw(self, i: int, *, field: str = "", contacts: bool = True, marker: float = _MARKER_SCALE,
              body: str = "", follow: bool = False) -> None:
-        """Draw frame ``i`` (from 0) in the plotter with the page.s options."""
+        """Draw frame ``i`` (from 0) in the plotter with the page's options."""
         import pyvista as pv
 
         i = max(0, min(int(i), len(self.frames) - 1))
@@ -292,6 +291,8 @@ class Viewer:
         """The trame server and its layout (built once)."""
         if getattr(self, "_server", None) is not None:
             return self._server, self._layout
+        import asyncio
+
         from trame.app import get_server
         from trame.ui.vuetify3 import SinglePageWithDrawerLayout
         from trame.widgets import html
@@ -385,7 +386,7 @@ class Viewer:
                     v3.VCheckbox(label="contacts", v_model=("contacts",), hide_details=True, density="compact")
                     v3.VSlider(label="marker", v_model_number=("marker",), min=0.1, max=3.0, step=0.1,
                                disabled=("!contacts",), hide_details=True, density="compact", classes="mb-4",
-                               title="contact marker radius, relative to the thinnest body")
+                               title="contact marker radius, relative to the bodies the contacts touch")
                     v3.VSelect(label="body", v_model=("body",), items=("bodies",), hide_details=True,
                                density="compact")
                     v3.VCheckbox(label="follow the body", v_model=("follow",), disabled=("!body",),
@@ -466,6 +467,8 @@ def _has_display() -> bool:
 
 
 def _in_running_loop() -> bool:
+    import asyncio          # here, not at the top: `femcontact --help` imports this module
+
     try:
         asyncio.get_running_loop()
     except RuntimeError:
