@@ -132,23 +132,59 @@ def test_bad_inputs_say_what_to_do(run_dir, tmp_path, monkeypatch):
 
 
 def test_jupyter_path_serves_on_the_running_loop(run_dir):
-    """In a notebook view() runs beside the kernel's asyncio loop and the Viewer displays as an iframe."""
+    """In a notebook view() runs beside the kernel's asyncio loop and the Viewer displays as an iframe; the
+    play loop advances the frames there (the state a page would show)."""
     import aiohttp
 
+    import femcontact
+
     async def main():
-        v = V.view(run_dir, field="von_mises")
+        v = femcontact.view(run_dir, field="von_mises")
         assert isinstance(v, V.Viewer) and v.port
         assert f'src="http://localhost:{v.port}/index.html' in v._repr_html_()
         for _ in range(100):
             try:
                 async with aiohttp.ClientSession() as s, s.get(v.url + "index.html") as r:
-                    return r.status, await r.text()
+                    page = r.status, await r.text()
+                break
             except aiohttp.ClientConnectorError:
                 await asyncio.sleep(0.1)
-        raise AssertionError("the viewer's server did not start on the running loop")
+        else:
+            raise AssertionError("the viewer's server did not start on the running loop")
+        state = v._server.state
+        seen = {state.frame}
+        with state:
+            state.playing = True
+        for _ in range(100):
+            await asyncio.sleep(0.05)
+            seen.add(state.frame)
+            if len(seen) == 4:
+                break
+        with state:
+            state.playing = False
+        return page, seen
 
-    status, text = asyncio.run(main())
+    (status, text), seen = asyncio.run(main())
     assert status == 200 and "<html" in text.lower()
+    assert seen == {0, 1, 2, 3}, "play did not go round the frames"
+
+
+def test_new_frames_of_a_run_still_writing_are_picked_up(tmp_path):
+    tm = box((0.1, 0.1, 0.1), 2)
+
+    def frame(k):
+        return {"cube": meshio.Mesh(tm.vertices + [0, 0, 0.1 * k], [("tetra", tm.tets)])}
+
+    with SeriesWriter(tmp_path) as w:
+        w.write(0.0, frame(0))
+        w.write(0.1, frame(1))
+    v = V.Viewer(tmp_path)
+    assert len(v.frames) == 2 and not v._reload()
+    with SeriesWriter(tmp_path, append=True) as w:
+        w.write(0.2, frame(2))
+    assert v._reload() and len(v.frames) == 3
+    v.draw(2)
+    assert np.asarray(v.plotter.actors["0:cube"].GetBounds())[5] == pytest.approx(0.25)
 
 
 def _wait_port(port: int, proc: subprocess.Popen, timeout: float = 60.0) -> None:
