@@ -4,7 +4,8 @@ Public API: Scene (builder), Material, Simulator (step loop and output), meshes
 (primitives, import), shapes (obstacle geometry), backend (arch and precision), spec (the
 records Scene makes: FemBodySpec, RigidBodySpec, RodSpec, ObstacleSpec, JointSpec, ...), sweep
 (parameter sweeps on Dask, returning a pandas DataFrame), read (a run's frames, contact forces and
-per-step statistics: ``io/results.py``), plot (contact force, stick/slip and e_m against time).
+per-step statistics: ``io/results.py``), plot (contact force, stick/slip and e_m against time), view
+(the interactive viewer of a run's output, also in Jupyter).
 
 The names are imported at their first use (PEP 562), not with the package: importing a kernel
 module declares its kernels and so fixes the kernel runtime, which ``femcontact run --runtime``
@@ -23,10 +24,11 @@ __version__ = "0.1.0"
 _LAZY = {"Scene": (".scene", "Scene"), "Material": (".spec", "Material"), "Simulator": (".simulator", "Simulator"),
          "StepStats": (".simulator", "StepStats"), "RunSummary": (".simulator", "RunSummary"),
          "meshes": (".meshes", None), "shapes": (".contact.shapes", None), "backend": (".backend", None),
-         "spec": (".spec", None), "read": (".io.results", "read"), "plot": (".io.results", "plot")}
+         "spec": (".spec", None), "read": (".io.results", "read"), "plot": (".io.results", "plot"),
+         "view": (".io.viewer", "view")}
 
 __all__ = ["Scene", "Material", "Simulator", "StepStats", "RunSummary", "meshes", "shapes", "backend", "spec",
-           "read", "plot", "FemcontactError", "MeshError", "ParameterError", "SimulationError", "sweep"]
+           "read", "plot", "view", "FemcontactError", "MeshError", "ParameterError", "SimulationError", "sweep"]
 
 
 def __getattr__(name: str):

@@ -83,6 +83,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     start = process_start()
     resume = _resume_options(args)          # --resume OUT: the stored options of that run fill the gaps
     out = check_run_args(args)              # bad options, unwritable or full --out: refused before anything runs
+    if getattr(args, "view", False):        # a missing 'view' extra is said now, not after the run
+        from .io.viewer import require_viewer
+
+        require_viewer()
     if backend.cache_is_warm():
         print(f"femcontact: loading kernels from {backend.cache_dir()}", flush=True)
     else:
@@ -117,6 +121,11 @@ def cmd_run(args: argparse.Namespace) -> int:
                       progress=not args.no_progress, callback=first_step,
                       checkpoint_every=args.checkpoint_every, append=resume)
     print(summary)
+    if getattr(args, "view", False):
+        from .io.viewer import serve_from_args
+
+        return serve_from_args(out, argparse.Namespace(port=None, host="localhost", no_browser=False, field=None,
+                                                       body=None, hide_contacts=False))
     return 0
 
 
@@ -199,7 +208,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Simulate deformable bodies, cables and rigid bodies in frictional contact "
                     "(COND and SAP-family solvers on Taichi kernels); results are VTK series for ParaView.")
     parser.add_argument("--version", action="version", version=f"femcontact {_version()}")
-    sub = parser.add_subparsers(dest="command", metavar="{run,sweep,mesh,render,plot,bench}")
+    sub = parser.add_subparsers(dest="command", metavar="{run,sweep,mesh,render,view,plot,bench}")
 
     run = sub.add_parser(
         "run", help="run a scene script and write a VTK time series",
@@ -251,6 +260,7 @@ def build_parser() -> argparse.ArgumentParser:
     from .io.results import add_plot_command
 
     add_plot_command(sub)
+    add_view_parser(sub, run)
     from .bench import add_bench_command
 
     add_bench_command(sub)
@@ -260,6 +270,17 @@ def build_parser() -> argparse.ArgumentParser:
             help="kernel runtime: quadrants (the default) or taichi; results agree to round-off "
                  "(default: $FEMCONTACT_RUNTIME or quadrants)")
     return parser
+
+
+def add_view_parser(sub: "argparse._SubParsersAction", run: argparse.ArgumentParser) -> None:
+    """``femcontact view OUT`` and ``run --view``: the run's output opens in the viewer once the run ends
+    (``femcontact view OUT`` in a second terminal shows a run while it writes)."""
+    from .io.viewer import add_view_command
+
+    add_view_command(sub)
+    run.add_argument("--view", action="store_true",
+                     help="when the run ends, serve its output in the interactive viewer (femcontact view OUT; "
+                          "needs the 'view' extra)")
 
 
 def _version() -> str:
