@@ -74,7 +74,7 @@ class RunSummary:
             f"mean solver iterations per step: {self.mean_iterations:.1f}",
         ]
         if self.output is not None:
-            lines.append(f"output: {self.output}  (open in ParaView or pyvista.read)")
+            lines.append(f"output: {self.output}  (femcontact view {self.output.parent}, femcontact.read, or ParaView)")
         return "\n".join(lines)
 
 

@@ -58,4 +58,4 @@ def test_run_prints_no_taichi_lines(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("femcontact: ") and "on cpu (f64)" in proc.stdout
     assert "[Taichi]" not in proc.stdout + proc.stderr and "[Quadrants]" not in proc.stdout + proc.stderr
-    assert "output: " in proc.stdout and "open in ParaView or pyvista.read" in proc.stdout
+    assert "output: " in proc.stdout and "femcontact.read, or ParaView)" in proc.stdout
