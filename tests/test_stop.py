@@ -125,3 +125,59 @@ def test_driven_cable_run_ends():
     assert "finished" in r.stdout or "stopped: step " in r.stdout, r.stdout
     assert float(r.stdout.split()[-1]) < 10.0, r.stdout
 
+
+def _run_and_interrupt(tmp_path: Path, *extra: str) -> tuple[subprocess.CompletedProcess, float, Path]:
+    """``femcontact run`` of the slow-step scene (steps 1 and 2 quick, step 3 a minute long): SIGINT once
+    step 2 is done, in the middle of step 3; returns (result, seconds from SIGINT to exit, OUT)."""
+    out = tmp_path / "slow"
+    env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1")
+    cmd = [sys.executable, "-m", "femcontact", "run", str(ROOT / "tests" / "slow_step_scene.py"), "--out", str(out),
+           "--steps", "10", "--every", "1", "--no-progress", *extra]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path)
+    deadline = time.monotonic() + 400
+    try:
+        while time.monotonic() < deadline and proc.poll() is None:     # frames of steps 0, 1, 2: step 3 has begun
+            if len(list(out.glob("**/cube*.vt*"))) >= 3:
+                break
+            time.sleep(0.2)
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(1.0)
+        t0 = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=30)
+        took = time.monotonic() - t0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    return subprocess.CompletedProcess(cmd, proc.returncode, stdout, stderr), took, out
+
+
+def _frames(out: Path) -> list:
+    from femcontact.io.vtk import read_pvd_entries
+
+    return sorted({e["time"] for e in read_pvd_entries(out / "run.pvd")})
+
+
+def test_ctrl_c_inside_a_long_step_stops_with_the_step_and_keeps_the_frames(tmp_path):
+    r, took, out = _run_and_interrupt(tmp_path)
+    assert r.returncode == 130, (r.stdout, r.stderr)
+    assert took < 5.0, f"{took:.1f} s from SIGINT to exit"
+    assert "interrupted in step 3" in r.stderr and "steps up to 2 (t = 0.02 s) are complete" in r.stderr, r.stderr
+    assert "--checkpoint-every" in r.stderr and "--resume" in r.stderr.split("--checkpoint-every", 1)[1], r.stderr
+    assert "continue the run with" not in r.stderr                  # no checkpoint: no resume offered
+    assert _frames(out)[:3] == pytest.approx([0.0, 0.01, 0.02])    # the series is closed and readable
+    import pyvista
+
+    mesh = pyvista.read(sorted(out.glob("**/cube*.vtu"))[2])
+    assert mesh.n_points > 0 and np.isfinite(mesh.points).all()
+
+
+def test_ctrl_c_with_a_checkpoint_says_how_to_resume(tmp_path):
+    r, took, out = _run_and_interrupt(tmp_path, "--checkpoint-every", "1")
+    assert r.returncode == 130, (r.stdout, r.stderr)
+    assert took < 5.0, f"{took:.1f} s from SIGINT to exit"
+    assert "holds step 2 (t = 0.02 s)" in r.stderr, r.stderr
+    assert f"--resume {out}" in r.stderr, r.stderr
+    with np.load(out / "checkpoint.npz") as z:                      # complete, loadable
+        assert int(z["step"]) == 2
