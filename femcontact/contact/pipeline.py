@@ -351,8 +351,9 @@ class CollisionPipeline:
         node = int(np.argmax(size))
         body = next(b for b in self.model.bodies if b.node_start <= node < b.node_start + b.node_count)
         what = ("has non-finite positions or velocities (NaN or inf)" if bad.any() else
-                f"reaches {np.abs(x[node]).max():.3g} m from the origin at {np.linalg.norm(v[node]):.3g} m/s")
+                f"reaches {np.abs(x[node]).max():.3g} m from the origin at {np.linalg.norm(v[node]):.3g} m/s, "
+                "beyond what the contact grid can cover")
         return SimulationError(
             f"step {state.step + 1} (from t = {state.time:.6g} s): contact detection stopped: body {body.name!r} "
-            f"{what}, too far apart for the contact grid. Likely cause: the run diverged (exploding positions): "
-            "try a smaller --dt, a softer material or a gentler prescribed motion. Frames written so far are intact.")
+            f"{what}. Likely cause: the run diverged (exploding positions): try a smaller --dt, a softer "
+            "material or a gentler prescribed motion. Frames written so far are intact.")
