@@ -100,19 +100,21 @@ def test_non_finite_positions_stop_the_step_with_its_number():
 @pytest.mark.slow
 def test_driven_cable_run_ends():
     """The issue's run (cond, dt = 0.05, self-contact): it once hung in step 2 or 3; now every step ends
-    in seconds and the run either finishes or stops with a SimulationError naming the step."""
+    in seconds (timed on a second run, once the kernels are compiled) and the run either finishes or
+    stops with a SimulationError naming the step."""
     code = textwrap.dedent(f"""
         import sys
         sys.path.insert(0, {str(ROOT / 'tests')!r})
         from test_stop import _cable
         import femcontact as fc
         from femcontact.errors import SimulationError
-        sim = fc.Simulator(_cable())
-        try:
-            sim.run(steps=20)
-            print("finished")
-        except SimulationError as e:
-            print("stopped:", e)
+        for run in range(2):                    # the first compiles the kernels as they are met, the second is timed
+            sim = fc.Simulator(_cable())
+            try:
+                sim.run(steps=20)
+                print("finished")
+            except SimulationError as e:
+                print("stopped:", e)
         print("slowest step", max(s.ms_total for s in sim.stats) / 1e3)
         """)
     env = dict(os.environ, PYTHONPATH=str(ROOT))
