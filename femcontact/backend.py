@@ -288,26 +288,78 @@ def init(arch: str | None = None, precision: str | None = None, *, debug: bool =
         candidates = ["cpu"]
         common["cpu_max_num_threads"] = 1
     chosen = None
+    failure = None
     for name in candidates:
         if name == "vulkan" and want_prec == "f64" and want_arch == "auto":
             continue  # Vulkan float64 support is device-dependent; auto only uses it for f32
         try:
             with contextlib.redirect_stdout(io.StringIO()):    # its "[Taichi] Starting on arch=..." line
                 ti.init(arch=getattr(ti, "x64" if name == "cpu" else name), log_level=ti.ERROR, **common)
-        except Exception:  # noqa: BLE001 - an unavailable backend raises various errors
+        except Exception as exc:  # noqa: BLE001 - an unavailable backend raises various errors
+            failure = exc
             continue
         actual = ti.lang.impl.current_cfg().arch
         if name == "cpu" or actual != ti.x64:
             chosen = "cpu" if actual in (ti.x64, ti.arm64) else name
             break
     if chosen is None:
-        hint = " (no CUDA GPU or driver found on this machine)" if want_arch == "cuda" else ""
+        hint = f": {cuda_diagnosis(failure)}" if want_arch == "cuda" else ""
         raise ParameterError(f"no usable {_runtime()[0]} backend for arch={want_arch!r}{hint}; "
-                             f"use --arch cpu (or auto), or FEMCONTACT_ARCH=cpu")
+                             f"or use --arch cpu (or auto), or FEMCONTACT_ARCH=cpu")
     name, version, _ = _runtime()
     _config = {"arch": chosen, "requested_arch": want_arch, "precision": want_prec, "deterministic": deterministic,
                "runtime": name, "runtime_version": version, "cache": str(cache), "cache_warm": warm}
     return _config
+
+
+CUDA_ERRORS = {100: "CUDA_ERROR_NO_DEVICE", 35: "CUDA_ERROR_INSUFFICIENT_DRIVER", 999: "CUDA_ERROR_UNKNOWN",
+               804: "CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE", 3: "CUDA_ERROR_NOT_INITIALIZED",
+               101: "CUDA_ERROR_INVALID_DEVICE", 304: "CUDA_ERROR_OPERATING_SYSTEM"}
+
+
+def _cuda_driver():
+    """The NVIDIA driver's CUDA library (ctypes), or None where none can be loaded."""
+    for lib in (["nvcuda.dll"] if sys.platform == "win32" else ["libcuda.so.1", "libcuda.so"]):
+        try:
+            return ctypes.CDLL(lib)
+        except OSError:
+            continue
+    return None
+
+
+def cuda_diagnosis(failure: BaseException | None = None) -> str:
+    """Why the CUDA backend cannot start on this machine, and what to install or do: no NVIDIA driver,
+    a driver that sees no GPU (or fails to start), or a runtime built without CUDA. ``failure``: the
+    runtime's own error, quoted when none of these explains it."""
+    if sys.platform == "darwin":
+        return "macOS has no CUDA (NVIDIA GPUs are not supported there): use --arch metal or --arch cpu"
+    driver = _cuda_driver()
+    if driver is None:
+        lib = "nvcuda.dll" if sys.platform == "win32" else "libcuda.so.1"
+        return (f"no NVIDIA driver found ({lib} cannot be loaded). On a machine with an NVIDIA GPU install the "
+                "NVIDIA driver (Linux: your distribution's nvidia-driver package or the driver from "
+                "nvidia.com/drivers, then check with nvidia-smi; in a container: run it with --gpus all and the "
+                "NVIDIA Container Toolkit); the CUDA toolkit itself is not needed")
+    rc = int(driver.cuInit(0))
+    count = ctypes.c_int(0)
+    if rc == 0:
+        rc = int(driver.cuDeviceGetCount(ctypes.byref(count)))
+    if rc == 100 or (rc == 0 and count.value == 0):
+        return ("the NVIDIA driver is installed but sees no GPU (CUDA_ERROR_NO_DEVICE): check nvidia-smi, "
+                "that CUDA_VISIBLE_DEVICES does not hide the GPU, and in a container that it was started with "
+                "--gpus all")
+    if rc != 0:
+        why = CUDA_ERRORS.get(rc, f"error {rc}")
+        fix = (" the driver is older than the runtime needs: update the NVIDIA driver" if rc == 35 else
+               " run nvidia-smi to see the driver's state; a reboot after a driver update often fixes this")
+        return f"the NVIDIA driver is installed but could not start CUDA ({why});{fix}"
+    name, version, module = _runtime()
+    if not module._lib.core.with_cuda():
+        return (f"{count.value} NVIDIA GPU(s) and a driver are present, but this {name} {version} build has no "
+                f"CUDA backend: install a CUDA-enabled build (pip install --force-reinstall {name}=={version} "
+                "on Linux or Windows x86-64)")
+    detail = f" ({type(failure).__name__}: {failure})" if failure is not None else ""
+    return f"{count.value} NVIDIA GPU(s), a driver and a CUDA-enabled {name} are present, but it failed to start{detail}"
 
 
 def ensure_init() -> dict:

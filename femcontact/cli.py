@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -94,7 +95,7 @@ def cmd_run(args: argparse.Namespace) -> int:
               f"later runs load them from {backend.cache_dir()})", flush=True)
     cfg = backend.init(args.arch, args.precision, deterministic=args.deterministic or None)
     module = load_scene_module(args.scene)
-    scene = module.build()
+    scene = module.build(**build_params(args, module.build))
     if not isinstance(scene, Scene):
         raise FemcontactError(f"build() in {args.scene} returned {type(scene).__name__}, not a femcontact.Scene; "
                               "end build() with 'return scene'")
@@ -117,9 +118,13 @@ def cmd_run(args: argparse.Namespace) -> int:
         if s.state.step == step0 + 1:
             print(f"\nfemcontact: first step done {time.perf_counter() - start:.1f} s after start", flush=True)
 
-    summary = sim.run(duration=args.duration, steps=steps, out=out, every=args.every,
-                      progress=not args.no_progress, callback=first_step,
-                      checkpoint_every=args.checkpoint_every, append=resume)
+    try:
+        summary = sim.run(duration=args.duration, steps=steps, out=out, every=args.every,
+                          progress=not args.no_progress, callback=first_step,
+                          checkpoint_every=args.checkpoint_every, append=resume)
+    except KeyboardInterrupt:
+        print(interrupted(args, sim, out), file=sys.stderr, flush=True)
+        return 130
     print(summary)
     if getattr(args, "view", False):
         from .io.viewer import serve_from_args
@@ -127,6 +132,54 @@ def cmd_run(args: argparse.Namespace) -> int:
         return serve_from_args(out, argparse.Namespace(port=None, host="localhost", no_browser=False, field=None,
                                                        body=None, hide_contacts=False))
     return 0
+
+
+def build_params(args: argparse.Namespace, build) -> dict:
+    """The keyword arguments of ``--param NAME=VALUE`` for the scene's ``build()``, parsed as
+    ``femcontact sweep`` parses them (``sweep.parse_params``); one value each, names checked."""
+    from .sweep import check_scene_parameters, parse_params
+
+    params = parse_params(args.param or [])
+    check_scene_parameters(args.scene, params, build)
+    for name, values in params.items():
+        if len(values) != 1:
+            raise FemcontactError(f"--param {name}: a run takes one value, got {len(values)} ({values}); "
+                                  "use femcontact sweep to run several")
+    return {name: values[0] for name, values in params.items()}
+
+
+def interrupted(args: argparse.Namespace, sim, out: Path) -> str:
+    """The message of a run stopped by Ctrl-C: the step it stopped in, the frames kept (the series is
+    closed by ``Simulator.run`` on the way out) and how to go on: ``--resume`` where this run keeps a
+    checkpoint, else a rerun with ``--checkpoint-every``."""
+    import numpy as np
+
+    from .io.vtk import read_pvd_entries
+
+    s = sim.state
+    done = f"steps up to {s.step} (t = {s.time:.6g} s) are complete" if s.step else "no step was complete"
+    lines = [f"femcontact: interrupted in step {s.step + 1}; {done}."]
+    pvd = out / "run.pvd"
+    try:
+        times = sorted({e["time"] for e in read_pvd_entries(pvd)}) if pvd.is_file() else []
+    except Exception:  # noqa: BLE001 - the message must still be printed
+        times = []
+    if times:
+        lines.append(f"  {pvd} holds {len(times)} frames, t = {times[0]:g} … {times[-1]:g} s.")
+    ck = out / CHECKPOINT
+    resume = f"femcontact run {args.scene} --resume {out}"
+    if (args.checkpoint_every or args.resume) and ck.is_file():
+        try:
+            with np.load(ck) as z:
+                at = f" holds step {int(z['step'])} (t = {float(z['time']):.6g} s)"
+        except Exception:  # noqa: BLE001
+            at = ""
+        lines.append(f"  The checkpoint {ck}{at}; continue the run with:  {resume}")
+    else:
+        lines.append("  No checkpoint was kept, so this run cannot be resumed; to be able to continue an "
+                     f"interrupted run, rerun it with --checkpoint-every K (e.g. femcontact run "
+                     f"{args.scene} --checkpoint-every 100), then continue it with --resume OUT.")
+    return "\n".join(lines)
 
 
 class DefaultsHelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
@@ -142,7 +195,7 @@ class DefaultsHelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
 
 RUN_RECORD = "run.json"       # OUT/run.json: the options of a checkpointed run, read by --resume
 CHECKPOINT = "checkpoint.npz"
-_RESUMED_OPTIONS = ("every", "checkpoint_every", "dt", "solver", "stiction", "precision", "deterministic")
+_RESUMED_OPTIONS = ("every", "checkpoint_every", "dt", "solver", "stiction", "precision", "deterministic", "param")
 
 
 def _resume_options(args: argparse.Namespace) -> bool:
@@ -167,7 +220,7 @@ def _resume_options(args: argparse.Namespace) -> bool:
         raise FemcontactError(f"--resume {out}: {record} is unreadable ({exc}); start a fresh run") from None
     for key in _RESUMED_OPTIONS:
         given = getattr(args, key)
-        if key in ("dt", "solver", "stiction", "precision") and given is not None and given != stored.get(key):
+        if key in ("dt", "solver", "stiction", "precision", "param") and given is not None and given != stored.get(key):
             raise FemcontactError(f"--resume {out}: the run used --{key} {stored.get(key)}, not {given}; "
                                   "a resumed run keeps its settings (drop the option)")
         if given in (None, False):
@@ -197,7 +250,8 @@ def _resume_or_record(args: argparse.Namespace, sim, out: Path, cfg: dict) -> in
     (out / CHECKPOINT).unlink(missing_ok=True)     # a stale checkpoint of an earlier run must not be resumed
     record = {"scene": str(args.scene), "steps": total, "every": args.every,
               "checkpoint_every": args.checkpoint_every, "dt": args.dt, "solver": args.solver,
-              "stiction": args.stiction, "precision": args.precision, "deterministic": bool(cfg.get("deterministic"))}
+              "stiction": args.stiction, "precision": args.precision, "deterministic": bool(cfg.get("deterministic")),
+              "param": args.param}
     atomic_write_bytes(out / RUN_RECORD, json.dumps(record, indent=1).encode())
     return total
 
@@ -216,6 +270,9 @@ def build_parser() -> argparse.ArgumentParser:
                     "time series of .vtu/.vtp files that ParaView and PyVista open directly.",
         formatter_class=DefaultsHelpFormatter)
     run.add_argument("scene", metavar="SCENE.py", help="scene script defining build()")
+    run.add_argument("--param", action="append", default=None, metavar="NAME=VALUE",
+                     help="keyword argument of the scene's build(), e.g. --param segments=80 (repeatable; values "
+                          "parsed as femcontact sweep parses them)")
     run.add_argument("--out", default=None, help="output folder (default: out/<scene name>); a folder that holds "
                                                  "an earlier run is refused unless --overwrite")
     run.add_argument("--overwrite", action="store_true",
@@ -269,6 +326,8 @@ def build_parser() -> argparse.ArgumentParser:
             "--runtime", default=None, metavar="{quadrants,taichi}",
             help="kernel runtime: quadrants (the default) or taichi; results agree to round-off "
                  "(default: $FEMCONTACT_RUNTIME or quadrants)")
+    for p in (parser, *sub.choices.values()):
+        p._negative_number_matcher = NEGATIVE_NUMBER    # --dt -1e-3 is a value (then refused), not an option
     return parser
 
 
@@ -281,6 +340,10 @@ def add_view_parser(sub: "argparse._SubParsersAction", run: argparse.ArgumentPar
     run.add_argument("--view", action="store_true",
                      help="when the run ends, serve its output in the interactive viewer (femcontact view OUT; "
                           "needs the 'view' extra)")
+
+
+# argparse takes "-1e-3" for an option (its pattern knows only -1 and -.5); none of our options look like numbers
+NEGATIVE_NUMBER = re.compile(r"^-(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$|^-inf$")
 
 
 def _version() -> str:

@@ -187,9 +187,10 @@ def _load_scene(path: str | os.PathLike):
     return _MODULES[key]
 
 
-def check_scene_parameters(scene: str | os.PathLike, names: Iterable[str]) -> list[str]:
-    """Refuse parameter names that are not keywords of the scene's ``build()``; return the accepted ones."""
-    build = _load_scene(scene).build
+def check_scene_parameters(scene: str | os.PathLike, names: Iterable[str], build=None) -> list[str]:
+    """Refuse parameter names that are not keywords of the scene's ``build()`` (the script's, or the
+    ``build`` function given); return the accepted ones."""
+    build = _load_scene(scene).build if build is None else build
     sig = inspect.signature(build)
     accepted = [p.name for p in sig.parameters.values()
                 if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]

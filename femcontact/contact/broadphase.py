@@ -21,6 +21,15 @@ to fill it (one insertion, ``_enter``):
 Either build reports its fullest bucket in a counter the caller checks (``pipeline.collide``: grow
 the slots with ``alloc`` and rebuild).
 
+Bounded loops: every walk over the cells of a box (an item entered, a query around a point) goes
+through ``cell_range``, which clamps cell coordinates (no i32 overflow for far or non-finite points)
+and walks no box of more cells than its grid allows (``MAX_CELLS_ROD``, ``MAX_CELLS_FEM``): a larger
+one is skipped and its width reported in a counter, and ``pipeline.collide`` coarsens that grid for
+the step (the widest box then spans ``TARGET_SPAN`` cells) and reruns, or, for non-finite positions,
+stops with a SimulationError. Without it a cable at 70 m/s with dt = 0.05 grows each segment's box
+by 3.5 m: 10^5 cells of 4.5 cm per segment, all in a table of 1024 buckets, and one step's pair
+query took minutes; a faster one never ended.
+
 (No ``from __future__ import annotations`` here: Taichi reads the annotations.)
 """
 import numpy as np
@@ -29,6 +38,11 @@ from ..backend import ti
 from .. import backend
 
 P1, P2, P3 = 73856093, 19349663, 83492791
+MAX_CELLS_ROD = 512    # cells one box of the rod grid may cover (cell_range): 8 per axis; its boxes grow with speed
+MAX_CELLS_FEM = 1 << 18   # of the FEM grid (64 per axis: coarse slabs beside fine bodies stay as they are)
+TARGET_SPAN = 4        # a coarsened grid gives the widest box this many cells along an axis
+FAR = 1 << 29          # cell coordinates are clamped to [-FAR, FAR] (differences stay within i32)
+WIDE_FEM, WIDE_ROD = 6, 7    # the counters (pipeline.py) where the FEM and the rod grids report a box too large
 
 
 @ti.func
@@ -39,8 +53,30 @@ def bucket(i, j, k, size):
 
 @ti.func
 def cell_of(p, h):
-    return ti.Vector([ti.cast(ti.floor(p[0] / h), ti.i32), ti.cast(ti.floor(p[1] / h), ti.i32),
-                      ti.cast(ti.floor(p[2] / h), ti.i32)])
+    """The cell holding p, its coordinates clamped to [-FAR, FAR] (also for far or non-finite p)."""
+    c = ti.min(ti.max(ti.floor(p / h), -FAR), FAR)
+    return ti.min(ti.max(ti.cast(c, ti.i32), -FAR), FAR)
+
+
+@ti.func
+def cell_range(lo, hi, h, counters: ti.template(), wide):
+    """Cells (c0, c1) of the box [lo, hi] for ``ti.ndrange((c0[0], c1[0] + 1), ...)``; a box of more
+    cells than the grid ``wide`` (WIDE_FEM or WIDE_ROD) allows, or with a non-finite corner, gets no
+    cells (c1 = c0 - 1) and its width along its widest axis (2·FAR: non-finite) goes to
+    counters[wide] (module docstring: the caller coarsens the grid or stops)."""
+    c0, c1 = cell_of(lo, h), cell_of(hi, h)
+    d = c1 - c0 + 1
+    cells = ti.cast(d[0], float) * ti.cast(d[1], float) * ti.cast(d[2], float)
+    limit = float(MAX_CELLS_FEM)
+    if wide == WIDE_ROD:
+        limit = float(MAX_CELLS_ROD)
+    if d.min() < 1:                         # hi below lo: only from non-finite coordinates
+        ti.atomic_max(counters[wide], 2 * FAR)
+        c1 = c0 - 1
+    elif cells > limit:
+        ti.atomic_max(counters[wide], d.max())
+        c1 = c0 - 1
+    return c0, c1
 
 
 @ti.func
@@ -102,10 +138,11 @@ def near_other_body(lo_p, hi_p, ba, node_body: ti.template(), pair_row: ti.templ
 
 @ti.func
 def _enter(e, lo, hi, h, size, counts: ti.template(), entries: ti.template(), ecell: ti.template(),
-           stats: ti.template(), stat):
+           stats: ti.template(), stat, wide):
     """Enter item e in the bucket of every cell the box [lo, hi] overlaps, tagged with the cell;
-    the fullest bucket's fill goes to stats[stat]."""
-    c0, c1 = cell_of(lo, h), cell_of(hi, h)
+    the fullest bucket's fill goes to stats[stat], a box too wide to enter to stats[wide]
+    (``cell_range``)."""
+    c0, c1 = cell_range(lo, hi, h, stats, wide)
     for i, j, k in ti.ndrange((c0[0], c1[0] + 1), (c0[1], c1[1] + 1), (c0[2], c1[2] + 1)):
         bk = bucket(i, j, k, size)
         slot = ti.atomic_add(counts[bk], 1)
@@ -120,19 +157,20 @@ def fill_near_bodies(items: ti.types.ndarray(), n_items: ti.i32, x: ti.types.nda
                      counts: ti.types.ndarray(), entries: ti.types.ndarray(), ecell: ti.types.ndarray(),
                      node_body: ti.types.ndarray(), pair_row: ti.types.ndarray(), box_lo: ti.types.ndarray(),
                      box_hi: ti.types.ndarray(), n_bodies: ti.i32, pad: float, stats: ti.types.ndarray(),
-                     stat: ti.i32):
+                     stat: ti.i32, wide: ti.i32):
     """``SpatialHash.build_near_bodies``: every item near another body, by its own box."""
     for e in range(n_items):
         lo, hi = _item_box(items, x, e)
         if near_other_body(lo, hi, node_body[items[e][0]], node_body, pair_row, box_lo, box_hi, n_bodies, pad):
-            _enter(e, lo, hi, h, size, counts, entries, ecell, stats, stat)
+            _enter(e, lo, hi, h, size, counts, entries, ecell, stats, stat, wide)
 
 
 @ti.kernel
 def fill_grown(items: ti.types.ndarray(), n_items: ti.i32, rad: ti.types.ndarray(), x: ti.types.ndarray(),
                v: ti.types.ndarray(), pad: float, dt: float, h: float, size: ti.i32, counts: ti.types.ndarray(),
                entries: ti.types.ndarray(), ecell: ti.types.ndarray(), lo: ti.types.ndarray(),
-               hi: ti.types.ndarray(), stats: ti.types.ndarray(), stat: ti.i32, vmax: ti.types.ndarray()):
+               hi: ti.types.ndarray(), stats: ti.types.ndarray(), stat: ti.i32, wide: ti.i32,
+               vmax: ti.types.ndarray()):
     """``SpatialHash.build_grown``: every item by its box grown by rad[e] + pad + dt·(its fastest node
     speed), kept in lo/hi; the fastest item's speed in vmax[0]."""
     for e in range(n_items):
@@ -144,7 +182,7 @@ def fill_grown(items: ti.types.ndarray(), n_items: ti.i32, rad: ti.types.ndarray
         g = rad[e] + pad + dt * s
         lo[e] = l - g
         hi[e] = u + g
-        _enter(e, l - g, u + g, h, size, counts, entries, ecell, stats, stat)
+        _enter(e, l - g, u + g, h, size, counts, entries, ecell, stats, stat, wide)
 
 
 class SpatialHash:
@@ -172,18 +210,18 @@ class SpatialHash:
         self.entries = ti.ndarray(ti.i32, shape=(self.size, self.slots))
         self.ecell = ti.Vector.ndarray(3, ti.i32, shape=(self.size, self.slots))
 
-    def build_near_bodies(self, x, node_body, pair_row, box_lo, box_hi, n_bodies, pad, stats, stat) -> None:
+    def build_near_bodies(self, x, node_body, pair_row, box_lo, box_hi, n_bodies, pad, stats, stat, wide) -> None:
         """Hash the items near another body at node positions x (vec3 ndarray); the caller checks
-        stats[stat] <= slots."""
+        stats[stat] <= slots and stats[wide] == 0 (``cell_range``)."""
         self.counts.fill(0)
         if self.n_items:
             fill_near_bodies(self.items, self.n_items, x, self.h, self.size, self.counts, self.entries, self.ecell,
-                             node_body, pair_row, box_lo, box_hi, n_bodies, pad, stats, stat)
+                             node_body, pair_row, box_lo, box_hi, n_bodies, pad, stats, stat, wide)
 
-    def build_grown(self, x, v, pad: float, dt: float, stats, stat) -> None:
+    def build_grown(self, x, v, pad: float, dt: float, stats, stat, wide) -> None:
         """Hash every item by its grown box at positions x, speeds v; the caller checks
-        stats[stat] <= slots."""
+        stats[stat] <= slots and stats[wide] == 0 (``cell_range``)."""
         self.counts.fill(0)
         self.vmax.fill(0)
         fill_grown(self.items, self.n_items, self.rad, x, v, pad, dt, self.h, self.size, self.counts,
-                   self.entries, self.ecell, self.lo, self.hi, stats, stat, self.vmax)
+                   self.entries, self.ecell, self.lo, self.hi, stats, stat, wide, self.vmax)

@@ -50,7 +50,7 @@ side only.
 (No ``from __future__ import annotations`` here: Taichi reads the annotations.)
 """
 from ..backend import ti
-from .broadphase import bucket, cell_of, near_other_body
+from .broadphase import WIDE_FEM, bucket, cell_of, cell_range, near_other_body
 from .emit import (emit, pose_of, rigid_point_node, rigid_point_reach, triangle_point_node,
                    world_side)
 from .narrowphase import BOUND, closest_on_triangle, contact_frame, in_tet, shape_sdf
@@ -191,8 +191,7 @@ def _body_contacts(p, bv, i, lin, com, g, cg, own, x: ti.template(), fixed: ti.t
     r = margin
     for ring in range(rings + 1):
         r = margin + ring * h
-        c0 = cell_of(p - r, h)
-        c1 = cell_of(p + r, h)
+        c0, c1 = cell_range(p - r, p + r, h, counters, WIDE_FEM)
         for ci, cj, ck in ti.ndrange((c0[0], c1[0] + 1), (c0[1], c1[1] + 1), (c0[2], c1[2] + 1)):
             b2 = bucket(ci, cj, ck, size)
             for e in range(ti.min(tri_counts[b2], KT)):
@@ -319,7 +318,7 @@ def detect_self(x: ti.types.ndarray(), rest: ti.types.ndarray(), self_surf: ti.t
         own = nrm[i]
         best, bt = margin, -1           # nearest opposing triangle
         best_any, bt_any = margin, -1   # nearest of any orientation (fallback)
-        c0, c1 = cell_of(p - margin, h), cell_of(p + margin, h)
+        c0, c1 = cell_range(p - margin, p + margin, h, counters, WIDE_FEM)
         for ci, cj, ck in ti.ndrange((c0[0], c1[0] + 1), (c0[1], c1[1] + 1), (c0[2], c1[2] + 1)):
             b2 = bucket(ci, cj, ck, size)
             for e in range(ti.min(tri_counts[b2], KT)):

@@ -19,7 +19,9 @@ per contact is in ``emit.py``.
 Overflow, in one place: contacts and virtual nodes are appended with atomic counters, hash buckets
 have a fixed number of slots; writes beyond capacity are dropped *and counted* (``counters``:
 contacts, virtual nodes, fullest bucket of each hash), and ``collide`` grows what overflowed and
-reruns every pass, so no contact is ever lost.
+reruns every pass, so no contact is ever lost. A box too wide for its grid (``broadphase.cell_range``)
+is counted the same way: ``collide`` coarsens that grid for the step and reruns, or stops with a
+SimulationError naming the body and the step when positions or speeds are not finite.
 
 (No ``from __future__ import annotations`` here: Taichi reads the annotations.)
 """
@@ -27,22 +29,26 @@ reruns every pass, so no contact is ever lost.
 import numpy as np
 
 from ..backend import ti
+from ..errors import SimulationError
 from .. import backend
-from .broadphase import SpatialHash, body_boxes
+from .broadphase import FAR, TARGET_SPAN, WIDE_FEM, WIDE_ROD, SpatialHash, body_boxes
 from .detection import (detect_bodies, detect_obstacles, detect_rigid, detect_rigid_in_fem, detect_self,
                         rigid_boxes, rigid_poses, sdf_points, vertex_normals)
 from .narrowphase import OBS_POSE
 from .rod_detection import detect_rod_fem, detect_rod_pairs, detect_rod_pairs_grid, detect_rod_sdf
 from .tables import DetectionTables
 
-# counters: contacts, virtual nodes, then the fullest bucket of each hash
+# counters: contacts, virtual nodes, the fullest bucket of each hash, then the widest box of the FEM
+# and the rod grids (WIDE_FEM, WIDE_ROD: broadphase.cell_range)
 N_CONTACTS, N_VIRTUAL, FILL_TRI, FILL_TET, FILL_SEG, FILL_ROD_TRI = range(6)
+N_COUNTERS = 8
+MAX_COARSEN = 8        # coarsenings of one grid within a step before collide gives up (SimulationError)
 
 
 @ti.kernel
-def read_counters(a: ti.types.ndarray()) -> ti.types.vector(6, ti.i32):
+def read_counters(a: ti.types.ndarray()) -> ti.types.vector(8, ti.i32):
     """The counters in one small launch (GPU; the CPU reads them in place)."""
-    return ti.Vector([a[0], a[1], a[2], a[3], a[4], a[5]])
+    return ti.Vector([a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7]])
 
 
 class StepBuffers:
@@ -52,8 +58,9 @@ class StepBuffers:
     def __init__(self, t: DetectionTables) -> None:
         self.obs_pose = ti.ndarray(float, shape=(max(t.n_sdf, 1), OBS_POSE))
         self.pose_np = np.zeros((max(t.n_sdf, 1), OBS_POSE))
-        self.counters = ti.ndarray(ti.i32, shape=6)
+        self.counters = ti.ndarray(ti.i32, shape=N_COUNTERS)
         self.hashes: list = []                  # (hash, counter slot) checked for overflow by collide
+        self.grids: list = []                   # (hashes sharing one cell size, WIDE_* slot, base cell size)
         if t.has_bodies:
             n_items = len(t.tri_items) + len(t.tet_items)
             size = int(2 ** int(np.clip(np.ceil(np.log2(max(n_items, 1))), 10, 20)))
@@ -63,6 +70,7 @@ class StepBuffers:
             self.box_hi = ti.ndarray(float, shape=(t.n_bodies, 3))
             self.normals = backend.vec3_array(t.n_nodes)        # FEM surface vertices' (vertex_normals)
             self.hashes += [(self.tri_hash, FILL_TRI), (self.tet_hash, FILL_TET)]
+            self.grids.append(([self.tri_hash, self.tet_hash], WIDE_FEM, t.h))
         if t.n_rs:
             def grown(items, rad):
                 return SpatialHash(items, t.rod_h, int(2 ** np.ceil(np.log2(max(1024, 8 * len(items))))), rad)
@@ -74,6 +82,7 @@ class StepBuffers:
                 tris = t.rod_tris_np
                 self.rod_tri_hash = grown(np.c_[tris, tris[:, 2]], np.zeros(len(tris)))
                 self.hashes.append((self.rod_tri_hash, FILL_ROD_TRI))
+            self.grids.append(([self.seg_hash] + ([self.rod_tri_hash] if t.rod_fem else []), WIDE_ROD, t.rod_h))
 
 
 class Pass:
@@ -116,7 +125,7 @@ class BodyPass(Pass):
         t, b = self.t, self.b
         tg, eg = b.tri_hash, b.tet_hash
         detect_bodies(state.x, t.surf, t.n_surf, t.node_body, t.fixed, t.pair_row, tg.items, tg.counts, tg.entries,
-                      eg.items, eg.counts, eg.entries, t.h, tg.size, b.box_lo, b.box_hi, t.n_bodies, t.mus, t.axes,
+                      eg.items, eg.counts, eg.entries, tg.h, tg.size, b.box_lo, b.box_hi, t.n_bodies, t.mus, t.axes,
                       t.margin, t.n_nodes, *out, b.normals)
 
 
@@ -126,7 +135,7 @@ class SelfPass(Pass):
     def run(self, state, dt: float, out: tuple, sdf: tuple) -> None:
         t, tg = self.t, self.b.tri_hash
         detect_self(state.x, t.rest, t.self_surf, t.n_self, t.self_gap, t.node_body, t.fixed, t.pair_row, tg.items,
-                    tg.counts, tg.entries, t.h, tg.size, t.mus, t.axes, t.margin, t.n_nodes, *out, self.b.normals)
+                    tg.counts, tg.entries, tg.h, tg.size, t.mus, t.axes, t.margin, t.n_nodes, *out, self.b.normals)
 
 
 class RigidInFemPass(Pass):
@@ -137,7 +146,7 @@ class RigidInFemPass(Pass):
         tg, eg = b.tri_hash, b.tet_hash
         detect_rigid_in_fem(state.x, state.v, state.q, t.s_rigid, t.s_point, t.s_axis, t.s_cos, t.n_samp,
                             t.rigid_lin, t.com_local, t.rigid_body, t.node_body, t.fixed, t.pair_row, tg.items,
-                            tg.counts, tg.entries, eg.items, eg.counts, eg.entries, t.h, tg.size, b.box_lo, b.box_hi,
+                            tg.counts, tg.entries, eg.items, eg.counts, eg.entries, tg.h, tg.size, b.box_lo, b.box_hi,
                             t.n_bodies, t.mus, t.axes, t.margin, dt, t.n_nodes, *out)
 
 
@@ -274,12 +283,12 @@ class CollisionPipeline:
         t, b = self.tables, self.buffers
         if t.has_bodies:
             common = (t.node_body, t.pair_row, b.box_lo, b.box_hi, t.n_bodies)
-            b.tri_hash.build_near_bodies(state.x, *common, t.margin + t.h, b.counters, FILL_TRI)
-            b.tet_hash.build_near_bodies(state.x, *common, t.margin, b.counters, FILL_TET)
+            b.tri_hash.build_near_bodies(state.x, *common, t.margin + t.h, b.counters, FILL_TRI, WIDE_FEM)
+            b.tet_hash.build_near_bodies(state.x, *common, t.margin, b.counters, FILL_TET, WIDE_FEM)
         if t.rod_pairs or t.rod_fem:
-            b.seg_hash.build_grown(state.x, state.v, 0.5 * t.margin, dt, b.counters, FILL_SEG)
+            b.seg_hash.build_grown(state.x, state.v, 0.5 * t.margin, dt, b.counters, FILL_SEG, WIDE_ROD)
             if t.rod_fem:
-                b.rod_tri_hash.build_grown(state.x, state.v, 0.5 * t.margin, dt, b.counters, FILL_ROD_TRI)
+                b.rod_tri_hash.build_grown(state.x, state.v, 0.5 * t.margin, dt, b.counters, FILL_ROD_TRI, WIDE_ROD)
 
     def collide(self, state, contacts, dt: float) -> int:
         """Fill ``contacts`` for the step starting at ``state``; returns the contact count."""
@@ -287,6 +296,10 @@ class CollisionPipeline:
         self._prepare(state, dt)
         counters_v = backend.host_view(b.counters)
         sdf = (t.sdf, t.n_sdf, t.obs_f, b.obs_pose)
+        coarsened = dict.fromkeys(range(len(b.grids)), 0)
+        for hashes, _, h0 in b.grids:           # each step starts from the tables' cell sizes
+            for h in hashes:
+                h.h = h0
         while True:
             if counters_v is not None:        # CPU: zero in place, no fill kernels
                 counters_v[:] = 0
@@ -298,7 +311,13 @@ class CollisionPipeline:
                    c.impulse, c.status, c.vn_node, c.vn_weight)
             for p in self.passes:
                 p.run(state, dt, out, sdf)
-            n = [int(v) for v in (counters_v[:6] if counters_v is not None else read_counters(b.counters))]
+            n = [int(v) for v in (counters_v[:N_COUNTERS] if counters_v is not None else read_counters(b.counters))]
+            wide = [k for k, (_, slot, _) in enumerate(b.grids) if n[slot] > 0]
+            for k in wide:
+                self._coarsen(state, k, n[b.grids[k][1]], coarsened[k])
+                coarsened[k] += 1
+            if wide:
+                continue
             full = [(h, n[slot]) for h, slot in b.hashes if n[slot] > h.slots]
             for h, fill in full:
                 h.alloc(max(fill, 2 * h.slots))
@@ -308,3 +327,33 @@ class CollisionPipeline:
                 contacts.count, contacts.n_virtual = n[N_CONTACTS], n[N_VIRTUAL]
                 return n[N_CONTACTS]
             contacts.ensure_capacity(n[N_CONTACTS], n[N_VIRTUAL])
+
+    def _coarsen(self, state, k: int, width: int, times: int) -> None:
+        """Grid k of the step buffers saw a box too large, ``width`` cells along its widest axis
+        (``broadphase.cell_range``): scale its cell size so that box spans TARGET_SPAN cells; stop with a SimulationError naming the body
+        and the step when positions or speeds are not finite or the grid was coarsened MAX_COARSEN times."""
+        hashes, _, h0 = self.buffers.grids[k]
+        if width < 2 * FAR and times < MAX_COARSEN:
+            x, v = state.positions(), state.velocities()
+            if np.isfinite(x).all() and np.isfinite(v).all():
+                for h in hashes:
+                    h.h *= width / TARGET_SPAN
+                return
+        raise self._runaway(state)
+
+    def _runaway(self, state) -> SimulationError:
+        """The error of a step whose contact detection cannot bound its cell walks: the body with
+        non-finite (or else the farthest / fastest) nodes, the step and the likely cause."""
+        x, v = state.positions(), state.velocities()
+        bad = ~(np.isfinite(x).all(1) & np.isfinite(v).all(1))
+        size = np.where(bad, np.inf, np.maximum(np.abs(np.nan_to_num(x)).max(1), 0.0)
+                        + self.model.dt * np.abs(np.nan_to_num(v)).max(1))
+        node = int(np.argmax(size))
+        body = next(b for b in self.model.bodies if b.node_start <= node < b.node_start + b.node_count)
+        what = ("has non-finite positions or velocities (NaN or inf)" if bad.any() else
+                f"reaches {np.abs(x[node]).max():.3g} m from the origin at {np.linalg.norm(v[node]):.3g} m/s, "
+                "beyond what the contact grid can cover")
+        return SimulationError(
+            f"step {state.step + 1} (from t = {state.time:.6g} s): contact detection stopped: body {body.name!r} "
+            f"{what}. Likely cause: the run diverged (exploding positions): try a smaller --dt, a softer "
+            "material or a gentler prescribed motion. Frames written so far are intact.")

@@ -34,7 +34,7 @@ FEM body than its speculative reach no longer finds the far surface.
 """
 from ..backend import ti
 from .emit import emit, pose_of, triangle_point_node, world_side
-from .broadphase import bucket, cell_of
+from .broadphase import WIDE_ROD, bucket, cell_of, cell_range
 from .narrowphase import BOUND, closest_on_triangle, contact_frame, shape_sdf
 from .schema import SDF
 from ..bodies.rigid import skew
@@ -262,7 +262,7 @@ def detect_rod_pairs_grid(x: ti.types.ndarray(), v: ti.types.ndarray(), rs_elem:
     K = entries.shape[1]
     for i in range(n_rs):
         li, ui = lo[i], hi[i]
-        c0, c1 = cell_of(li, h), cell_of(ui, h)
+        c0, c1 = cell_range(li, ui, h, counters, WIDE_ROD)
         for ci, cj, ck in ti.ndrange((c0[0], c1[0] + 1), (c0[1], c1[1] + 1), (c0[2], c1[2] + 1)):
             bk = bucket(ci, cj, ck, size)
             cell = ti.Vector([ci, cj, ck])
@@ -334,7 +334,7 @@ def detect_rod_fem(x: ti.types.ndarray(), v: ti.types.ndarray(), rn_node: ti.typ
             bt = 0.0
             if ti.static(use_grid):
                 g = 0.5 * margin + dt * (v[i].norm() + s_vmax[0])
-                c0, c1 = cell_of(p - g, h), cell_of(p + g, h)
+                c0, c1 = cell_range(p - g, p + g, h, counters, WIDE_ROD)
                 for ci, cj, ck in ti.ndrange((c0[0], c1[0] + 1), (c0[1], c1[1] + 1), (c0[2], c1[2] + 1)):
                     bk = bucket(ci, cj, ck, size)
                     for sl in range(ti.min(s_counts[bk], s_entries.shape[1])):
@@ -367,7 +367,7 @@ def detect_rod_fem(x: ti.types.ndarray(), v: ti.types.ndarray(), rn_node: ti.typ
             bt = -1
             if ti.static(use_grid):
                 g = rad + 0.5 * margin + dt * (v[i].norm() + t_vmax[0])
-                c0, c1 = cell_of(p - g, h), cell_of(p + g, h)
+                c0, c1 = cell_range(p - g, p + g, h, counters, WIDE_ROD)
                 for ci, cj, ck in ti.ndrange((c0[0], c1[0] + 1), (c0[1], c1[1] + 1), (c0[2], c1[2] + 1)):
                     bk = bucket(ci, cj, ck, size)
                     for sl in range(ti.min(t_counts[bk], t_entries.shape[1])):
