@@ -290,8 +290,8 @@ def init(arch: str | None = None, precision: str | None = None, *, debug: bool =
     chosen = None
     failure = None
     for name in candidates:
-        if name == "vulkan" and want_prec == "f64" and want_arch == "auto":
-            continue  # Vulkan float64 support is device-dependent; auto only uses it for f32
+        if name in ("vulkan", "metal") and want_prec == "f64" and want_arch == "auto":
+            continue  # Metal has no float64 and Vulkan's is device-dependent: auto uses them for f32 only
         try:
             with contextlib.redirect_stdout(io.StringIO()):    # its "[Taichi] Starting on arch=..." line
                 ti.init(arch=getattr(ti, "x64" if name == "cpu" else name), log_level=ti.ERROR, **common)
