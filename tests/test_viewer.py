@@ -26,6 +26,7 @@ from PIL import Image
 from browser import CHROMIUM, open_page
 from femcontact.errors import FemcontactError
 from femcontact.io import viewer as V
+from femcontact.io.fields import field_label
 from femcontact.io.vtk import SeriesWriter
 from femcontact.meshes import box
 
@@ -36,7 +37,7 @@ ROD_RADIUS = 0.01
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory) -> Path:
     """Four frames of a 0.2 m cube falling onto the ground beside a cable (radius 1 cm); the last frame has
-    contacts under the cube (with a force) and on the cable."""
+    contacts under the cube and on the cable (with a force; ground on side A, as the simulator writes them)."""
     out = tmp_path_factory.mktemp("view")
     tm = box((0.2, 0.2, 0.2), 3)
     ground = meshio.Mesh(np.array([[-1, -1, 0], [1, -1, 0], [1, 1, 0], [-1, 1, 0]], float),
@@ -52,21 +53,27 @@ def run_dir(tmp_path_factory) -> Path:
             x = tm.vertices + [0, 0, 0.1 + 0.1 * (3 - k)]                  # on the ground in the last frame
             cube = meshio.Mesh(x, [("tetra", tm.tets)], point_data={"velocity": np.tile([0, 0, -1.0], (len(x), 1))},
                                cell_data={"von_mises": [np.linspace(0, 1e4 * (k + 1), tm.n_tets)]})
-            pts = np.vstack([x[np.isclose(x[:, 2], x[:, 2].min())], rod_pts[::4] - [0, 0, ROD_RADIUS]]) \
-                if k == 3 else np.zeros((0, 3))
+            under = x[np.isclose(x[:, 2], x[:, 2].min())]
+            pts = np.vstack([under, rod_pts[::4] - [0, 0, ROD_RADIUS]]) if k == 3 else np.zeros((0, 3))
+            on = np.r_[np.zeros(len(under)), np.ones(len(rod_pts[::4]))].astype(np.int32)[:len(pts)]
             contacts = meshio.Mesh(pts, [("vertex", np.arange(len(pts))[:, None])],
                                    point_data={"force": np.tile([0, 0, 2.0], (len(pts), 1)),
-                                               "state": np.ones(len(pts), np.int32)})
+                                               "state": np.ones(len(pts), np.int32),
+                                               "body_a": np.full(len(pts), -1, np.int32), "body_b": on},
+                                   field_data={"body_names": np.array(["cube", "cable"]),
+                                               "body_robots": np.array(["", ""])})
             w.write(0.1 * k, {"cube": cube, "cable": rod, "ground": ground, "contacts": contacts})
     return out
 
 
 def test_units_on_the_colour_bar_labels():
-    assert V.field_label("von_mises") == "von_mises (Pa)"
-    assert V.field_label("velocity", vector=True) == "|velocity| (m/s)"
-    assert V.field_label("impulse", vector=True) == "|impulse| (N s)"
-    assert V.field_label("gap") == "gap (m)" and V.field_label("force", True) == "|force| (N)"
-    assert V.field_label("custom") == "custom"
+    """The viewer's labels come from io/fields.py, the one units table of the package."""
+    assert V.field_label is field_label and not hasattr(V, "FIELD_UNITS")
+    assert field_label("von_mises") == "von_mises (Pa)"
+    assert field_label("velocity", vector=True) == "velocity magnitude (m/s)"
+    assert field_label("impulse", vector=True) == "impulse magnitude (N s)"
+    assert field_label("gap") == "gap (m)" and field_label("force", True) == "force magnitude (N)"
+    assert field_label("stretch") == "stretch (-)" and field_label("custom") == "custom"
 
 
 def test_viewer_state_fields_bodies_markers_and_hidden_contacts(run_dir):
@@ -75,19 +82,26 @@ def test_viewer_state_fields_bodies_markers_and_hidden_contacts(run_dir):
     assert v.bodies == ["cube", "cable"]                      # not the ground (an obstacle), not the contacts
     assert {"von_mises", "velocity", "force", "state", "bend", "radius"} <= set(v.fields)
     assert "obstacle" not in v.fields
-    # markers relative to the touched bodies: the cable's radius (1 cm) and 5 % of the cube's 0.2 m: 1 cm
-    assert v.marker_radius(1.0) == pytest.approx(ROD_RADIUS)
     p = v.plotter
+
+    def marker_depths():
+        """How far the markers reach below the contacts (all at z = 0): under the cube (y < 0.2), on the cable."""
+        m = p.actors["3:contacts"].GetMapper().GetInput()
+        pts = np.asarray(m.GetPoints().GetData())
+        return -pts[pts[:, 1] < 0.2, 2].min(), -pts[pts[:, 1] > 0.2, 2].min()
+
+    # markers sized as `femcontact render` sizes them, to the body each contact touches: on the cable its
+    # radius (1 cm), under the cube 4 % of its diagonal (1.39 cm), not to the scene's extent
+    cube_marker = 0.04 * np.sqrt(3) * 0.2
     v.draw(3, field="von_mises")
-    assert "3:contacts" in p.actors
+    assert marker_depths() == pytest.approx((cube_marker, ROD_RADIUS), rel=0.02)
     bar = next(iter(p.scalar_bars.values()))
     assert bar.GetTitle() == "von_mises (Pa)"
-    glyph_bounds = np.asarray(p.actors["3:contacts"].GetBounds()).reshape(3, 2)
-    lowest = min(np.asarray(ds.points)[:, 2].min() for e, ds in v._loaded(3) if e["name"] == "contacts")
-    assert glyph_bounds[2, 0] == pytest.approx(lowest - 0.6 * ROD_RADIUS, abs=1e-4)   # spheres of 0.6 x the base
+    v.draw(3, marker=0.5)                                  # the page's slider scales them
+    assert marker_depths() == pytest.approx((0.5 * cube_marker, 0.5 * ROD_RADIUS), rel=0.02)
     v.draw(3, field="velocity", contacts=False)
     assert "3:contacts" not in p.actors
-    assert next(iter(p.scalar_bars.values())).GetTitle() == "|velocity| (m/s)"
+    assert next(iter(p.scalar_bars.values())).GetTitle() == "velocity magnitude (m/s)"
 
 
 def test_frame_and_follow_one_body(run_dir):

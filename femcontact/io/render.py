@@ -206,23 +206,33 @@ def _load(entries: list[dict[str, Any]]) -> list[tuple[dict[str, Any], Any]]:
 
 ROBOT_MARGIN = 1.6   # the default framing's growth when it leaves robots out (their fingers stay in view)
 FRAMING_POINTS = 256  # points per piece and frame kept to frame the camera on
+SCAN_FRAMES = 200    # frames read (spread over the series) for the framing and the colour range
 FADED = 0.45         # opacity of the robots the default framing leaves out (they would hide the object)
+
+
+def _sample_frames(frames: Sequence, limit: int = SCAN_FRAMES) -> list:
+    """At most ``limit`` of ``frames``, spread evenly over them (the first and the last among them)."""
+    if len(frames) <= limit:
+        return list(frames)
+    return [frames[k] for k in np.linspace(0, len(frames) - 1, limit).astype(int)]
 
 
 class _Pieces:
     """What the frames hold, piece by piece: bounds over all frames, obstacles, robots (a robot's link
     pieces ``<robot>/<link>`` and its rigid bodies, from the contacts' field data ``body_robots`` or
-    named ``<robot>.<link>``), and the scalar range and whether the scalar is a vector."""
+    named ``<robot>.<link>``), and the scalar range and whether the scalar is a vector.
 
-    def __init__(self, frames, scalars: str | None):
+    ``loaded_frames``: the frames to scan, each as :func:`_load` returns it ((entry, dataset) pairs)."""
+
+    def __init__(self, loaded_frames, scalars: str | None):
         self.bounds: dict[str, np.ndarray] = {}       # name -> (3, 2) lo/hi over the frames
         self.points: dict[str, list[np.ndarray]] = {}  # name -> up to FRAMING_POINTS of its points per frame
         self.obstacles: set[str] = set()
         self.robot_of: dict[str, str] = {}
         self.srange = [np.inf, -np.inf]
         self.vector = False
-        for _, entries in frames:
-            for e, ds in _load(entries):
+        for loaded in loaded_frames:
+            for e, ds in loaded:
                 name = e["name"]
                 if name == "contacts" and "body_robots" in ds.field_data:
                     for body, robot in zip(ds.field_data["body_names"], ds.field_data["body_robots"]):
@@ -306,12 +316,13 @@ class _Pieces:
         return pts, set(bodies) - set(subjects)
 
 
-def _available_arrays(frames) -> list[str]:
+def _available_arrays(loaded_frames) -> list[str]:
+    """The arrays to colour by in the loaded frames (not the ``obstacle`` marker or ``TimeValue``)."""
     names: set[str] = set()
-    for _, ds in _load(frames[-1][1]):
-        names |= set(ds.point_data) | set(ds.cell_data)
-    names.discard("TimeValue")
-    return sorted(names)
+    for loaded in loaded_frames:
+        for _, ds in loaded:
+            names |= set(ds.point_data) | set(ds.cell_data)
+    return sorted(names - {"TimeValue", "obstacle"})
 
 
 def _drop_missing_scalars(kw: dict[str, Any], mesh, scalars: str | None, color: str) -> dict[str, Any]:
@@ -348,7 +359,11 @@ def _marker_radii(loaded, contacts, default: float) -> np.ndarray:
     return np.where(np.isfinite(r), r, min(scale.values(), default=default))
 
 
-def _add_frame(p, loaded, *, scalars, clim, diag, time, bar_title=None, hidden=frozenset(), faded=frozenset()):
+def _add_frame(p, loaded, *, scalars, clim, diag, time, bar_title=None, hidden=frozenset(), faded=frozenset(),
+               marker_scale: float = 1.0) -> None:
+    """Draw one frame's pieces in ``p`` (its actors replaced): ``scalars`` coloured over ``clim`` with the bar
+    titled ``bar_title``, ``hidden`` pieces left out, ``faded`` ones translucent, contact markers
+    ``marker_scale`` times :func:`_marker_radii`, the time in the upper left; the camera is not moved."""
     import pyvista as pv
 
     p.clear_actors()
@@ -401,7 +416,7 @@ def _add_frame(p, loaded, *, scalars, clim, diag, time, bar_title=None, hidden=f
                 pts.point_data[name] = ds.point_data[name]
             if not has_s:
                 kw["color"] = "#d62728"
-            pts.point_data["marker_radius"] = _marker_radii(loaded, ds, 0.008 * diag)
+            pts.point_data["marker_radius"] = float(marker_scale) * _marker_radii(loaded, ds, 0.008 * diag)
             sphere = pv.Sphere(radius=1.0, theta_resolution=12, phi_resolution=12)
             glyphs = pts.glyph(geom=sphere, scale="marker_radius", orient=False)
             p.add_mesh(glyphs, **_drop_missing_scalars(kw, glyphs, scalars, kw.get("color", color)))
@@ -530,17 +545,16 @@ def render_series(pvd_path: str | os.PathLike, output: str | os.PathLike, *,
         if frame is not None:
             raise ParameterError("frame selects the frame of a picture; omit it for a movie")
         chosen = frames[::int(every)]
-    if scalars and scalars not in _available_arrays(frames) and all(
-            _scalar_values(ds, scalars) is None for _, entries in chosen for _, ds in _load(entries)):
-        raise ParameterError(f"no piece has an array {scalars!r}; available: "
-                             f"{', '.join(_available_arrays(frames)) or 'none'}")
+    if scalars:
+        available = _available_arrays([_load(frames[-1][1])])
+        if scalars not in available and all(
+                _scalar_values(ds, scalars) is None for _, entries in chosen for _, ds in _load(entries)):
+            raise ParameterError(f"no piece has an array {scalars!r}; available: {', '.join(available) or 'none'}")
 
     ensure_offscreen()
     import pyvista as pv
 
-    scan = frames if len(frames) <= 200 else [frames[k] for k in
-                                              np.linspace(0, len(frames) - 1, 200).astype(int)]
-    pieces = _Pieces(scan + chosen, scalars)
+    pieces = _Pieces((_load(entries) for _, entries in _sample_frames(frames) + chosen), scalars)
     hidden: set[str] = set()
     for name in hide:
         sel = pieces.matching(name)

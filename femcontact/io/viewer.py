@@ -7,14 +7,16 @@ and streamed to the page as images. The page has (toolbar and side panel):
 - a time slider and a play button (the series is re-read while the page is open, so a run that
   is still writing shows its new frames);
 - "colour by": any point or cell array of the pieces (vectors by magnitude), its name and unit
-  (:data:`FIELD_UNITS`) on the colour bar, the range fixed over the frames;
-- "contacts": show or hide the contact points; their markers are sized relative to the bodies
-  the contacts touch (a cable's radius, 5 % of a ball's size), not to the scene's extent, and a
-  slider scales them;
-- "body": frame one body (the camera fits it), "follow" keeps it in view as it moves.
+  (:data:`femcontact.io.fields.FIELD_UNITS`) on the colour bar, the range fixed over the frames;
+- "contacts": show or hide the contact points; their markers are sized to the bodies each contact
+  touches (a cable's radius, 4 % of a ball's diagonal), not to the scene's extent, and a slider
+  scales them (1: as ``femcontact render`` draws them);
+- "body": frame one body or robot over the frames, "follow" frames it where it is and keeps it in
+  view as it moves.
 
-Pieces are drawn as :func:`femcontact.io.render.render_series` draws them (its colours, camera
-and per-kind styles are reused). In Python, :func:`view` serves the same page; inside a
+Frames are drawn by :mod:`femcontact.io.render`'s own functions (its pieces, colours, per-kind
+styles, marker sizes and camera framing: by default the bodies that are not robots, the robots
+faded around them). In Python, :func:`view` serves the same page; inside a
 Jupyter notebook it runs on the kernel's event loop and the returned :class:`Viewer` displays
 as the page in an output cell.
 
@@ -35,33 +37,19 @@ import numpy as np
 
 from ..errors import FemcontactError, ParameterError
 from . import render as _render
+from .fields import field_label
+from .vtk import pvd_frames
 
-__all__ = ["FIELD_UNITS", "field_label", "Viewer", "view", "add_view_command", "ViewerUnavailable",
-           "require_viewer", "serve_from_args", "free_port"]
+__all__ = ["Viewer", "view", "add_view_command", "ViewerUnavailable", "require_viewer", "serve_from_args",
+           "free_port"]
 
-#: Units of the arrays femcontact writes (name -> unit; "1" dimensionless). Arrays not listed are
-#: labelled by name only.
-FIELD_UNITS: dict[str, str] = {
-    "von_mises": "Pa", "stress": "Pa", "displacement": "m", "velocity": "m/s",
-    "angular_velocity": "rad/s", "force": "N", "impulse": "N s", "gap": "m", "normal": "1",
-    "radius": "m", "stretch": "1", "shear": "1", "bend": "1/m", "twist": "rad/m",
-    "state": "0 open, 1 stick, 2 slip", "body_a": "index", "body_b": "index",
-}
 _INSTALL = 'pip install "femcontact[view]"'
-_HIDDEN_ARRAYS = {"obstacle", "TimeValue"}
-_MARKER_SCALE = 0.6       # default contact marker radius / the scene's marker base (_marker_base)
-_SCAN_FRAMES = 60         # frames sampled for bounds and colour ranges
+_MARKER_SCALE = 1.0       # default contact marker size, times render.py's (_marker_radii): the same as a picture
+_SCAN_FRAMES = 60         # frames read (spread over the series) for the framing and the colour ranges
 
 
 class ViewerUnavailable(FemcontactError, ImportError):
     """The optional viewer packages (trame) are not installed."""
-
-
-def field_label(name: str, vector: bool = False) -> str:
-    """Colour bar title of an array: ``"von_mises (Pa)"``, ``"|velocity| (m/s)"`` for a vector."""
-    unit = FIELD_UNITS.get(name)
-    base = f"|{name}|" if vector else name
-    return f"{base} ({unit})" if unit else base
 
 
 def require_viewer() -> None:
@@ -93,16 +81,6 @@ def free_port(host: str = "127.0.0.1") -> int:
         return int(s.getsockname()[1])
 
 
-def _marker_base(ds, kind: str) -> float | None:
-    """A piece's contact-marker size: a rod's radius; 5 % of the geometric mean of another body's box
-    extents (a ball's or a finger's size, a thin mat's a little more than its thickness)."""
-    if kind == "lines" and "radius" in ds.point_data and ds.n_points:
-        return float(np.median(np.asarray(ds.point_data["radius"])))
-    ext = np.diff(np.asarray(ds.bounds).reshape(3, 2), axis=1).ravel()
-    ext = ext[ext > 0]
-    return 0.05 * float(np.exp(np.log(ext).mean())) if ext.size else None
-
-
 class Viewer:
     """An interactive view of one series: a trame server around an offscreen PyVista plotter.
 
@@ -121,21 +99,22 @@ class Viewer:
             raise ParameterError(f"fps must be > 0, got {fps}")
         self._mtime = -1.0
         self._cache: dict[int, list] = {}
+        self._pieces: Any = None
+        self._clims: dict[str, tuple[Any, str]] = {}
         self.frames: list = []
         self._reload()
         if not self.frames:
             raise FemcontactError(f"{self.pvd} lists no frames yet; wait for the run's first frame")
-        names = self._piece_kinds()
-        self.bodies = [n for n, k in names.items() if k != "points" and not self._obstacle(n)]
-        self.fields = self._field_names()
+        last = len(self.frames) - 1
+        self.fields = _render._available_arrays([self._loaded(0), self._loaded(last)])
         if field and field not in self.fields:
             raise ParameterError(f"no piece has an array {field!r}; available: {', '.join(self.fields) or 'none'}")
+        self.bodies = self._body_names()
         if body and body not in self.bodies:
             raise ParameterError(f"no body {body!r} in the series; bodies: {', '.join(self.bodies)}")
         self.port: int | None = None
-        self._clims: dict[str, Any] = {}
         self._follow_center: np.ndarray | None = None
-        self._marker_base: float | None = None
+        self._faded: set[str] = set()
         self._init = {"field": field or "", "contacts": bool(contacts), "body": body or "",
                       "follow": bool(follow)}
         self._window_size = window_size
@@ -152,7 +131,9 @@ class Viewer:
             return False
         n = len(self.frames)
         self._mtime = mtime
-        self.frames = _render._frames(self.pvd)
+        self.frames = pvd_frames(self.pvd)
+        self._pieces = None                 # bounds and colour ranges over the new frames too
+        self._clims.clear()
         return len(self.frames) != n
 
     def _loaded(self, i: int) -> list:
@@ -162,61 +143,36 @@ class Viewer:
             self._cache[i] = _render._load(self.frames[i][1])
         return self._cache[i]
 
-    def _piece_kinds(self) -> dict[str, str]:
-        return {e["name"]: _render._kind(ds) for e, ds in self._loaded(len(self.frames) - 1)}
+    def _sample(self):
+        """The loaded frames scanned for the framing and the colour ranges (render.py's sample of them)."""
+        return (self._loaded(k) for k in _render._sample_frames(range(len(self.frames)), _SCAN_FRAMES))
 
-    def _obstacle(self, name: str) -> bool:
-        return any(e["name"] == name and _render._is_obstacle(ds) for e, ds in self._loaded(len(self.frames) - 1))
+    @property
+    def pieces(self) -> Any:
+        """render.py's scan of the series (:class:`femcontact.io.render._Pieces`): bounds, obstacles, robots."""
+        if self._pieces is None:
+            self._pieces = _render._Pieces(self._sample(), None)
+        return self._pieces
 
-    def _field_names(self) -> list[str]:
-        names: set[str] = set()
-        for i in {0, len(self.frames) - 1}:
-            for _, ds in self._loaded(i):
-                names |= set(ds.point_data) | set(ds.cell_data)
-        return sorted(names - _HIDDEN_ARRAYS)
+    def _body_names(self) -> list[str]:
+        """The pieces a camera can frame (not obstacles, contacts or a robot's doubly drawn rigid bodies), then
+        the robots' names (all their pieces)."""
+        pieces = self.pieces
+        kinds = {e["name"]: _render._kind(ds) for e, ds in self._loaded(len(self.frames) - 1)}
+        names = [n for n in pieces.names if n not in pieces.obstacles and n not in pieces.drawn_twice
+                 and kinds.get(n) != "points"]
+        return names + sorted(set(pieces.robot_of.values()) - set(names))
 
-    def _sample(self) -> list:
-        n = len(self.frames)
-        idx = range(n) if n <= _SCAN_FRAMES else np.linspace(0, n - 1, _SCAN_FRAMES).astype(int)
-        return [self.frames[k] for k in idx]
+    def _colouring(self, field: str) -> tuple[Any, str]:
+        """The colour range of ``field`` over the frames and its bar title (name, unit)."""
+        if field not in self._clims:
+            scan = _render._Pieces(self._sample(), field)
+            self._clims[field] = (scan.clim, field_label(field, scan.vector))
+        return self._clims[field]
 
-    def _is_vector(self, field: str) -> bool:
-        for _, ds in self._loaded(len(self.frames) - 1):
-            for data in (ds.point_data, ds.cell_data):
-                if field in data:
-                    return np.asarray(data[field]).ndim > 1
-        return False
-
-    def marker_radius(self, scale: float) -> float:
-        """Contact marker radius: ``scale`` times the smallest marker base (:func:`_marker_base`: a cable's
-        radius, 5 % of a solid's size) of the bodies the contacts touch, so markers stay smaller than a
-        thin cable or a small ball however large the scene."""
-        if self._marker_base is None:
-            touched, every = set(), {}
-            for _, entries in self._sample():
-                loaded = _render._load(entries)
-                pts = [np.asarray(ds.points) for _, ds in loaded if _render._kind(ds) == "points" and ds.n_points]
-                pts = np.vstack(pts) if pts else np.zeros((0, 3))
-                for e, ds in loaded:
-                    if e["name"] not in self.bodies or not ds.n_points:
-                        continue
-                    base = _marker_base(ds, _render._kind(ds))
-                    if base:
-                        every[e["name"]] = min(base, every.get(e["name"], np.inf))
-                    b = np.asarray(ds.bounds).reshape(3, 2)
-                    pad = 0.02 * np.linalg.norm(b[:, 1] - b[:, 0]) + 1e-12
-                    if len(pts) and np.all((pts >= b[:, 0] - pad) & (pts <= b[:, 1] + pad), axis=1).any():
-                        touched.add(e["name"])
-            sizes = [every[n] for n in (touched or every) if n in every]
-            self._marker_base = min(sizes) if sizes else self._diag * 0.005
-        return float(scale) * self._marker_base
-
-    def _body_box(self, name: str, i: int) -> tuple[np.ndarray, np.ndarray] | None:
-        for e, ds in self._loaded(i):
-            if e["name"] == name and ds.n_points:
-                b = np.asarray(ds.bounds).reshape(3, 2)
-                return b[:, 0], b[:, 1]
-        return None
+    def _body_in_frame(self, body: str, i: int) -> np.ndarray:
+        """Points (k, 3) of ``body`` (a piece or a robot) in frame ``i``; none when it is not there."""
+        return _render._Pieces([self._loaded(i)], None).cloud(self.pieces.matching(body))
 
     # -- drawing --------------------------------------------------------------------------
     def _build(self) -> None:
@@ -225,63 +181,43 @@ class Viewer:
 
         self.plotter = pv.Plotter(off_screen=True, window_size=list(self._window_size))
         self.plotter.set_background("white")
-        self._lo, self._hi, _ = _render._scan(self._sample(), None)
-        self._diag = float(np.linalg.norm(self._hi - self._lo)) or 1.0
-        self._frame_camera(self._init["body"], len(self.frames) - 1)
+        framed, _ = self.pieces.framing(None, self.pieces.drawn_twice)
+        self._diag = float(np.linalg.norm(framed.max(0) - framed.min(0))) or 1.0
+        self._frame_camera(self._init["body"], len(self.frames) - 1, self._init["follow"])
 
-    def _frame_camera(self, body: str, i: int) -> None:
-        """Fit the camera to ``body`` in frame ``i`` (all bodies over all frames when ""), leaving the right
-        for the colour bar whether or not a field is shown, so choosing one does not move the view."""
-        box = self._body_box(body, i) if body else None
-        lo, hi = box if box is not None else (self._lo, self._hi)
-        _render._setup_camera(self.plotter, lo, hi, None, _render.BAR_SPACE)
-        self._follow_center = 0.5 * (lo + hi) if box is not None else None
+    def _frame_camera(self, body: str, i: int, follow: bool = False) -> None:
+        """Point the camera as ``femcontact render`` does: at ``body`` over all frames, or at it in frame ``i``
+        when ``follow`` (the camera then moves with it); with no body, render.py's default framing (robots
+        drawn faded). The right of the picture is kept for the colour bar whether or not a field is shown,
+        so choosing one does not move the view."""
+        here = self._body_in_frame(body, i) if body else np.zeros((0, 3))
+        if body and follow and len(here):
+            pts, self._faded = here, set()
+        else:
+            pts, self._faded = self.pieces.framing(body or None, self.pieces.drawn_twice)
+        _render._setup_camera(self.plotter, pts, None, _render.BAR_SPACE)
+        self._follow_center = 0.5 * (here.min(0) + here.max(0)) if len(here) else None
 
     def draw(self, i: int, *, field: str = "", contacts: bool = True, marker: float = _MARKER_SCALE,
              body: str = "", follow: bool = False) -> None:
         """Draw frame ``i`` (from 0) in the plotter with the page's options."""
-        import pyvista as pv
-
         i = max(0, min(int(i), len(self.frames) - 1))
-        loaded = self._loaded(i)
-        field = field or None
-        if field and field not in self._clims:
-            self._clims[field] = _render._scan(self._sample(), field)[2]
-        clim = self._clims.get(field) if field else None
         p = self.plotter
         if follow and body:
-            box = self._body_box(body, i)
-            if box is not None:
-                c = 0.5 * (box[0] + box[1])
+            here = self._body_in_frame(body, i)
+            if len(here):
+                c = 0.5 * (here.min(0) + here.max(0))
                 if self._follow_center is not None:
                     d = c - self._follow_center
                     pos, foc, up = p.camera_position
                     p.camera_position = [tuple(np.add(pos, d)), tuple(np.add(foc, d)), up]
                 self._follow_center = c
         cam = p.camera_position
-        points = [(e, ds) for e, ds in loaded if _render._kind(ds) == "points"]
-        _render._add_frame(p, [(e, ds) for e, ds in loaded if _render._kind(ds) != "points"],
-                           scalars=field, clim=clim, diag=self._diag, time=self.frames[i][0])
-        if contacts:
-            r = self.marker_radius(marker)
-            sphere = pv.Sphere(radius=r, theta_resolution=10, phi_resolution=10)
-            for e, ds in points:
-                if not ds.n_points:
-                    continue
-                pts = pv.PolyData(np.asarray(ds.points))
-                for name in ds.point_data:
-                    pts.point_data[name] = ds.point_data[name]
-                glyphs = pts.glyph(geom=sphere, scale=False, orient=False)
-                kw: dict[str, Any] = {"color": "#d62728"}
-                if field and field in glyphs.point_data:
-                    kw = {"scalars": field, "clim": clim, "cmap": "viridis", "show_scalar_bar": not p.scalar_bars,
-                          "scalar_bar_args": {"title": field, "color": "black", "vertical": True,
-                                              "position_x": 1.0 - _render.BAR_SPACE + 0.03, "width": 0.07,
-                                              "fmt": "%.3g"}}
-                p.add_mesh(glyphs, name=f"{e['part']}:{e['name']}", reset_camera=False, **kw)
-        if field and p.scalar_bars:
-            for bar in p.scalar_bars.values():
-                bar.SetTitle(field_label(field, self._is_vector(field)))
+        clim, title = self._colouring(field) if field else (None, None)
+        hidden = self.pieces.drawn_twice | (set() if contacts else {"contacts"})
+        _render._add_frame(p, self._loaded(i), scalars=field or None, clim=clim, diag=self._diag,
+                           time=self.frames[i][0], bar_title=title, hidden=hidden, faded=self._faded,
+                           marker_scale=marker)
         p.add_text(f"t = {self.frames[i][0]:.4g} s   frame {i + 1}/{len(self.frames)}", position="upper_left",
                    font_size=12, color="black", name="time")
         p.camera_position = cam
@@ -302,9 +238,11 @@ class Viewer:
         server = get_server(f"femcontact-view-{id(self)}", client_type="vue3")
         state, ctrl = server.state, server.controller
         state.trame__title = f"femcontact · {self.pvd.parent.name}"
+        last = self._loaded(len(self.frames) - 1)
         state.update({"frame": len(self.frames) - 1, "n_frames": len(self.frames), "playing": False,
                       "marker": _MARKER_SCALE, "fields": [{"title": "body colours", "value": ""}]
-                      + [{"title": field_label(f, self._is_vector(f)), "value": f} for f in self.fields],
+                      + [{"title": field_label(f, _render._Pieces([last], f).vector), "value": f}
+                         for f in self.fields],
                       "bodies": [{"title": "all bodies", "value": ""}]
                       + [{"title": b, "value": b} for b in self.bodies], **self._init})
 
@@ -334,13 +272,13 @@ class Viewer:
                     for delay in (0.6, 1.5):
                         loop.call_later(delay, push, pushes[0])
 
-        @state.change("frame", "field", "contacts", "marker", "follow")
+        @state.change("frame", "field", "contacts", "marker")
         def _on_change(**_):
             redraw()
 
-        @state.change("body")
-        def _on_body(body, **_):
-            self._frame_camera(body, state.frame)
+        @state.change("body", "follow")
+        def _on_body(body, follow, **_):
+            self._frame_camera(body, state.frame, follow)
             redraw()
 
         async def play():
@@ -386,7 +324,8 @@ class Viewer:
                     v3.VCheckbox(label="contacts", v_model=("contacts",), hide_details=True, density="compact")
                     v3.VSlider(label="marker", v_model_number=("marker",), min=0.1, max=3.0, step=0.1,
                                disabled=("!contacts",), hide_details=True, density="compact", classes="mb-4",
-                               title="contact marker radius, relative to the bodies the contacts touch")
+                               title="contact marker radius, relative to the bodies the contacts touch "
+                                     "(1: as femcontact render draws them)")
                     v3.VSelect(label="body", v_model=("body",), items=("bodies",), hide_details=True,
                                density="compact")
                     v3.VCheckbox(label="follow the body", v_model=("follow",), disabled=("!body",),
@@ -519,7 +458,7 @@ def add_view_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-browser", action="store_true",
                    help="only print the address, do not open a browser (none opens where there is no display)")
     p.add_argument("--field", default=None, metavar="NAME", help="array to colour by at start, e.g. von_mises")
-    p.add_argument("--body", default=None, metavar="NAME", help="piece to frame at start")
+    p.add_argument("--body", default=None, metavar="NAME", help="body (a piece or a robot) to frame at start")
     p.add_argument("--hide-contacts", action="store_true", help="start with the contact points hidden")
 
 
