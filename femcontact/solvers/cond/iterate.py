@@ -289,6 +289,7 @@ def cond_iterate(P: ti.types.ndarray(), blocks: ti.types.ndarray(), V: ti.types.
         out += part
     out[2] = alpha
     S[slot] = out
+    ITER_I.slot.put(Pi, 0, (slot + 1) % S.shape[0])     # the next iteration's slot (no upload where no host view)
 
 
 @ti.kernel

@@ -176,7 +176,8 @@ VROWS = Rows("V", "V_PREV", "V_STAR", "G", "G_PREV", "B", "D_ROD", "D_ROD_PREV",
 # cond_iterate's scalars (one row each): a float or an int outside [-5, 256] among a kernel's arguments makes
 # quadrants marshal every argument afresh on each launch (docs/PERFORMANCE.md, issue 28), so they travel in
 # these, written through the host view (``HostScalars``). Per iteration: α in (≤ 0: the previous slot's), ν,
-# the ring slot; per solve: u, ω, the FEM interval [a, b] and scale c, and the row and contact counts.
+# the ring slot (advanced by the kernel itself); per solve: u, ω, the FEM interval [a, b] and scale c, and
+# the row and contact counts.
 ITER_F = Table("iter_f", float, [("alpha", "s"), ("nu", "s"), ("u", "s"), ("omega", "s"), ("fem_a", "s"),
                                  ("fem_b", "s"), ("fem_c", "s")])
 ITER_I = Table("iter_i", ti.i32, [("slot", "s"), ("n0", "s"), ("nv", "s"), ("nc", "s"), ("nrods", "s")])
@@ -196,11 +197,20 @@ class HostScalars:
         self.stale = False
 
     def set(self, **values) -> None:
-        """Write the named scalar columns."""
+        """Write the named scalar columns (an upload is due only where a value changed)."""
+        row = self.host[0]
+        for name, value in values.items():
+            off = self.table.columns[name].off
+            old = row[off]
+            row[off] = value
+            if self.view is None and not row[off] == old:
+                self.stale = True
+
+    def mirror(self, **values) -> None:
+        """Record values a kernel wrote into the device copy itself (the host copy follows; no upload)."""
         row = self.host[0]
         for name, value in values.items():
             row[self.table.columns[name].off] = value
-        self.stale = self.view is None
 
     def sync(self):
         """The device array, uploaded first if ``set`` changed it where there is no host view."""

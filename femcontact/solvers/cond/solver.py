@@ -346,6 +346,7 @@ class CondSolver:
                      self._VNf, self._VNi, self._rod_start, self._rod_rows, self._F, self._stats,
                      self._iter_f.sync(), self._iter_i.sync(), STRICT if o.operator == "strict" else PROXIMAL,
                      o.step == "bb", self._has_blocks, self.n_rods > 0, fem)
+        self._iter_i.mirror(slot=(slot + 1) % self._check_every)     # the kernel advanced it
 
     def _fem_step_pays(self, fixed, n0: int, nvx: int) -> bool:
         """fem_step "auto": take the FEM sweeps in this step? Only where the stall is the FEM rows'
