@@ -19,14 +19,15 @@ and axis, radius; rigid body index, proxy kind, which entities it is tested agai
 from __future__ import annotations
 
 from ..backend import ti
-from ..solvers.cond.layout import HostScalars, Table  # noqa: F401  (HostScalars: DETECT_F/I's holder)
+from ..solvers.cond.layout import Table
 
 SDF = Table("sdf", ti.i32, [("kind", "s"), ("aux", "s"), ("entity", "s"), ("rigid", "s")])
 PROXY_F = Table("proxy_f", float, [("point", "v3"), ("axis", "v3"), ("radius", "s")])
 PROXY_I = Table("proxy_i", ti.i32, [("rigid", "s"), ("kind", "s"), ("against", "s")])
 # scalars of the detection kernels on a resting rigid or FEM body's path (detect_rigid, detect_obstacles):
 # a float or an int outside [-5, 256] among a kernel's arguments makes quadrants marshal every argument
-# afresh on each launch (docs/PERFORMANCE.md, issue 28), so they are one-row tables (``HostScalars``):
+# afresh on each launch (docs/PERFORMANCE.md, issue 28), so they are one-row tables (held by
+# ``layout.HostScalars`` in ``tables.DetectionTables``):
 # the detection margin, the step, the FEM-vs-rigid-sample dedup distance; the node, FEM surface vertex and
 # rigid proxy counts
 DETECT_F = Table("detect_f", float, [("margin", "s"), ("dt", "s"), ("dedup", "s")])
