@@ -17,7 +17,8 @@ assembly (``Simulator.assemble``), detection (``CollisionPipeline.collide``), an
 (``apply`` + ``update``), advance (``advance_all`` + ``after_advance``), energy monitor
 (``after_step``). Launches per step count every kernel call of the runtime.
 
-``cube``: the 2,187-DOF soft cube of tools/bench_step.py dropped onto the ground under COND; after
+``cube``: the 2,187-DOF soft cube of tools/bench_step.py dropped onto the ground under COND (``--fem-step``
+auto: the default FEM step, ``fem_sweeps`` Chebyshev sweeps; jacobi: without it); after
 its first 40 steps (contact established) every step's µs per COND iteration
 (``SolveStats.extra["us_per_iteration"]``: the iteration loop's wall time / iterations) is taken,
 and in the same process one bare ``bsr_matvec`` of its A and one bare ``iterate_once`` launch.
@@ -179,8 +180,10 @@ def floor(sim) -> tuple[float, float]:
             med(lambda: bsr_matvec(A.indptr, A.indices, A.blocks, sim.state.v, y, A.n), 400))
 
 
-def cube(steps: int) -> dict:
-    sim = fc.Simulator(cube_scene("cond"))
+def cube(steps: int, fem_step: str = "auto") -> dict:
+    scene = cube_scene("cond")
+    scene.solver_options["fem_step"] = fem_step
+    sim = fc.Simulator(scene)
     for _ in range(40):
         sim.step()
     us, its = [], []
@@ -213,6 +216,8 @@ def main(argv=None) -> None:
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--profile", action="store_true", help="cProfile the sphere's steps (top 25 by tottime)")
     p.add_argument("--launches", action="store_true", help="print launches per step by kernel")
+    p.add_argument("--fem-step", nargs="+", default=["auto"],
+                   help="COND fem_step of the cube (auto: the default, fem_sweeps Chebyshev sweeps; jacobi: none)")
     a = p.parse_args(argv)
     backend.init()
     src = fc.__file__
@@ -229,9 +234,9 @@ def main(argv=None) -> None:
                     print(f"      {k:36s} {v:5.2f}/step {r['launch_us'][k]:7.1f} us/launch")
             if r["prof"] is not None:
                 r["prof"].sort_stats("tottime").print_stats(25)
-    if "cube" in a.part:
-        r = cube(min(a.steps, 60))
-        print(f"cube cond DOF 2187  contacts {r['contacts']}  iters/step {r['iters']:.0f}  "
+    for fem_step in (a.fem_step if "cube" in a.part else []):
+        r = cube(min(a.steps, 60), fem_step)
+        print(f"cube cond fem_step {fem_step}  DOF 2187  contacts {r['contacts']}  iters/step {r['iters']:.0f}  "
               f"us/iteration median {r['us_per_it']:.1f} (min {r['us_per_it_min']:.1f})  bare iterate_once "
               f"{r['bare_iterate_us']:.1f} us  matvec {r['matvec_us']:.1f} us  empty launch {r['empty_us']:.1f} us  "
               f"ratio {r['us_per_it'] / r['matvec_us']:.2f} matvecs", flush=True)

@@ -16,8 +16,8 @@ Per scene × solver it prints DOF, mean contacts, mean solver iterations, the me
 wall ms per step (``StepStats.ms_total`` over the measured steps; warm-up steps, which include
 compilation, are left out), the detection / assembly / solve split (median ms), kernel launches
 per step, the process CPU ms per step (all threads; less sensitive than wall time to other
-processes on a shared machine), and the ms per step spent inside Taichi kernel calls (argument marshalling + launch +
-execution). Launches are counted by wrapping the runtime's ``Kernel.__call__`` (``taichi.lang.kernel_impl``,
+processes on a shared machine), the ms per step spent inside Taichi kernel calls (argument marshalling + launch +
+execution) and that time per launch (``us/l``, µs). Launches are counted by wrapping the runtime's ``Kernel.__call__`` (``taichi.lang.kernel_impl``,
 ``quadrants.lang.kernel``; every ``@ti.kernel`` call goes through it; the wrapper costs < 1 µs). The
 runtime is ``femcontact.backend``'s (``FEMCONTACT_RUNTIME=quadrants|taichi``), named in the first line. With ``--kernel-time`` Taichi's
 kernel profiler is switched on (``ti.init(kernel_profiler=True)``) and the kernels' own execution
@@ -213,7 +213,7 @@ def main(argv=None) -> None:
     ref = dict(np.load(a.compare)) if a.compare else None
     saved = {}
     hdr = (f"{'scene':8s} {'solver':7s} {'DOF':>5s} {'contacts':>8s} {'iters':>6s} {'ms med':>8s} {'ms mean':>8s} "
-           f"{'detect':>7s} {'assem':>7s} {'solve':>8s} {'advance':>7s} {'launch':>7s} {'ms in k':>8s} "
+           f"{'detect':>7s} {'assem':>7s} {'solve':>8s} {'advance':>7s} {'launch':>7s} {'ms in k':>8s} {'us/l':>6s} "
            f"{'k exec':>7s} {'cpu ms':>7s} {'empty us':>8s} {'Av us':>7s}")
     print(hdr)
     for name in a.scenes:
@@ -222,6 +222,7 @@ def main(argv=None) -> None:
             line = (f"{name:8s} {solver:7s} {r['dof']:5d} {r['contacts']:8.1f} {r['iterations']:6.2f} "
                     f"{r['ms_median']:8.3f} {r['ms_mean']:8.3f} {r['ms_detection']:7.3f} {r['ms_assembly']:7.3f} "
                     f"{r['ms_solve']:8.3f} {r['ms_advance']:7.3f} {r['launches']:7.1f} {r['ms_in_kernels']:8.3f} "
+                    f"{1e3 * r['ms_in_kernels'] / max(r['launches'], 1e-9):6.1f} "
                     f"{r['ms_kernel_exec']:7.3f} {r['cpu_ms']:7.3f} {r['floor_empty_us']:8.1f} {r['floor_matvec_us']:7.1f}")
             key = f"{name}_{solver}"
             if ref is not None and f"{key}_x" in ref:

@@ -122,7 +122,8 @@ class StictionAnchors:
         self._now = None
         if c == 0:
             return
-        d = contacts.to_numpy()
+        d = contacts.read("node_a", "node_b", "frame", "point", "mu", "v_world")     # what apply and update use
+        d["normal"] = d["frame"][:, 2, :]
         keys = contact_keys(contacts, d)
         prev = match_previous(self.keys, self.points, keys, d["point"], MATCH_RADIUS)
         s = np.zeros((c, 3))

@@ -151,18 +151,21 @@ class ContactSet:
         (n, 3): a real node's own, a virtual node's ``J_v v``, the world's ``v_world`` for side A of
         an S-contact; ``data``: this step's ``to_numpy()`` when the caller already has it."""
         d = self.to_numpy() if data is None else data
-        n, out = self.n_nodes, []
-        vd = self.virtual_to_numpy() if self.n_virtual else None
+        n, out, vd = self.n_nodes, [], None
         for side in ("node_a", "node_b"):
             node = d[side].astype(np.int64)
             vel = np.where((node < 0)[:, None], d["v_world"], 0.0)
             real = (node >= 0) & (node < n)
             vel[real] = v[node[real]]
             virt = np.flatnonzero(node >= n)
-            for k in range(4 if virt.size else 0):
-                links = vd["node"][node[virt] - n, k]
+            if virt.size:                     # Σ_k W_k v[link_k] over the links in use, added in k order
+                vd = self.virtual_to_numpy() if vd is None else vd
+                q = node[virt] - n
+                links = vd["node"][q]
                 ok = links >= 0
-                vel[virt[ok]] += np.einsum("mij,mj->mi", vd["weight"][node[virt[ok]] - n, k], v[links[ok]])
+                t = np.einsum("mkij,mkj->mki", vd["weight"][q], v[np.where(ok, links, 0)])
+                t[~ok] = 0.0
+                vel[virt] = vel[virt] + t[:, 0] + t[:, 1] + t[:, 2] + t[:, 3]
             out.append(vel)
         return out[0], out[1]
 

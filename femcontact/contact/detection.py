@@ -56,7 +56,7 @@ from .emit import (emit, pose_of, rigid_point_node, rigid_point_reach, triangle_
 from .narrowphase import BOUND, closest_on_triangle, contact_frame, in_tet, shape_sdf
 from ..bodies.rigid import quat_matrix
 from ..smallmat import mTv, mv
-from .schema import PROXY_F, PROXY_I, SDF
+from .schema import DETECT_F, DETECT_I, PROXY_F, PROXY_I, SDF
 from .shapes import HALFSPACE
 
 MAX_RINGS = 8          # deep-penetration search: up to margin + MAX_RINGS * h around a vertex
@@ -64,18 +64,19 @@ SLOTS = 2              # bodies A considered per vertex in D-contacts
 
 
 @ti.kernel
-def detect_obstacles(x: ti.types.ndarray(), surf: ti.types.ndarray(), n_surf: ti.i32,
-                     node_body: ti.types.ndarray(), fixed: ti.types.ndarray(), pair_row: ti.types.ndarray(),
-                     sdf: ti.types.ndarray(), n_obs: ti.i32,
-                      obs_f: ti.types.ndarray(),
+def detect_obstacles(x: ti.types.ndarray(), surf: ti.types.ndarray(), det_f: ti.types.ndarray(),
+                     det_i: ti.types.ndarray(), node_body: ti.types.ndarray(), fixed: ti.types.ndarray(),
+                     pair_row: ti.types.ndarray(), sdf: ti.types.ndarray(), n_obs: ti.i32,
+                     obs_f: ti.types.ndarray(),
                      obs_pose: ti.types.ndarray(), grid: ti.types.ndarray(), mus: ti.types.ndarray(),
-                     axes: ti.types.ndarray(), margin: float, s_range: ti.types.ndarray(),
-                     s_point: ti.types.ndarray(), dedup: float, n_nodes: ti.i32,
+                     axes: ti.types.ndarray(), s_range: ti.types.ndarray(), s_point: ti.types.ndarray(),
                      counters: ti.types.ndarray(), c_node_a: ti.types.ndarray(), c_node_b: ti.types.ndarray(),
                      c_frame: ti.types.ndarray(), c_phi: ti.types.ndarray(), c_mu: ti.types.ndarray(),
                      c_vw: ti.types.ndarray(), c_point: ti.types.ndarray(), c_param: ti.types.ndarray(),
                      c_imp: ti.types.ndarray(), c_status: ti.types.ndarray(), vn_node: ti.types.ndarray(),
                      vn_weight: ti.types.ndarray()):
+    margin, dedup = DETECT_F.margin.get(det_f, 0), DETECT_F.dedup.get(det_f, 0)
+    n_surf, n_nodes = DETECT_I.n_surf.get(det_i, 0), DETECT_I.n_nodes.get(det_i, 0)
     for s in range(n_surf):
         i = surf[s]
         if fixed[i] == 0:
@@ -440,12 +441,13 @@ def rigid_poses(x: ti.types.ndarray(), v: ti.types.ndarray(), quat: ti.types.nda
 
 @ti.kernel
 def detect_rigid(x: ti.types.ndarray(), v: ti.types.ndarray(), quat: ti.types.ndarray(),
-                 proxy_f: ti.types.ndarray(), proxy_i: ti.types.ndarray(), n_prox: ti.i32,
+                 proxy_f: ti.types.ndarray(), proxy_i: ti.types.ndarray(), det_f: ti.types.ndarray(),
+                 det_i: ti.types.ndarray(),
                  rigid_lin: ti.types.ndarray(), com_local: ti.types.ndarray(),
                  rigid_body: ti.types.ndarray(), fixed: ti.types.ndarray(), pair_row: ti.types.ndarray(),
                  sdf: ti.types.ndarray(), n_obs: ti.i32, obs_f: ti.types.ndarray(), obs_pose: ti.types.ndarray(),
-                 grid: ti.types.ndarray(), mus: ti.types.ndarray(), axes: ti.types.ndarray(), margin: float,
-                 dt: float, n_nodes: ti.i32, poses: ti.template(), counters: ti.types.ndarray(),
+                 grid: ti.types.ndarray(), mus: ti.types.ndarray(), axes: ti.types.ndarray(),
+                 poses: ti.template(), counters: ti.types.ndarray(),
                  c_node_a: ti.types.ndarray(),
                  c_node_b: ti.types.ndarray(), c_frame: ti.types.ndarray(), c_phi: ti.types.ndarray(),
                  c_mu: ti.types.ndarray(), c_vw: ti.types.ndarray(), c_point: ti.types.ndarray(),
@@ -464,6 +466,8 @@ def detect_rigid(x: ti.types.ndarray(), v: ti.types.ndarray(), quat: ti.types.nd
     its own loop, finished before the proxies' loop starts), saving ``rigid_poses``' launch when this is
     the step's first reader of the poses (``CollisionPipeline._prepare``).
     """
+    margin, dt = DETECT_F.margin.get(det_f, 0), DETECT_F.dt.get(det_f, 0)
+    n_prox, n_nodes = DETECT_I.n_prox.get(det_i, 0), DETECT_I.n_nodes.get(det_i, 0)
     if ti.static(poses):
         n_rigid = rigid_lin.shape[0]        # the rigid bodies are the last n_rigid of the n_obs SDF entities
         _rigid_poses(x, v, quat, rigid_lin, com_local, n_obs - n_rigid, n_rigid, obs_pose)

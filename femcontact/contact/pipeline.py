@@ -98,8 +98,8 @@ class ObstaclePass(Pass):
 
     def run(self, state, dt: float, out: tuple, sdf: tuple) -> None:
         t = self.t
-        detect_obstacles(state.x, t.surf, t.n_surf, t.node_body, t.fixed, t.pair_row, *sdf, t.grid, t.mus, t.axes,
-                         t.margin, t.s_range, t.s_point, t.dedup, t.n_nodes, *out)
+        detect_obstacles(state.x, t.surf, t.det_f.sync(), t.det_i.sync(), t.node_body, t.fixed, t.pair_row, *sdf,
+                         t.grid, t.mus, t.axes, t.s_range, t.s_point, *out)
 
 
 class RigidProxyPass(Pass):
@@ -112,9 +112,9 @@ class RigidProxyPass(Pass):
 
     def run(self, state, dt: float, out: tuple, sdf: tuple) -> None:
         t = self.t
-        detect_rigid(state.x, state.v, state.q, t.proxy_f, t.proxy_i, t.n_prox, t.rigid_lin, t.com_local,
-                     t.rigid_body, t.fixed, t.pair_row, *sdf, t.grid, t.mus, t.axes, t.margin, dt, t.n_nodes,
-                     self.poses, *out)
+        t.set_dt(dt)
+        detect_rigid(state.x, state.v, state.q, t.proxy_f, t.proxy_i, t.det_f.sync(), t.det_i.sync(), t.rigid_lin,
+                     t.com_local, t.rigid_body, t.fixed, t.pair_row, *sdf, t.grid, t.mus, t.axes, self.poses, *out)
 
 
 class BodyPass(Pass):

@@ -13,7 +13,8 @@ generated ``ti.func`` accessors (and are filled by ``Table.upload``)::
 ``SDF`` (i32, per SDF entity: obstacles then rigid bodies): shape kind, offset of its grid or part table
 in ``grid``, entity (row/column of ``pair_row``), first velocity block of a rigid body (-1: obstacle).
 ``PROXY_F`` / ``PROXY_I`` (per rigid contact proxy, ``bodies.rigid.contact_proxies``): body-frame point
-and axis, radius; rigid body index, proxy kind, which entities it is tested against.
+and axis, radius; rigid body index, proxy kind, which entities it is tested against. ``DETECT_F`` /
+``DETECT_I``: one row of scalars (margin, dt, dedup; node, surface vertex and proxy counts).
 """
 from __future__ import annotations
 
@@ -23,4 +24,12 @@ from ..solvers.cond.layout import Table
 SDF = Table("sdf", ti.i32, [("kind", "s"), ("aux", "s"), ("entity", "s"), ("rigid", "s")])
 PROXY_F = Table("proxy_f", float, [("point", "v3"), ("axis", "v3"), ("radius", "s")])
 PROXY_I = Table("proxy_i", ti.i32, [("rigid", "s"), ("kind", "s"), ("against", "s")])
+# scalars of the detection kernels on a resting rigid or FEM body's path (detect_rigid, detect_obstacles):
+# a float or an int outside [-5, 256] among a kernel's arguments makes quadrants marshal every argument
+# afresh on each launch (docs/PERFORMANCE.md, issue 28), so they are one-row tables (held by
+# ``layout.HostScalars`` in ``tables.DetectionTables``):
+# the detection margin, the step, the FEM-vs-rigid-sample dedup distance; the node, FEM surface vertex and
+# rigid proxy counts
+DETECT_F = Table("detect_f", float, [("margin", "s"), ("dt", "s"), ("dedup", "s")])
+DETECT_I = Table("detect_i", ti.i32, [("n_nodes", "s"), ("n_surf", "s"), ("n_prox", "s")])
 

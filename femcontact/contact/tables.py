@@ -12,8 +12,9 @@ import numpy as np
 from ..backend import ti
 from .. import backend
 from ..bodies.rigid import contact_proxies, surface_samples
+from ..solvers.cond.layout import HostScalars
 from .narrowphase import BOUND, OBS_F
-from .schema import PROXY_F, PROXY_I, SDF
+from .schema import DETECT_F, DETECT_I, PROXY_F, PROXY_I, SDF
 from .shapes import COMPOUND, MESH
 
 DEDUP = 0.25           # FEM vertex within min(margin, DEDUP * mean edge) of a rigid sample: left to the sample
@@ -53,6 +54,17 @@ class DetectionTables:
         self._rigid_samples(model)
         self._fem_items(model, cd)
         self._rods(model, cd)
+        # the scalars of detect_rigid / detect_obstacles (schema.DETECT_F/I; dt: ``set_dt`` each step)
+        self.det_f, self.det_i = HostScalars(DETECT_F), HostScalars(DETECT_I)
+        self.det_f.set(margin=self.margin, dedup=self.dedup)
+        self.det_i.set(n_nodes=self.n_nodes, n_surf=self.n_surf, n_prox=self.n_prox)
+        self._dt = None
+
+    def set_dt(self, dt: float) -> None:
+        """The step's dt into ``det_f`` (written only when it changes)."""
+        if dt != self._dt:
+            self.det_f.set(dt=dt)
+            self._dt = dt
 
     def any_pair(self, a: list, b: list) -> bool:
         """True when some entity of ``a`` may touch some entity of ``b``."""

@@ -16,6 +16,7 @@ keeps the plain step ``x_{k+1} = G(x_k)``.
 """
 import numpy as np
 
+from ... import backend
 from ...backend import ti
 from .layout import VROWS
 from .reduce import group_size, partial_sums
@@ -31,9 +32,10 @@ RHS, GAMMA = 2 * HISTORY_MAX * HISTORY_MAX, 2 * HISTORY_MAX * HISTORY_MAX + HIST
 BEST = GAMMA + HISTORY_MAX
 REAL_STATE = BEST + 1
 # integer state: stored columns, next column, f/G of the previous iterate kept, current iterate mixed, restarts,
-# iterations since the best residual last improved
-COUNT, SLOT, HAVE_PREV, MIXED, RESTARTS, STALL = range(6)
-INT_STATE = 6
+# iterations since the best residual last improved, the number of rows (an argument instead would make
+# quadrants marshal every argument on each launch: layout.ITER_I)
+COUNT, SLOT, HAVE_PREV, MIXED, RESTARTS, STALL, ROWS = range(7)
+INT_STATE = 7
 STALL_WINDOW = 2       # × m iterations without a new best residual: the history is stale, restart it
 
 
@@ -48,9 +50,11 @@ def _restart(Si: ti.template()):
 
 @ti.kernel
 def anderson_step(V: ti.types.ndarray(), H: ti.types.ndarray(), Sf: ti.types.ndarray(), Si: ti.types.ndarray(),
-                  n: ti.i32, m: ti.i32):
-    """One AA(m) update after a plain iteration (V[v] = G(x_k), V[v_prev] = x_k). History H rows:
-    ΔF columns 0..m-1, ΔG columns m..2m-1, then f and G of the previous iterate (2m, 2m+1)."""
+                  m: ti.i32):
+    """One AA(m) update after a plain iteration (V[v] = G(x_k), V[v_prev] = x_k) over the ``Si[ROWS]``
+    rows. History H rows: ΔF columns 0..m-1, ΔG columns m..2m-1, then f and G of the previous iterate
+    (2m, 2m+1)."""
+    n = Si[ROWS]
     slot = Si[SLOT]
     had_prev = Si[HAVE_PREV]
     f2 = 0.0
@@ -170,6 +174,8 @@ class AndersonMixer:
         self.alloc(cap)
         self.Sf = ti.ndarray(float, shape=REAL_STATE)
         self.Si = ti.ndarray(ti.i32, shape=INT_STATE)
+        self._sf, self._si = backend.host_view(self.Sf), backend.host_view(self.Si)
+        self._rows = -1
 
     def alloc(self, cap: int) -> None:
         """History columns for ``cap`` velocity rows (grown with COND's work arrays)."""
@@ -178,14 +184,26 @@ class AndersonMixer:
             self.H = ti.Vector.ndarray(3, float, shape=(2 * self.m + 2, cap))
 
     def reset(self) -> None:
-        """Start of a solve: no history, no restarts."""
-        self.Si.fill(0)
-        self.Sf.fill(0.0)
-        self.Sf[BEST] = np.inf
+        """Start of a solve: no history, no restarts (through the host views where there are: no launch)."""
+        if self._si is not None:
+            self._si[:] = 0
+            self._sf[:] = 0.0
+            self._sf[BEST] = np.inf
+        else:
+            self.Si.fill(0)
+            self.Sf.fill(0.0)
+            self.Sf[BEST] = np.inf
+        self._rows = -1
 
     def advance(self, V, n: int) -> None:
         """After a plain iteration over ``n`` rows: record, and overwrite V[v] with x_{k+1}."""
-        anderson_step(V, self.H, self.Sf, self.Si, n, self.m)
+        if n != self._rows:
+            if self._si is not None:
+                self._si[ROWS] = n
+            else:
+                self.Si[ROWS] = n
+            self._rows = n
+        anderson_step(V, self.H, self.Sf, self.Si, self.m)
 
     @property
     def restarts(self) -> int:

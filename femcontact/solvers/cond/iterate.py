@@ -30,8 +30,8 @@ from ...smallmat import inv3, mTv, mv
 from ..projection import STRICT, project_cone, project_strict
 from .blocks import rod_solve
 from .groups import KIND_ROD, KIND_SCALAR
-from .layout import (CONTACT, CONTACT_NODES, ROW, STEP_BLOCK, STEP_FEM, STEP_ROD, STEP_SCALAR, VIRTUAL,
-                     VIRTUAL_NODES, VROWS)
+from .layout import (CONTACT, CONTACT_NODES, ITER_F, ITER_I, ROW, STEP_BLOCK, STEP_FEM, STEP_ROD, STEP_SCALAR,
+                     VIRTUAL, VIRTUAL_NODES, VROWS)
 from .reduce import group_size, partial_sums
 from .step_matrix import inf_norm
 
@@ -80,6 +80,7 @@ def cond_start(blocks: ti.types.ndarray(), diag: ti.types.ndarray(), b: ti.types
         V[VROWS.D_ROD, i] = zero
         V[VROWS.D_ROD_PREV, i] = zero
         V[VROWS.P_FEM, i] = zero
+        V[VROWS.P_FEM_B, i] = zero
         W[i] = w
         step = STEP_SCALAR
         if kind[i] != KIND_SCALAR and fixed[i] == 0:
@@ -131,15 +132,19 @@ def _block_step(WB: ti.template(), RK: ti.template(), V: ti.template(), i, row: 
 def cond_iterate(P: ti.types.ndarray(), blocks: ti.types.ndarray(), V: ti.types.ndarray(), W: ti.types.ndarray(),
                  RK: ti.types.ndarray(), WB: ti.types.ndarray(), Cf: ti.types.ndarray(), Ci: ti.types.ndarray(),
                  VNf: ti.types.ndarray(), VNi: ti.types.ndarray(), rod_start: ti.types.ndarray(),
-                 rod_rows: ti.types.ndarray(), F: ti.types.ndarray(), S: ti.types.ndarray(), slot: ti.i32,
-                 n0: ti.i32, nv: ti.i32, nc: ti.i32, nrods: ti.i32, alpha_in: float, nu: float, u: float,
-                 omega: float, fem_a: float, fem_b: float, fem_c: float, op: ti.template(), bb: ti.template(),
-                 has_blocks: ti.template(), rods: ti.template(), fem: ti.template()):
-    """One iteration (module docstring); its norms and α go to ``S[slot]``. α is ``alpha_in`` when
-    positive, else the previous slot's (the iteration before, on the device). Compile-time switches
-    (a scene compiles only its variant): ``op`` STRICT | PROXIMAL projection, ``bb``
-    Barzilai–Borwein α, ``has_blocks`` spin/rigid block rows, ``rods`` rod rows, ``fem`` the number of
-    sweeps of the FEM step on the STEP_FEM rows (0: none; module docstring), on [fem_a, fem_b], scaled by fem_c."""
+                 rod_rows: ti.types.ndarray(), F: ti.types.ndarray(), S: ti.types.ndarray(), Pf: ti.types.ndarray(),
+                 Pi: ti.types.ndarray(), op: ti.template(), bb: ti.template(), has_blocks: ti.template(),
+                 rods: ti.template(), fem: ti.template()):
+    """One iteration (module docstring); its norms and α go to ``S[slot]``. The scalars are read from
+    ``Pf`` (``layout.ITER_F``: α_in, ν, u, ω, the FEM interval a, b and scale c) and ``Pi``
+    (``layout.ITER_I``: slot, n0, nv, nc, nrods). α is α_in when positive, else the previous slot's
+    (the iteration before, on the device). Compile-time switches (a scene compiles only its variant):
+    ``op`` STRICT | PROXIMAL projection, ``bb`` Barzilai–Borwein α, ``has_blocks`` spin/rigid block rows,
+    ``rods`` rod rows, ``fem`` the number of sweeps of the FEM step on the STEP_FEM rows (0: none;
+    module docstring)."""
+    alpha_in, nu, u = ITER_F.alpha.get(Pf, 0), ITER_F.nu.get(Pf, 0), ITER_F.u.get(Pf, 0)
+    omega, fem_c = ITER_F.omega.get(Pf, 0), ITER_F.fem_c.get(Pf, 0)
+    slot, n0, nv, nc = ITER_I.slot.get(Pi, 0), ITER_I.n0.get(Pi, 0), ITER_I.nv.get(Pi, 0), ITER_I.nc.get(Pi, 0)
     n = n0 + nv
     alpha = alpha_in
     if alpha_in <= 0.0:
@@ -164,9 +169,10 @@ def cond_iterate(P: ti.types.ndarray(), blocks: ti.types.ndarray(), V: ti.types.
                 V[VROWS.G, j] += mTv(VIRTUAL.weight.at(VNf, q, k), kd)
     # rod rows: d = Ã_rod⁻¹ g (exact block step, before BB, which needs W z = d − d_prev)
     if ti.static(rods):
-        rod_solve(V, RK, rod_start, rod_rows, F, nrods)
+        rod_solve(V, RK, rod_start, rod_rows, F, ITER_I.nrods.get(Pi, 0))
     if ti.static(fem > 0):
         # FEM rows: d = p(D⁻¹M) D⁻¹ g by K Chebyshev steps on M d = g from d = 0 (module docstring)
+        fem_a, fem_b = ITER_F.fem_a.get(Pf, 0), ITER_F.fem_b.get(Pf, 0)
         theta = 0.5 * (fem_b + fem_a)
         delta = 0.5 * (fem_b - fem_a)
         for i in range(n0):
@@ -177,20 +183,24 @@ def cond_iterate(P: ti.types.ndarray(), blocks: ti.types.ndarray(), V: ti.types.
                 V[VROWS.P_FEM, i] = p
                 V[VROWS.D_FEM, i] = p
         rho = delta / theta
-        for _ in ti.static(range(fem - 1)):
-            for i in range(n0):      # r -= M p (p is zero off the FEM rows: cond_start)
-                if ROW.step.get(RK, i) == STEP_FEM:
-                    acc = mv(WB[1, i], V[VROWS.P_FEM, i])
-                    for k in range(P[i], P[i + 1]):
-                        acc += mv(blocks[k], V[VROWS.P_FEM, P[n0 + 1 + k]])
-                    V[VROWS.R_FEM, i] -= acc
+        for s in ti.static(range(fem - 1)):
+            # one pass per sweep: the direction alternates between two rows of V (p is read from one by
+            # this row's neighbours while this row writes the next into the other; both are zero off the
+            # FEM rows: cond_start)
+            p_in = ti.static(VROWS.P_FEM if s % 2 == 0 else VROWS.P_FEM_B)
+            p_out = ti.static(VROWS.P_FEM_B if s % 2 == 0 else VROWS.P_FEM)
             rho_new = 1.0 / (2.0 * theta / delta - rho)
             c1 = rho_new * rho
             c2 = 2.0 * rho_new / delta
-            for i in range(n0):      # p = ρ' ρ p + (2ρ'/δ) D⁻¹ r,  d += p
+            for i in range(n0):      # r -= M p;  p' = ρ' ρ p + (2ρ'/δ) D⁻¹ r;  d += p'
                 if ROW.step.get(RK, i) == STEP_FEM:
-                    p = c1 * V[VROWS.P_FEM, i] + c2 * mv(WB[0, i], V[VROWS.R_FEM, i])
-                    V[VROWS.P_FEM, i] = p
+                    acc = mv(WB[1, i], V[p_in, i])
+                    for k in range(P[i], P[i + 1]):
+                        acc += mv(blocks[k], V[p_in, P[n0 + 1 + k]])
+                    r = V[VROWS.R_FEM, i] - acc
+                    V[VROWS.R_FEM, i] = r
+                    p = c1 * V[p_in, i] + c2 * mv(WB[0, i], r)
+                    V[p_out, i] = p
                     V[VROWS.D_FEM, i] += p
             rho = rho_new
     if ti.static(bb):
@@ -279,6 +289,7 @@ def cond_iterate(P: ti.types.ndarray(), blocks: ti.types.ndarray(), V: ti.types.
         out += part
     out[2] = alpha
     S[slot] = out
+    ITER_I.slot.put(Pi, 0, (slot + 1) % S.shape[0])     # the next iteration's slot (no upload where no host view)
 
 
 @ti.kernel

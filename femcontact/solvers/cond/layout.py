@@ -170,5 +170,51 @@ ROD_DIAG_OFF, ROD_SUB_OFF = ROD_BLOCKS.diag.off, ROD_BLOCKS.sub.off
 ROD_FACTOR = Table("rod_factor", float, [("s_inv", "m6"), ("g", "m6"), ("y", "v6")])   # S_j⁻¹, G_j, sweep
 # rows of the velocity table V: v̂ˡ, v̂ˡ⁻¹, v* / v̂**, gradient, previous gradient, b,
 # rod block step Ã_rod⁻¹ g and its previous value, the FEM step W_F g (``fem_step``, iterate.py) with
-# its Chebyshev direction and residual
-VROWS = Rows("V", "V_PREV", "V_STAR", "G", "G_PREV", "B", "D_ROD", "D_ROD_PREV", "D_FEM", "P_FEM", "R_FEM")
+# its Chebyshev direction (two buffers: a sweep reads one and writes the other) and residual
+VROWS = Rows("V", "V_PREV", "V_STAR", "G", "G_PREV", "B", "D_ROD", "D_ROD_PREV", "D_FEM", "P_FEM", "P_FEM_B",
+             "R_FEM")
+# cond_iterate's scalars (one row each): a float or an int outside [-5, 256] among a kernel's arguments makes
+# quadrants marshal every argument afresh on each launch (docs/PERFORMANCE.md, issue 28), so they travel in
+# these, written through the host view (``HostScalars``). Per iteration: α in (≤ 0: the previous slot's), ν,
+# the ring slot (advanced by the kernel itself); per solve: u, ω, the FEM interval [a, b] and scale c, and
+# the row and contact counts.
+ITER_F = Table("iter_f", float, [("alpha", "s"), ("nu", "s"), ("u", "s"), ("omega", "s"), ("fem_a", "s"),
+                                 ("fem_b", "s"), ("fem_c", "s")])
+ITER_I = Table("iter_i", ti.i32, [("slot", "s"), ("n0", "s"), ("nv", "s"), ("nc", "s"), ("nrods", "s")])
+
+
+class HostScalars:
+    """A one-row :class:`Table` of kernel scalars kept on the host and the device: ``set`` writes the
+    device copy in place through the host view where there is one (the CPU: no launch), else marks it
+    for ``sync``, which uploads it (one copy) before the launch that reads it."""
+
+    def __init__(self, table: Table):
+        self.table = table
+        self.array = table.alloc(1)
+        self.view = backend.host_view(self.array)
+        dtype = np.int32 if table.dtype == ti.i32 else backend.np_real()
+        self.host = self.view if self.view is not None else np.zeros((1, table.width), dtype)
+        self.stale = False
+
+    def set(self, **values) -> None:
+        """Write the named scalar columns (an upload is due only where a value changed)."""
+        row = self.host[0]
+        for name, value in values.items():
+            off = self.table.columns[name].off
+            old = row[off]
+            row[off] = value
+            if self.view is None and not row[off] == old:
+                self.stale = True
+
+    def mirror(self, **values) -> None:
+        """Record values a kernel wrote into the device copy itself (the host copy follows; no upload)."""
+        row = self.host[0]
+        for name, value in values.items():
+            row[self.table.columns[name].off] = value
+
+    def sync(self):
+        """The device array, uploaded first if ``set`` changed it where there is no host view."""
+        if self.stale:
+            self.array.from_numpy(self.host)
+            self.stale = False
+        return self.array

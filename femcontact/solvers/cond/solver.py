@@ -25,8 +25,8 @@ from .anderson import AndersonMixer
 from .chebyshev import ChebyshevSchedule
 from .groups import block_tables
 from .iterate import cond_finish, cond_iterate, cond_pattern, cond_start
-from .layout import (CONTACT, CONTACT_NODES, ROD_BLOCKS, ROD_FACTOR, ROD_ROWS, ROD_SLOTS, ROW, VIRTUAL,
-                     VIRTUAL_NODES, VROWS)
+from .layout import (CONTACT, CONTACT_NODES, ITER_F, ITER_I, ROD_BLOCKS, ROD_FACTOR, ROD_ROWS, ROD_SLOTS, ROW,
+                     VIRTUAL, VIRTUAL_NODES, VROWS, HostScalars)
 from .options import FEM_AUTO_FREE, CondOptions
 from .targets import cond_targets
 from .virtual import cond_compliance_shift, cond_gains, cond_nodalize, cond_pack_virtual
@@ -70,6 +70,8 @@ class CondSolver:
         self._check_every = self.options.check_every or (
             1 if self.options.acceleration == "chebyshev" else backend.default_check_every())
         self._stats = ti.Vector.ndarray(4, float, shape=self._check_every)
+        self._iter_f, self._iter_i = HostScalars(ITER_F), HostScalars(ITER_I)     # cond_iterate's scalars
+        self._iter_key = None
         self._cap = self._ccap = self._vcap = 0
         self._alloc(n0 + 64)
         self._alloc_contacts(64)
@@ -327,15 +329,24 @@ class CondSolver:
 
     def iterate_once(self, A, nvx: int, nc: int, alpha: float, nu: float, slot: int = 0) -> None:
         """One launch of ``cond_iterate`` on the set-up work arrays (nvx virtual nodes, nc contacts);
-        (‖v̂ˡ⁺¹−v̂ˡ‖², ‖v̂ˡ⁺¹‖², α, ‖v̂**−v̂ˡ‖²) go to ``_stats[slot]``; α ≤ 0: the previous slot's."""
+        (‖v̂ˡ⁺¹−v̂ˡ‖², ‖v̂ˡ⁺¹‖², α, ‖v̂**−v̂ˡ‖²) go to ``_stats[slot]``; α ≤ 0: the previous slot's.
+        The scalars go through ``_iter_f`` / ``_iter_i`` (``layout.HostScalars``), not as arguments."""
         o = self.options
         fem = self._fem if self.fem_rows else 0
-        fem_a, fem_b, fem_c = step_matrix.fem_interval(self.fem_lmax or 0.0, self._fem)
+        key = (nvx, nc, self.fem_lmax, self._fem, o.under_relaxation, o.omega)
+        if key != self._iter_key:         # the solve's constants: written when they change
+            fem_a, fem_b, fem_c = step_matrix.fem_interval(self.fem_lmax or 0.0, self._fem)
+            self._iter_f.set(u=float(o.under_relaxation), omega=float(o.omega), fem_a=fem_a, fem_b=fem_b,
+                             fem_c=fem_c)
+            self._iter_i.set(n0=self.n0, nv=nvx, nc=nc, nrods=self.n_rods)
+            self._iter_key = key
+        self._iter_f.set(alpha=alpha, nu=nu)
+        self._iter_i.set(slot=slot)
         cond_iterate(self._pattern(A), A.blocks, self.V, self._W, self._RK, self._WB, self._Cf, self._Ci,
-                     self._VNf, self._VNi, self._rod_start, self._rod_rows, self._F, self._stats, slot, self.n0, nvx,
-                     nc, self.n_rods, alpha, nu, float(o.under_relaxation), float(o.omega),
-                     fem_a, fem_b, fem_c, STRICT if o.operator == "strict" else PROXIMAL,
+                     self._VNf, self._VNi, self._rod_start, self._rod_rows, self._F, self._stats,
+                     self._iter_f.sync(), self._iter_i.sync(), STRICT if o.operator == "strict" else PROXIMAL,
                      o.step == "bb", self._has_blocks, self.n_rods > 0, fem)
+        self._iter_i.mirror(slot=(slot + 1) % self._check_every)     # the kernel advanced it
 
     def _fem_step_pays(self, fixed, n0: int, nvx: int) -> bool:
         """fem_step "auto": take the FEM sweeps in this step? Only where the stall is the FEM rows'
