@@ -384,20 +384,28 @@ class SeriesWriter:
             raise ParameterError(
                 f"frame times must increase strictly: got {time} after {self._last_time}")
         frame = self._n_frames
-        new_entries = []
-        for name, mesh in pieces.items():
-            name = str(name)
-            stem = self._stem(name)
-            ds = _to_vtk(mesh, name, time, self.polydata)
-            ext = ".vtp" if ds.IsA("vtkPolyData") else ".vtu"
-            folder = self.data_dir / stem
-            folder.mkdir(parents=True, exist_ok=True)
-            path = folder / f"{stem}_{frame:06d}{ext}"
-            if path.exists():       # not this series' (its own were removed at the start): never replaced
-                raise ParameterError(f"{path} exists but is not listed in {self.pvd_path.name}; this run does not "
-                                     "replace a file it did not write: move it away or choose another output folder")
-            _write_dataset(ds, path, self.compress)
-            new_entries.append((time, self._part(name), name, path.relative_to(self.out_dir).as_posix()))
+        new_entries, written = [], []
+        try:
+            for name, mesh in pieces.items():
+                name = str(name)
+                stem = self._stem(name)
+                ds = _to_vtk(mesh, name, time, self.polydata)
+                ext = ".vtp" if ds.IsA("vtkPolyData") else ".vtu"
+                folder = self.data_dir / stem
+                folder.mkdir(parents=True, exist_ok=True)
+                path = folder / f"{stem}_{frame:06d}{ext}"
+                if path.exists():   # not this series' (its own were removed at the start): never replaced
+                    raise ParameterError(f"{path} exists but is not listed in {self.pvd_path.name}; this run does "
+                                         "not replace a file it did not write: move it away or choose another "
+                                         "output folder")
+                _write_dataset(ds, path, self.compress)
+                written.append(path)
+                new_entries.append((time, self._part(name), name, path.relative_to(self.out_dir).as_posix()))
+        except BaseException:
+            for path in written:    # the frame's files already placed: unlisted, so the frame can be retried
+                with contextlib.suppress(OSError):
+                    path.unlink()
+            raise
         self._entries.extend(new_entries)
         self._n_frames += 1
         self._last_time = time
