@@ -227,7 +227,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--out", default=None, help="output folder (default: out/<scene name>); a folder that holds "
                                                  "an earlier run is refused unless --overwrite")
     run.add_argument("--overwrite", action="store_true",
-                     help="replace the earlier run's series in --out (its frames and run.pvd; other files stay)")
+                     help="replace the earlier run's series in --out (run.pvd, the frames it lists, steps.csv and the "
+                          "joint CSVs; other files stay)")
     length = run.add_mutually_exclusive_group()
     length.add_argument("--duration", type=float, default=None, metavar="T",
                         help="simulated time in s (default: the scene's own duration)")
@@ -246,7 +247,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="one CPU thread, so the run (and a run resumed from a checkpoint) repeats bit for bit "
                           "(default: $FEMCONTACT_DETERMINISTIC)")
     run.add_argument("--every", type=int, default=None, metavar="K",
-                     help="write a frame every K steps (default: the scene's frame_dt, else every step)")
+                     help="write a frame every K steps; 1 writes every step (default: the scene's frame_dt, else 100 "
+                          "frames per simulated second)")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
     run.add_argument("--checkpoint-every", type=int, default=None, metavar="K",
                      help="save OUT/checkpoint.npz (atomically) every K steps and at the end, so --resume can "
