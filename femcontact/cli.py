@@ -247,7 +247,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="one CPU thread, so the run (and a run resumed from a checkpoint) repeats bit for bit "
                           "(default: $FEMCONTACT_DETERMINISTIC)")
     run.add_argument("--every", type=int, default=None, metavar="K",
-                     help="write a frame every K steps; 1 writes every step (default: the scene's frame_dt, else 100 "
+                     help="write a frame every K steps; 1 writes every step (default: the scene's frame_dt, else 50 "
                           "frames per simulated second)")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
     run.add_argument("--checkpoint-every", type=int, default=None, metavar="K",

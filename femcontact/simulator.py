@@ -35,7 +35,7 @@ from .solvers.linear import make_linear_solver
 from .state import State
 
 MAX_SPEED = 1e4  # m/s; faster than this is taken as a diverged step
-DEFAULT_FRAME_RATE = 100.0  # frames per simulated second written when a scene sets no frame_dt
+DEFAULT_FRAME_RATE = 50.0  # frames per simulated second written when a scene sets no frame_dt (frame_dt 0.02 s)
 
 
 @dataclass

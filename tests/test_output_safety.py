@@ -3,7 +3,7 @@
 --resume checks that OUT/run.json, OUT/checkpoint.npz and the series belong together; a new run into
 a folder holding an earlier one is refused by the Python API as by the CLI, and --overwrite removes
 only what the earlier series owns; a run that fails before its first frame leaves no folder; frames
-come at the scene's frame_dt (or 100 per simulated second) by default; a background thread writes
+come at the scene's frame_dt (or 50 per simulated second) by default; a background thread writes
 them, with every frame handed over written when the loop fails; OUT/steps.csv holds one row per step.
 """
 import os
@@ -47,7 +47,7 @@ def _cube_scene(density: float = 1000.0, dt: float = 1e-2) -> fc.Scene:
 # ---------------------------------------------------------------- --resume checks what it continues
 def test_resume_refuses_a_series_that_a_later_run_replaced(tmp_path, capsys):
     """The issue's case: a checkpointed run, a shorter rerun into the same folder (now with --overwrite),
-    then --resume: it used to report success over a series of the rerun's 0.03 s."""
+    then --resume: it used to report success over a series of the rerun's 0.03 s (frames every 2nd step)."""
     out = tmp_path / "ff"
     assert main(["run", FREE_FALL, "--steps", "30", "--checkpoint-every", "10", "--out", str(out), *CPU]) == 0
     assert main(["run", FREE_FALL, "--steps", "3", "--out", str(out), "--overwrite", *CPU]) == 0
@@ -55,7 +55,7 @@ def test_resume_refuses_a_series_that_a_later_run_replaced(tmp_path, capsys):
     capsys.readouterr()
     assert main(["run", FREE_FALL, "--resume", str(out), *CPU]) == 1
     err = capsys.readouterr().err
-    assert "does not hold the series the checkpoint continues" in err and "4 frames, t = 0 … 0.03 s" in err
+    assert "does not hold the series the checkpoint continues" in err and "3 frames, t = 0 … 0.03 s" in err
     assert "start a fresh run" in err
     assert _snapshot(out) == before                      # nothing changed by the refused resume
     assert _times(out)[-1] == pytest.approx(0.03)
@@ -87,7 +87,7 @@ def test_resume_refuses_a_checkpoint_of_another_run_and_a_changed_scene(tmp_path
     assert "belong to different runs" in capsys.readouterr().err
     (out / "run.json").write_bytes(run_json)              # the second run's own: they belong together
     assert main(["run", str(scene), "--resume", str(out), "--steps", "8", *CPU]) == 0
-    assert _times(out) == pytest.approx([0.01 * k for k in range(9)])
+    assert _times(out) == pytest.approx([0.0, 0.02, 0.04, 0.06, 0.08])
 
 
 def test_python_resume_refuses_a_series_with_other_frames(tmp_path):
@@ -160,9 +160,9 @@ def test_a_run_that_fails_before_its_first_frame_leaves_no_folder(tmp_path, caps
 
 
 # ---------------------------------------------------------------- output that costs little
-def test_frames_default_to_the_scene_frame_dt_else_100_per_second(tmp_path):
-    fc.Simulator(_cube_scene(dt=1e-3)).run(steps=25, out=tmp_path / "a")
-    assert _times(tmp_path / "a") == pytest.approx([0.0, 0.01, 0.02, 0.025])      # and the last step
+def test_frames_default_to_the_scene_frame_dt_else_50_per_second(tmp_path):
+    fc.Simulator(_cube_scene(dt=1e-3)).run(steps=45, out=tmp_path / "a")
+    assert _times(tmp_path / "a") == pytest.approx([0.0, 0.02, 0.04, 0.045])      # and the last step
     fc.Simulator(_cube_scene(dt=1e-3)).run(steps=3, out=tmp_path / "b", every=1)
     assert len(_times(tmp_path / "b")) == 4
     scene = _cube_scene(dt=1e-3)
@@ -171,12 +171,14 @@ def test_frames_default_to_the_scene_frame_dt_else_100_per_second(tmp_path):
     assert _times(tmp_path / "c") == pytest.approx([0.0, 0.005, 0.01])
     fc.Simulator(_cube_scene(dt=0.05)).run(steps=2, out=tmp_path / "d")           # never fewer than one per step
     assert len(_times(tmp_path / "d")) == 3
+    fc.Simulator(_cube_scene(dt=0.01)).run(steps=5, out=tmp_path / "e")           # every 2nd step at dt 10 ms
+    assert _times(tmp_path / "e") == pytest.approx([0.0, 0.02, 0.04, 0.05])
 
 
 def test_cli_every_1_still_writes_every_step(tmp_path):
     out = tmp_path / "ff"
-    assert main(["run", FREE_FALL, "--steps", "12", "--dt", "1e-3", "--out", str(out), *CPU]) == 0
-    assert _times(out) == pytest.approx([0.0, 0.01, 0.012])
+    assert main(["run", FREE_FALL, "--steps", "25", "--dt", "1e-3", "--out", str(out), *CPU]) == 0
+    assert _times(out) == pytest.approx([0.0, 0.02, 0.025])
     assert main(["run", FREE_FALL, "--steps", "3", "--dt", "1e-3", "--every", "1", "--out", str(out),
                  "--overwrite", *CPU]) == 0
     assert len(_times(out)) == 4
