@@ -4,7 +4,8 @@
 ``csvlog.STEPS_COLUMNS``) and each robot's ``OUT/<robot>_joints.csv`` (``robots/output.py``). The
 step loop gathers a frame's data as host numpy copies and hands it to a ``BackgroundWriter`` thread,
 which converts and writes the files while the next steps run (at most ``depth`` frames wait, so a
-slow disk slows the run instead of filling memory). ``close`` writes every frame handed over, also
+slow disk slows the run instead of filling memory); it writes a frame's piece files on
+``PIECE_WORKERS`` threads at once, so their fsyncs share journal commits. ``close`` writes every frame handed over, also
 after an exception or Ctrl-C in the loop.
 
 Safety rules: a new run into a folder that holds an earlier series is refused unless ``overwrite``;
@@ -28,6 +29,7 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["RunOutput", "WRITER_DEPTH"]
 
 WRITER_DEPTH = 3        # frames that may wait for the writer thread
+PIECE_WORKERS = 8       # threads writing one frame's piece files at once (SeriesWriter(workers=...))
 _MARK_KEYS = ("series_frames", "series_time", "series_digest")
 
 
@@ -49,7 +51,7 @@ class RunOutput:
                     "folder, overwrite=True to replace that run, or continue it: load_checkpoint(out/"
                     "'checkpoint.npz') then run(..., out=out, append=True)")
         keep = sim.state.time if append else None
-        self.series = SeriesWriter(self.out, append=append, keep_until=keep)
+        self.series = SeriesWriter(self.out, append=append, keep_until=keep, workers=PIECE_WORKERS)
         self.steps = CsvLog(self.out / STEPS_CSV, STEPS_COLUMNS, append=append, keep_until=keep, time_column=1)
         self.robots = None
         if sim.scene.robots:

@@ -331,14 +331,18 @@ class SeriesWriter:
 
     def __init__(self, out_dir: str | os.PathLike, basename: str = "run", *,
                  compress: bool = True, polydata: bool = True, append: bool = False,
-                 keep_until: float | None = None) -> None:
+                 keep_until: float | None = None, workers: int = 1) -> None:
         """``compress``: zlib level 1 (2-8x smaller files, ~12 ms vs ~8 ms for a 10k-tet frame). ``polydata``: write pieces with only
         vertex/line/surface cells (and bare point clouds) as ``.vtp``; False writes every piece as
-        ``.vtu`` (meshio can read ``.vtu`` but not ``.vtp``; ParaView and PyVista read both)."""
+        ``.vtu`` (meshio can read ``.vtu`` but not ``.vtp``; ParaView and PyVista read both).
+        ``workers``: threads that write a frame's piece files at once (1: one after another; several
+        let their fsyncs share the file system's journal commits: ``Simulator.run`` uses 8)."""
         self.out_dir = Path(out_dir)
         self.polydata = bool(polydata)
         self.basename = sanitize_name(basename)
         self.compress = bool(compress)
+        self.workers = max(1, int(workers))
+        self._pool = None
         self.out_dir.mkdir(parents=True, exist_ok=True)
         self.data_dir = self.out_dir / self.basename
         self._entries: list[tuple[float, int, str, str]] = []  # (time, part, name, relpath)
@@ -384,28 +388,47 @@ class SeriesWriter:
             raise ParameterError(
                 f"frame times must increase strictly: got {time} after {self._last_time}")
         frame = self._n_frames
-        new_entries, written = [], []
+        jobs = []                   # (name, path, mesh)
+        for name, mesh in pieces.items():
+            name = str(name)
+            stem = self._stem(name)
+            ext = ".vtp" if self.polydata and _is_polydata(mesh) else ".vtu"      # as _to_vtk decides
+            folder = self.data_dir / stem
+            folder.mkdir(parents=True, exist_ok=True)
+            path = folder / f"{stem}_{frame:06d}{ext}"
+            if path.exists():       # not this series' (its own were removed at the start): never replaced
+                raise ParameterError(f"{path} exists but is not listed in {self.pvd_path.name}; this run does "
+                                     "not replace a file it did not write: move it away or choose another "
+                                     "output folder")
+            jobs.append((name, path, mesh))
+
+        def put(job) -> None:
+            name, path, mesh = job
+            _write_dataset(_to_vtk(mesh, name, time, self.polydata), path, self.compress)
+
         try:
-            for name, mesh in pieces.items():
-                name = str(name)
-                stem = self._stem(name)
-                ds = _to_vtk(mesh, name, time, self.polydata)
-                ext = ".vtp" if ds.IsA("vtkPolyData") else ".vtu"
-                folder = self.data_dir / stem
-                folder.mkdir(parents=True, exist_ok=True)
-                path = folder / f"{stem}_{frame:06d}{ext}"
-                if path.exists():   # not this series' (its own were removed at the start): never replaced
-                    raise ParameterError(f"{path} exists but is not listed in {self.pvd_path.name}; this run does "
-                                         "not replace a file it did not write: move it away or choose another "
-                                         "output folder")
-                _write_dataset(ds, path, self.compress)
-                written.append(path)
-                new_entries.append((time, self._part(name), name, path.relative_to(self.out_dir).as_posix()))
+            if len(jobs) > 1 and self.workers > 1:
+                # the pieces' files at once: their fsyncs then share the file system's journal commits
+                # (a frame of 46 pieces: 0.5 s one after another, 0.03 s on 8 threads)
+                if self._pool is None:
+                    from concurrent.futures import ThreadPoolExecutor
+
+                    self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="femcontact-vtk")
+                futures = [self._pool.submit(put, job) for job in jobs]
+                errors = [f.exception() for f in futures]
+                first = next((e for e in errors if e is not None), None)
+                if first is not None:
+                    raise first
+            else:
+                for job in jobs:
+                    put(job)
         except BaseException:
-            for path in written:    # the frame's files already placed: unlisted, so the frame can be retried
+            for _, path, _ in jobs:     # the frame's files already placed: unlisted, so the frame can be retried
                 with contextlib.suppress(OSError):
                     path.unlink()
             raise
+        new_entries = [(time, self._part(name), name, path.relative_to(self.out_dir).as_posix())
+                       for name, path, _ in jobs]
         self._entries.extend(new_entries)
         self._n_frames += 1
         self._last_time = time
@@ -422,6 +445,9 @@ class SeriesWriter:
     def close(self) -> None:
         """Finish the series (the ``.pvd`` is already complete after every frame)."""
         if not self._closed:
+            if self._pool is not None:
+                self._pool.shutdown()
+                self._pool = None
             self._write_pvd()
             self._closed = True
 
