@@ -16,15 +16,12 @@ from __future__ import annotations
 
 import time as _time
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional
+from typing import Any, Optional
 
 from ..errors import ParameterError, SimulationError
 from .background import BackgroundWriter
 from .csvlog import STEPS_COLUMNS, STEPS_CSV, CsvLog, steps_row
 from .vtk import SeriesWriter, check_series_mark, earlier_run
-
-if TYPE_CHECKING:  # pragma: no cover
-    from ..simulator import Simulator
 
 __all__ = ["RunOutput", "WRITER_DEPTH"]
 
@@ -34,9 +31,10 @@ _MARK_KEYS = ("series_frames", "series_time", "series_digest")
 
 
 class RunOutput:
-    """The output of one ``Simulator.run`` into ``out`` (module docstring)."""
+    """The output of one ``Simulator.run`` of ``sim`` (a ``femcontact.Simulator``; not imported here:
+    the simulator imports this module) into ``out`` (module docstring)."""
 
-    def __init__(self, sim: "Simulator", out: str | Path, *, append: bool = False, overwrite: bool = False,
+    def __init__(self, sim: Any, out: str | Path, *, append: bool = False, overwrite: bool = False,
                  depth: int = WRITER_DEPTH) -> None:
         self.sim = sim
         self.out = Path(out)
