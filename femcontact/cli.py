@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 from .errors import FemcontactError
-from .scene_script import load_scene_module
+from .scene_script import load_scene_module, scene_hash
 
 _IMPORTED_AT = time.perf_counter()
 RUNTIME_COMMANDS = ("run", "sweep", "bench")      # the commands that run kernels take --runtime
@@ -32,7 +32,8 @@ def check_run_args(args: argparse.Namespace) -> Path:
     """Refuse bad ``run`` options before anything is compiled or run; return the output folder.
 
     --steps and --every must be integers >= 1, --duration and --dt positive numbers, the scene
-    script must exist, and the output folder must be writable (created now if missing)."""
+    script must exist, and the output folder must be writable (made by the run's first file, so a
+    run that fails before it leaves no empty folder)."""
     from .spec.validation import positive
 
     if args.steps is not None and args.steps < 1:
@@ -54,23 +55,18 @@ def check_run_args(args: argparse.Namespace) -> Path:
     out = Path(args.out) if args.out else Path("out") / Path(args.scene).stem
     if getattr(args, "resume", None) is None and not getattr(args, "overwrite", False):
         refuse_earlier_run(out)
-    return check_output_dir(out, what="--out")
+    return check_output_dir(out, what="--out", create=False)
 
 
 def refuse_earlier_run(out: Path) -> None:
     """A new run into a folder that holds an earlier run's series is refused, never written over: the
     message says what is there and the three ways on (another --out, --overwrite, --resume)."""
-    from .io.vtk import read_pvd_entries
+    from .io.vtk import earlier_run
 
-    pvd = out / "run.pvd"
-    if not pvd.is_file():
+    held = earlier_run(out)
+    if held is None:
         return
-    try:
-        times = sorted({e["time"] for e in read_pvd_entries(pvd)})
-        held = f"{len(times)} frames, t = {times[0]:g} … {times[-1]:g} s" if times else "no frames"
-    except Exception:  # noqa: BLE001 - an unreadable series is still somebody's earlier run
-        held = "a series that could not be read"
-    raise FemcontactError(f"--out {str(out)!r} holds an earlier run ({pvd.name}: {held}); nothing was changed. "
+    raise FemcontactError(f"--out {str(out)!r} holds an earlier run ({held}); nothing was changed. "
                           f"Give another --out, --overwrite to replace that run, or --resume {out} to continue "
                           "it (a run saved with --checkpoint-every)")
 
@@ -121,7 +117,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     try:
         summary = sim.run(duration=args.duration, steps=steps, out=out, every=args.every,
                           progress=not args.no_progress, callback=first_step,
-                          checkpoint_every=args.checkpoint_every, append=resume)
+                          checkpoint_every=args.checkpoint_every, append=resume, overwrite=bool(args.overwrite))
     except KeyboardInterrupt:
         print(interrupted(args, sim, out), file=sys.stderr, flush=True)
         return 130
@@ -242,18 +238,39 @@ def _resume_or_record(args: argparse.Namespace, sim, out: Path, cfg: dict) -> in
         (sim.scene.duration if args.duration is None else args.duration) / dt))
     for tmp in out.glob(f".{CHECKPOINT}.tmp*"):     # a checkpoint save the kill interrupted
         tmp.unlink(missing_ok=True)
+    digest = scene_hash(args.scene, {"param": sorted(args.param or [])})   # the script and its --param values
     if args.resume is not None:
         sim.load_checkpoint(out / CHECKPOINT)
+        _check_resumable(out, json.loads((out / RUN_RECORD).read_text()), sim.state.meta, digest)
         print(f"femcontact: resuming {out} at step {sim.state.step} (t = {sim.state.time:.6g} s) of {total}",
               flush=True)
         return max(total - sim.state.step, 0)
     (out / CHECKPOINT).unlink(missing_ok=True)     # a stale checkpoint of an earlier run must not be resumed
-    record = {"scene": str(args.scene), "steps": total, "every": args.every,
+    sim.state.meta["scene_sha256"] = digest          # in every checkpoint of this run
+    out.mkdir(parents=True, exist_ok=True)
+    record = {"scene": str(args.scene), "scene_sha256": digest, "steps": total, "every": args.every,
               "checkpoint_every": args.checkpoint_every, "dt": args.dt, "solver": args.solver,
               "stiction": args.stiction, "precision": args.precision, "deterministic": bool(cfg.get("deterministic")),
               "param": args.param}
     atomic_write_bytes(out / RUN_RECORD, json.dumps(record, indent=1).encode())
     return total
+
+
+def _check_resumable(out: Path, record: dict, meta: dict, digest: str) -> None:
+    """Refuse ``--resume OUT`` unless OUT/run.json, OUT/checkpoint.npz and the scene script belong
+    together (the same scene hash in all three); the series is checked against the checkpoint by
+    ``Simulator.run`` (``io.vtk.check_series_mark``)."""
+    stored, saved = record.get("scene_sha256"), meta.get("scene_sha256")
+    if stored is None or saved is None:
+        raise FemcontactError(f"--resume {out}: {RUN_RECORD} or {CHECKPOINT} there records no scene hash (written "
+                              "by an older femcontact); it cannot be checked, so start a fresh run")
+    if stored != saved:
+        raise FemcontactError(f"--resume {out}: {CHECKPOINT} and {RUN_RECORD} there belong to different runs (a "
+                              "later run into the folder replaced one of them); start a fresh run (another --out, "
+                              "or --overwrite)")
+    if digest != stored:
+        raise FemcontactError(f"--resume {out}: the scene script {record.get('scene')} changed since the run was "
+                              "started (its text differs); resume with the script as it was, or start a fresh run")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -276,7 +293,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--out", default=None, help="output folder (default: out/<scene name>); a folder that holds "
                                                  "an earlier run is refused unless --overwrite")
     run.add_argument("--overwrite", action="store_true",
-                     help="replace the earlier run's series in --out (its frames and run.pvd; other files stay)")
+                     help="replace the earlier run's series in --out (run.pvd, the frames it lists, steps.csv and the "
+                          "joint CSVs; other files stay)")
     length = run.add_mutually_exclusive_group()
     length.add_argument("--duration", type=float, default=None, metavar="T",
                         help="simulated time in s (default: the scene's own duration)")
@@ -295,7 +313,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="one CPU thread, so the run (and a run resumed from a checkpoint) repeats bit for bit "
                           "(default: $FEMCONTACT_DETERMINISTIC)")
     run.add_argument("--every", type=int, default=None, metavar="K",
-                     help="write a frame every K steps (default: the scene's frame_dt, else every step)")
+                     help="write a frame every K steps; 1 writes every step (default: the scene's frame_dt, else 50 "
+                          "frames per simulated second)")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
     run.add_argument("--checkpoint-every", type=int, default=None, metavar="K",
                      help="save OUT/checkpoint.npz (atomically) every K steps and at the end, so --resume can "

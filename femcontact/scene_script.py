@@ -34,3 +34,14 @@ def load_scene_module(path: str | Path):
         raise FemcontactError(f"scene script {str(path)!r} defines no build() function; add "
                               "'def build() -> femcontact.Scene:' that makes and returns the scene")
     return module
+
+
+def scene_hash(path: str | Path, params: dict | None = None) -> str:
+    """sha256 of a scene script's text and the ``build()`` parameters given to it: stored with a
+    checkpointed run (``OUT/run.json``, the checkpoint) so ``--resume`` refuses a changed scene."""
+    import hashlib
+    import json
+
+    h = hashlib.sha256(Path(path).read_bytes())
+    h.update(json.dumps(params or {}, sort_keys=True, default=repr).encode())
+    return h.hexdigest()

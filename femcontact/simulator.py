@@ -35,6 +35,7 @@ from .solvers.linear import make_linear_solver
 from .state import State
 
 MAX_SPEED = 1e4  # m/s; faster than this is taken as a diverged step
+DEFAULT_FRAME_RATE = 50.0  # frames per simulated second written when a scene sets no frame_dt (frame_dt 0.02 s)
 
 
 @dataclass
@@ -50,6 +51,7 @@ class StepStats:
     ms_assembly: float = 0.0
     ms_solve: float = 0.0
     ms_total: float = 0.0
+    e_m: Optional[float] = None  # the contact solver's final momentum error (SAP eq. 32), where it reports one
 
 
 @dataclass
@@ -63,6 +65,7 @@ class RunSummary:
     timers: dict = field(default_factory=dict)
     mean_iterations: float = 0.0
     output: Optional[Path] = None
+    writer_s: float = 0.0       # time the background writer thread spent writing, s (beside the steps)
 
     def __str__(self) -> str:
         t = self.timers
@@ -70,7 +73,8 @@ class RunSummary:
         lines = [
             f"DOF {self.dofs}  steps {self.steps}  simulated {self.simulated_time:.4g} s  "
             f"wall {self.wall_s:.2f} s ({1e3 * self.wall_s / max(self.steps, 1):.2f} ms/step)",
-            "wall time: " + "  ".join(f"{k} {v:.2f} s" for k, v in t.items()) + f"  other {other:.2f} s",
+            "wall time: " + "  ".join(f"{k} {v:.2f} s" for k, v in t.items()) + f"  other {other:.2f} s"
+            + (f"  (writer thread busy {self.writer_s:.2f} s beside the steps)" if self.writer_s else ""),
             f"mean solver iterations per step: {self.mean_iterations:.1f}",
         ]
         if self.output is not None:
@@ -356,7 +360,7 @@ class Simulator:
         self.timers["detection"] += t1b - t1
         self.timers["solve"] += t2 - t1b
         st = StepStats(s.step, s.time, lin.iterations, lin.residual, n_contacts, 1e3 * (t1b - t1),
-                       1e3 * (t1 - t0), 1e3 * (t2 - t1b), 1e3 * (t3 - t0))
+                       1e3 * (t1 - t0), 1e3 * (t2 - t1b), 1e3 * (t3 - t0), getattr(lin, "extra", {}).get("momentum_error"))
         self.last_solve = lin
         self.stats.append(st)
         return st
@@ -374,20 +378,25 @@ class Simulator:
             every: Optional[int] = None, progress: bool = False,
             callback: Optional[Callable[["Simulator"], None]] = None, *,
             checkpoint_every: Optional[int] = None, checkpoint: Optional[str | Path] = None,
-            append: bool = False) -> RunSummary:
+            append: bool = False, overwrite: bool = False) -> RunSummary:
         """Advance ``steps`` steps (or ``duration`` s; default: the scene's duration).
 
-        out: folder for the VTK series (``out/run.pvd``); every: write a frame at every step number
-        that is a multiple of k, and at the last step (default from the scene's frame_dt, else every
-        step); progress: show a progress bar; callback(sim) is called after every step.
+        out: folder for the VTK series (``out/run.pvd``), ``out/steps.csv`` (one row per step) and
+        the robots' joint CSVs (``io/run_output.py``), written by a background thread; a folder that
+        holds an earlier run's series is refused unless ``overwrite`` (which replaces that series)
+        or ``append``. every: write a frame at every step number that is a multiple of k, and at the
+        last step (default: the scene's frame_dt, else ``DEFAULT_FRAME_RATE`` frames per simulated
+        second, never more than one per step; 1 writes every step); progress: show a progress bar;
+        callback(sim) is called after every step.
         checkpoint_every: save a checkpoint (``save_checkpoint``) at every step number that is a
         multiple of it and at the last step, to ``checkpoint`` (default ``out/checkpoint.npz``), after
-        that step's frame. append: continue the series already in ``out`` (a resumed run: frames after
-        the current time are dropped and rewritten) instead of starting a new one.
+        that step's frame is written. append: continue the series already in ``out`` from a loaded
+        checkpoint (a resumed run: refused unless the series is the one that checkpoint was saved
+        beside; frames and rows after the current time are dropped and rewritten).
         """
         n_steps = self._count_steps(duration, steps)
         if every is None:
-            every = max(1, round(self.scene.frame_dt / self.scene.dt)) if self.scene.frame_dt else 1
+            every = max(1, round((self.scene.frame_dt or 1.0 / DEFAULT_FRAME_RATE) / self.scene.dt))
         if not isinstance(every, int) or every < 1:
             raise ParameterError(f"every must be a positive integer, got {every!r}")
         if checkpoint_every is not None:
@@ -396,16 +405,11 @@ class Simulator:
             if checkpoint is None and out is None:
                 raise ParameterError("checkpoint_every needs a checkpoint path or an out folder to write it to")
             checkpoint = Path(checkpoint) if checkpoint is not None else Path(out) / "checkpoint.npz"
-        writer = robot_csv = None
+        output = None
         if out is not None:
-            from .io.vtk import SeriesWriter
+            from .io.run_output import RunOutput
 
-            writer = SeriesWriter(out, append=append, keep_until=self.state.time if append else None)
-            if self.scene.robots:           # <robot>_joints.csv beside the .pvd (robots/output.py)
-                from .robots.output import RobotCsvWriter
-
-                robot_csv = RobotCsvWriter(out, self.scene.robots, append=append,
-                                           keep_until=self.state.time if append else None)
+            output = RunOutput(self, out, append=append, overwrite=overwrite)
         start = _time.perf_counter()
         it0 = len(self.stats)
         bar = None
@@ -413,33 +417,41 @@ class Simulator:
             from tqdm import tqdm
 
             bar = tqdm(total=n_steps, unit="step", dynamic_ncols=True, mininterval=0.5)
+        failed = None
         try:
-            if writer is not None and self.state.step == 0 and writer.n_frames == 0:
-                self._write(writer, robot_csv)
+            if output is not None and self.state.step == 0 and output.series.n_frames == 0:
+                output.frame()
             for k in range(n_steps):
                 st = self.step()
                 if callback is not None:
                     callback(self)
                 last = k + 1 == n_steps
-                if writer is not None and (self.state.step % every == 0 or last):
-                    self._write(writer, robot_csv)
+                if output is not None and (self.state.step % every == 0 or last):
+                    output.frame()
                 if checkpoint_every is not None and (self.state.step % checkpoint_every == 0 or last):
-                    t0 = _time.perf_counter()
-                    self.save_checkpoint(checkpoint)
-                    self.timers["output"] += _time.perf_counter() - t0
+                    if output is not None:
+                        output.checkpoint(checkpoint)
+                    else:
+                        t0 = _time.perf_counter()
+                        self.save_checkpoint(checkpoint)
+                        self.timers["output"] += _time.perf_counter() - t0
                 if bar is not None:
                     bar.update(1)
                     bar.set_postfix_str(f"t={st.time:.4g}s {st.ms_total:.1f}ms/step it={st.iterations}")
+        except BaseException as exc:
+            failed = exc
+            raise
         finally:
             if bar is not None:
                 bar.close()
-            if writer is not None:
-                writer.close()
+            if output is not None:          # drains the writer: every frame handed over is written
+                output.close(failed)
         wall = _time.perf_counter() - start
         done = self.stats[it0:]
         return RunSummary(self.model.n_dofs, len(done), self.state.time, wall, dict(self.timers),
                           float(np.mean([s.iterations for s in done])) if done else 0.0,
-                          None if writer is None else Path(writer.pvd_path))
+                          None if output is None else Path(output.pvd_path),
+                          0.0 if output is None else output.thread.busy_s)
 
     def _count_steps(self, duration, steps) -> int:
         if steps is not None and duration is not None:
@@ -603,18 +615,6 @@ class Simulator:
             if r[0].name == name:
                 return r
         raise ParameterError(f"no rod named {name!r}; rods: {[s.name for s in self.model.rod_specs]}")
-
-    def _write(self, writer, robot_csv=None) -> None:
-        t0 = _time.perf_counter()
-        try:
-            writer.write(self.state.time, self.frame_pieces())
-            if robot_csv is not None:       # after the frame: a row never precedes its frame
-                robot_csv.write(self)
-        except OSError as exc:
-            raise SimulationError(f"could not write the frame of step {self.state.step} (t = {self.state.time:.6g} s) "
-                                  f"to {writer.out_dir}: {exc}. Frames written before are intact; free some space "
-                                  "or choose another --out") from exc
-        self.timers["output"] += _time.perf_counter() - t0
 
     def von_mises(self) -> np.ndarray:
         """(n_tets,) von Mises stress of every element, Pa."""

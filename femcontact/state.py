@@ -23,7 +23,8 @@ class State:
     step index. ``host`` holds host-side arrays a step changes (e.g. the current positions of
     prescribed nodes), ``solver_memory`` what the contact solver carries from one step to the next
     (recycled step matrix, Chebyshev ϱ, ...); both are saved with the state, so a checkpoint
-    continues a run bit for bit.
+    continues a run bit for bit. ``meta`` (str -> str) is saved with it too: what the checkpoint
+    belongs to (the series it continues, the scene script's hash), checked by a resume.
     """
 
     def __init__(self, model: Model):
@@ -37,6 +38,7 @@ class State:
         self.step = 0
         self.host: dict[str, np.ndarray] = {}
         self.solver_memory: dict[str, np.ndarray] = {}
+        self.meta: dict[str, str] = {}
         self._n = model.n_nodes
         self._n_rot = model.n_rot
 
@@ -64,6 +66,7 @@ class State:
                   "step": np.int64(self.step), "precision": np.str_(backend.np_real().__name__)}
         arrays.update({f"host/{k}": np.asarray(a) for k, a in self.host.items()})
         arrays.update({f"solver/{k}": np.asarray(a) for k, a in self.solver_memory.items()})
+        arrays.update({f"meta/{k}": np.str_(v) for k, v in self.meta.items()})
         tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
         try:
             with open(tmp, "wb") as fh:
@@ -95,3 +98,4 @@ class State:
             self.time, self.step = float(data["time"]), int(data["step"])
             self.host = {k[5:]: data[k] for k in data.files if k.startswith("host/")}
             self.solver_memory = {k[7:]: data[k] for k in data.files if k.startswith("solver/")}
+            self.meta = {k[5:]: str(data[k]) for k in data.files if k.startswith("meta/")}

@@ -262,7 +262,8 @@ def run_one(task: Mapping[str, Any]) -> dict:
             raise ParameterError(f"build() in {task['scene']} returned {type(scene).__name__}, not a Scene")
         sim = Simulator(scene)
         summary = sim.run(steps=task.get("steps"), duration=task.get("duration"),
-                          out=run_dir if task.get("output", True) else None, every=task.get("every"))
+                          out=run_dir if task.get("output", True) else None, every=task.get("every"),
+                          overwrite=True)   # run_dir is this sweep's: an unfinished or failed try is replaced
         row.update(steps=summary.steps, simulated_time=summary.simulated_time, run_s=summary.wall_s,
                    mean_iterations=summary.mean_iterations,
                    max_contacts=max((s.contacts for s in sim.stats), default=0))

@@ -112,7 +112,7 @@ def test_the_parser_sees_every_kind_of_import():
     """The graph holds module-level, function-level, relative and absolute imports."""
     graph = _graph()
     assert "femcontact.spec.validation" in graph["femcontact.scene"]           # module level, relative
-    assert "femcontact.io.vtk" in graph["femcontact.simulator"]                 # in a method
+    assert "femcontact.io.run_output" in graph["femcontact.simulator"]          # in a method
     assert "femcontact.solvers.newton_linear" in graph["femcontact.solvers.linear"]      # in a function
     assert "femcontact.backend" in graph["femcontact.bodies.joints"]          # `from .. import backend`
 

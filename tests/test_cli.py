@@ -25,7 +25,7 @@ def test_help_explains_every_option(capsys):
 def test_run_free_fall_scene_from_the_shell(tmp_path):
     out = tmp_path / "ff"
     proc = subprocess.run([sys.executable, "-m", "femcontact", "run", str(ROOT / "scenes" / "free_fall.py"),
-                           "--steps", "5", "--out", str(out), "--arch", "cpu", "--no-progress"],
+                           "--steps", "5", "--every", "1", "--out", str(out), "--arch", "cpu", "--no-progress"],
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert "DOF" in proc.stdout and "run.pvd" in proc.stdout
@@ -37,7 +37,7 @@ def test_a_folder_holding_an_earlier_run_is_refused_not_overwritten(capsys, tmp_
     """Running twice into one --out (the default out/<scene> does that) used to delete the first run's
     frames; now the second run is refused with nothing changed, and --overwrite replaces it."""
     scene, out = str(ROOT / "scenes" / "free_fall.py"), tmp_path / "ff"
-    assert main(["run", scene, "--steps", "3", "--out", str(out), "--arch", "cpu", "--no-progress"]) == 0
+    assert main(["run", scene, "--steps", "3", "--every", "1", "--out", str(out), "--arch", "cpu", "--no-progress"]) == 0
     before = {p: p.stat().st_mtime_ns for p in out.rglob("*") if p.is_file()}
     capsys.readouterr()
     assert main(["run", scene, "--steps", "1", "--out", str(out), "--arch", "cpu", "--no-progress"]) == 1
@@ -45,7 +45,7 @@ def test_a_folder_holding_an_earlier_run_is_refused_not_overwritten(capsys, tmp_
     assert "holds an earlier run (run.pvd: 4 frames, t = 0 … 0.03 s); nothing was changed" in err
     assert "--overwrite" in err and f"--resume {out}" in err
     assert {p: p.stat().st_mtime_ns for p in out.rglob("*") if p.is_file()} == before
-    assert main(["run", scene, "--steps", "1", "--out", str(out), "--arch", "cpu", "--no-progress",
+    assert main(["run", scene, "--steps", "1", "--every", "1", "--out", str(out), "--arch", "cpu", "--no-progress",
                  "--overwrite"]) == 0
     assert len(pv.get_reader(str(out / "run.pvd")).time_values) == 2
 

@@ -103,7 +103,7 @@ def test_diverging_run_stops_with_its_message_and_keeps_its_frames(tmp_path):
     scene.write_text(DIVERGING)
     out = tmp_path / "div"
     proc = subprocess.run([sys.executable, "-m", "femcontact", "run", str(scene), "--out", str(out),
-                           "--checkpoint-every", "2", "--no-progress"], env=ENV, capture_output=True, text=True,
+                           "--checkpoint-every", "2", "--every", "1", "--no-progress"], env=ENV, capture_output=True, text=True,
                           timeout=300)
     assert proc.returncode == 1 and "diverged" in proc.stderr and "Frames written so far are intact" in proc.stderr
     assert _readable_frames(out) == 6                     # t = 0, 0.01, ..., 0.05: every step before the jump
@@ -124,5 +124,5 @@ def test_a_failing_disk_mid_run_stops_with_a_clear_message(tmp_path, monkeypatch
     scene = fc.Scene(dt=1e-2)
     scene.add_fem_body(fc.meshes.box((0.1,) * 3, resolution=2), fc.Material(1e5, 0.4, 1000.0), name="cube")
     with pytest.raises(SimulationError, match="No space left on device.*Frames written before are intact"):
-        fc.Simulator(scene).run(steps=10, out=tmp_path / "full")
+        fc.Simulator(scene).run(steps=10, out=tmp_path / "full", every=1)
     assert _readable_frames(tmp_path / "full") == 4          # t = 0 and steps 1-3; the 5th file failed

@@ -1,9 +1,11 @@
 """VTK output of a run: .pvd + .vtu readable by meshio and PyVista with fields and times."""
 import meshio
 import numpy as np
+import pytest
 import pyvista as pv
 
 import femcontact as fc
+from femcontact.errors import ParameterError
 from femcontact.io.vtk import read_pvd_entries
 
 
@@ -29,10 +31,14 @@ def test_run_writes_a_readable_time_series(tmp_path):
 
 
 def test_rerun_into_the_same_folder_replaces_old_frames(tmp_path):
+    """Only when asked (overwrite=True): unasked, a rerun is refused (issue 29; test_output_safety.py)."""
     scene = fc.Scene(dt=1e-2)
     scene.add_fem_body(fc.meshes.box((0.1, 0.1, 0.1), 1), fc.Material(1e5, 0.3, 1000.0), name="cube")
-    fc.Simulator(scene).run(steps=6, out=tmp_path)
-    fc.Simulator(scene).run(steps=2, out=tmp_path)
+    fc.Simulator(scene).run(steps=6, out=tmp_path, every=1)
+    with pytest.raises(ParameterError, match="holds an earlier run"):
+        fc.Simulator(scene).run(steps=2, out=tmp_path, every=1)
+    assert len(read_pvd_entries(tmp_path / "run.pvd")) == 7
+    fc.Simulator(scene).run(steps=2, out=tmp_path, every=1, overwrite=True)
     assert len(read_pvd_entries(tmp_path / "run.pvd")) == 3
 
 

@@ -185,7 +185,7 @@ def test_panda_links_are_written_in_their_pose_and_its_fingers_feel_nothing_in_f
     q = np.array(fc.robots.PANDA_READY) + [0.3, 0.1, -0.2, 0.2, 0.4, -0.3, 0.5, -0.01]
     robot = scene.add_robot("panda", joint_positions=q)
     sim = fc.Simulator(scene)
-    sim.run(steps=3, out=tmp_path / "out")
+    sim.run(steps=3, out=tmp_path / "out", every=1)
     time, pieces = read_series(tmp_path / "out" / "run.pvd")[-1]
     fk = robot.forward_kinematics(robot.joint_positions(sim))
     meshes = robot.link_meshes()

@@ -89,7 +89,7 @@ def client():
 def local_sweep(tmp_path_factory, client):
     """The 3 x 3 grid on the local cluster of 2 workers (deterministic, 8 steps per run)."""
     out = tmp_path_factory.mktemp("sweep") / "local"
-    df = fc.sweep(SCENE, GRID, out=out, steps=8, client=client, deterministic=True, progress=False)
+    df = fc.sweep(SCENE, GRID, out=out, steps=8, every=1, client=client, deterministic=True, progress=False)
     return out, df
 
 

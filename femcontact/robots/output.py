@@ -24,8 +24,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import ParameterError
-from ..io.vtk import atomic_write_bytes, sanitize_name
+from ..io.csvlog import CsvLog
+from ..io.vtk import sanitize_name
 
 
 def csv_header(robot) -> list[str]:
@@ -55,36 +55,21 @@ class RobotCsvWriter:
         self.out_dir = Path(out_dir)
         self.robots = list(robots)
         self.paths = [self.out_dir / f"{sanitize_name(r.name)}_joints.csv" for r in self.robots]
-        for robot, path in zip(self.robots, self.paths):
-            header = ",".join(csv_header(robot)) + "\n"
-            rows = self._kept_rows(path, header, keep_until) if append and path.is_file() else []
-            atomic_write_bytes(path, (header + "".join(rows)).encode())
+        self.logs = [CsvLog(path, csv_header(robot), append=append, keep_until=keep_until)
+                     for robot, path in zip(self.robots, self.paths)]
 
-    @staticmethod
-    def _kept_rows(path: Path, header: str, keep_until: float | None) -> list[str]:
-        lines = path.read_text().splitlines(keepends=True)
-        if not lines or lines[0] != header:
-            raise ParameterError(f"cannot append to {path}: its columns are not this robot's; start a fresh run "
-                                 "into another folder")
-        n = header.count(",") + 1
-        kept = []
-        for line in lines[1:]:
-            fields = line.rstrip("\n").split(",")
-            if not line.endswith("\n") or len(fields) != n:
-                break                                   # a torn last row of a killed run
-            if keep_until is None or float(fields[0]) <= keep_until:
-                kept.append(line)
-        return kept
-
-    def write(self, sim) -> None:
-        """Append the current frame's row of every robot (one write and fsync per file)."""
+    def rows(self, sim) -> list[str]:
+        """The current frame's line of every robot (read now, in the step loop's thread)."""
         forces = sim.actuator_forces()
         contact = sim.rigid_contact_forces()
-        for robot, path in zip(self.robots, self.paths):
-            line = ",".join(repr(float(x)) for x in robot_row(sim, robot, forces, contact)) + "\n"
-            fd = os.open(path, os.O_WRONLY | os.O_APPEND)
-            try:
-                os.write(fd, line.encode())
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+        return [",".join(repr(float(x)) for x in robot_row(sim, robot, forces, contact)) + "\n"
+                for robot in self.robots]
+
+    def append(self, rows: list[str]) -> None:
+        """Append ``rows`` (from ``rows``), one per robot's file (one write and fsync per file)."""
+        for log, line in zip(self.logs, rows):
+            log.append([line])
+
+    def write(self, sim) -> None:
+        """Append the current frame's row of every robot."""
+        self.append(self.rows(sim))
