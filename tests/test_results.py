@@ -53,7 +53,9 @@ def test_every_frame_with_increasing_times(run):
     assert np.all(np.diff(res.times) > 0)
     assert [f.time for f in res] == list(res.times)
     assert set(res.pieces) == {"cube", "ball", "box", "ground", "contacts"}
-    assert res[0].step == 0 and res[-1].step is None    # no steps.csv here: later steps unknown
+    assert [f.step for f in res] == list(range(0, STEPS + 1, EVERY))     # from the run's steps.csv
+    assert res.steps["step"].tolist() == list(range(1, STEPS + 1))
+    assert res.steps["iterations"].tolist() == [s.iterations for s in run["sim"].stats]
     assert set(res[-1].meshes) == set(res.pieces)
     assert res.bodies == ["cube", "ball", "box"]
     assert fc.read(run["out"] / "run.pvd").times.tolist() == res.times.tolist()
@@ -133,8 +135,9 @@ def test_no_run_is_a_clear_error(tmp_path):
 def test_steps_csv_and_joints_when_present(run, tmp_path):
     out = tmp_path / "copy"
     shutil.copytree(run["out"], out)
+    (out / "steps.csv").unlink()                # a series without its statistics: later steps unknown
     res = fc.read(out)
-    assert res.steps == {}
+    assert res.steps == {} and res[0].step == 0 and res[-1].step is None
     rows = [f"{k},{k * DT!r},3,1e-9,{'' if k == 2 else 1e-3 / k},4,0.1,0.2,0.3,0.7" for k in range(1, STEPS + 1)]
     (out / "steps.csv").write_text(STEPS_HEADER + "\n" + "\n".join(rows) + "\n4")     # a torn last row
     (out / "arm_joints.csv").write_text("time,j1.position,j1.velocity,j1.torque\n0.0,0.1,0.0,nan\n0.05,0.2,1.0,0.5\n")
@@ -158,7 +161,7 @@ def test_steps_csv_and_joints_when_present(run, tmp_path):
 
 def test_plot_without_steps_and_the_cli(run, tmp_path, capsys):
     fig = fc.plot(run["out"], contacts="ball")
-    assert len(fig.axes) == 2                                   # no steps.csv: no e_m panel
+    assert len(fig.axes) == 2                                   # COND without momentum_tol records no e_m: no e_m panel
     assert "ball" in fig.axes[0].get_title()
     stick = [line for line in fig.axes[1].lines if line.get_label() == "stick"][0]
     np.testing.assert_array_equal(stick.get_ydata(), fc.read(run["out"]).stick_slip("ball")[:, 0])
