@@ -34,7 +34,7 @@ if TYPE_CHECKING:  # pragma: no cover
     import pyvista
 
 __all__ = ["SeriesWriter", "read_series", "read_pvd_entries", "pvd_frames", "sanitize_name", "atomic_write_bytes",
-           "check_output_dir", "earlier_run", "series_mark", "check_series_mark"]
+           "check_output_dir", "earlier_run", "check_series_mark"]
 
 # Cell types a vtkPolyData holds, in the order vtkPolyData numbers its cells.
 _POLY_KIND = {"vertex": 0, "line": 1, "triangle": 2, "quad": 2, "polygon": 2}
