@@ -17,6 +17,7 @@ import csv
 import importlib.metadata
 import os
 import re
+import resource
 import statistics
 import subprocess
 import sys
@@ -31,21 +32,24 @@ KEEP_BYTECODE_SETTING = False   # --env-bytecode: keep the caller's PYTHONDONTWR
 WARM_TARGET, COLD_TARGET = 3.0, 20.0
 
 
-def run_once(tree: Path, scene: str, runtime: str, cache: Path, out: Path) -> tuple[float | None, float, str]:
-    """One ``femcontact run`` of ``tree``'s femcontact: (first step s after start, process wall s, error)."""
+def run_once(tree: Path, scene: str, runtime: str, cache: Path, out: Path) -> tuple[float | None, float, str, float]:
+    """One ``femcontact run`` of ``tree``'s femcontact: (first step s after start, process wall s, error,
+    process CPU s: user + system of the whole run, which other jobs' load inflates far less than wall time)."""
     env = dict(os.environ, PYTHONPATH=str(tree), FEMCONTACT_CACHE_DIR=str(cache), FEMCONTACT_RUNTIME=runtime,
                FEMCONTACT_ARCH=os.environ.get("FEMCONTACT_ARCH", "cpu"))
     if not KEEP_BYTECODE_SETTING:
         # as an installed package runs: Python caches the compiled modules (the cold run writes them)
         env.pop("PYTHONDONTWRITEBYTECODE", None)
-    t0 = time.perf_counter()
+    t0, cpu0 = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
     proc = subprocess.run([sys.executable, "-m", "femcontact", "run", str(tree / "scenes" / f"{scene}.py"),
                            "--steps", "1", "--no-progress", "--out", str(out)], capture_output=True, text=True,
                           env=env, cwd=tree, timeout=1800)
     wall = time.perf_counter() - t0
+    cpu1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (cpu1.ru_utime - cpu0.ru_utime) + (cpu1.ru_stime - cpu0.ru_stime)
     m = FIRST_STEP.search(proc.stdout)
     error = "" if proc.returncode == 0 else (proc.stderr.strip().splitlines() or ["?"])[-1][:120]
-    return (float(m.group(1)) if m else None), wall, error
+    return (float(m.group(1)) if m else None), wall, error, cpu
 
 
 def _have_robot_data() -> bool:
@@ -78,6 +82,7 @@ def measure(tree: Path, label: str, scenes: list[str], runtimes: list[str], warm
             row = {"tree": label, "scene": scene, "runtime": runtime,
                    "cold_first_step_s": None if warm_only else cold[0], "cold_wall_s": None if warm_only else cold[1],
                    "warm_first_step_s": _median([w[0] for w in warm]), "warm_wall_s": _median([w[1] for w in warm]),
+                   "cold_cpu_s": None if warm_only else cold[3], "warm_cpu_s": _median([w[3] for w in warm]),
                    "error": cold[2] or next((w[2] for w in warm if w[2]), "")}
             rows.append(row)
             print(_fmt(row), flush=True)
@@ -104,6 +109,7 @@ def measure_interleaved(trees: list[tuple[Path, str]], scenes: list[str], runtim
                        "cold_first_step_s": cold[0], "cold_wall_s": cold[1],
                        "warm_first_step_s": _median([w[0] for w in warm]),
                        "warm_wall_s": _median([w[1] for w in warm]),
+                       "cold_cpu_s": cold[3], "warm_cpu_s": _median([w[3] for w in warm]),
                        "error": cold[2] or next((w[2] for w in warm if w[2]), "")}
                 rows.append(row)
                 print(_fmt(row), flush=True)
@@ -123,11 +129,13 @@ def _fmt(row: dict) -> str:
             miss.append("cold")
     return (f"| {row['tree']} | {row['scene']} | {row['runtime']} | {_num(row['cold_first_step_s'])} | "
             f"{_num(row['cold_wall_s'])} | {_num(row['warm_first_step_s'])} | {_num(row['warm_wall_s'])} | "
+            f"{_num(row['cold_cpu_s'])} | {_num(row['warm_cpu_s'])} | "
             f"{', '.join(miss) or ''} | {row['error']} |")
 
 
 HEADER = ("| tree | scene | runtime | cold: first step (s) | cold: wall (s) | warm: first step (s) | "
-          "warm: wall (s) | misses target | error |\n|---|---|---|---|---|---|---|---|---|")
+          "warm: wall (s) | cold: CPU (s) | warm: CPU (s) | misses target | error |\n"
+          "|---|---|---|---|---|---|---|---|---|---|---|")
 
 
 def worktree(ref: str, where: Path) -> Path:
