@@ -263,3 +263,56 @@ def test_fast_class_probe_agrees_with_the_runtimes_own():
     theirs = _class_probe_results(lambda level: fast._original(level + 1))
     assert ours == theirs
     assert any(any(r) for r in ours) and not all(any(r) for r in ours)   # both answers occur
+
+
+def test_runtime_import_never_runs_the_slow_class_probe():
+    """The runtime's own ``@func`` declarations at its import use the fast probe too (backend._ProbeOnLoad):
+    inspect.getframeinfo (which scans sys.modules, ~3 ms a call) is not called while it is imported."""
+    code = ("import inspect\ncalls = []\noriginal = inspect.getframeinfo\n"
+            "inspect.getframeinfo = lambda *a, **k: calls.append(1) or original(*a, **k)\n"
+            "from femcontact import backend\nbackend.select_runtime()\n"
+            "import importlib\nki = importlib.import_module(backend.RUNTIMES[backend.RUNTIME][0] + '.lang.kernel_impl')\n"
+            "assert ki._inside_class._femcontact\nprint('getframeinfo calls', len(calls))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                         env=dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1])))
+    assert out.returncode == 0, out.stderr
+    assert "getframeinfo calls 0" in out.stdout, out.stdout
+
+
+def test_copies_through_host_views_match_the_runtimes_kernels():
+    """On the CPU, from_numpy / to_numpy / fill go through host views (backend._copy_through_host_views):
+    the same values as the runtime's copy kernels, the same refusal of a wrong shape, and a Matrix fill
+    or a non-float into an int array still handled by the runtime."""
+    import numpy as np
+
+    from femcontact.backend import ti
+
+    cfg = backend.ensure_init()
+    if cfg["arch"] != "cpu":
+        pytest.skip("host views exist on the CPU backend only")
+    base = sys.modules[ti.lang.__name__ + "._ndarray"].Ndarray
+    assert base._ndarray_from_numpy._femcontact and base._ndarray_matrix_to_numpy._femcontact
+    rng = np.random.default_rng(3)
+    real = backend.np_real()
+    # (make, data, the runtime's private copy methods, their extra argument: as_vector for matrix arrays)
+    cases = [(lambda: ti.ndarray(float, shape=5), rng.standard_normal(5).astype(real), "_ndarray", ()),
+             (lambda: ti.ndarray(ti.i32, shape=4), np.array([3, -1, 7, 0], np.int32), "_ndarray", ()),
+             (lambda: ti.Vector.ndarray(3, float, shape=4), rng.standard_normal((4, 3)).astype(real),
+              "_ndarray_matrix", (1,)),
+             (lambda: ti.Matrix.ndarray(3, 3, float, shape=2), rng.standard_normal((2, 3, 3)).astype(real),
+              "_ndarray_matrix", (0,))]
+    for make, data, kind, extra in cases:
+        ours, theirs = make(), make()
+        ours.from_numpy(data)
+        getattr(base, kind + "_from_numpy")._original(theirs, data, *extra)
+        got = ours.to_numpy()
+        assert got.dtype == data.dtype and np.array_equal(got, data)
+        assert np.array_equal(getattr(base, kind + "_to_numpy")._original(theirs, *extra), got)
+        ours.fill(2)
+        theirs_values = np.full(data.shape, 2, data.dtype)
+        assert np.array_equal(ours.to_numpy(), theirs_values)
+        with pytest.raises(ValueError, match="[Mm]ismatch shape"):
+            ours.from_numpy(np.zeros((9,) + data.shape[1:], data.dtype))
+    f64 = ti.ndarray(float, shape=3)
+    f64.from_numpy(np.array([1.5, 2.5, 3.5]))          # float64 data into the active precision: IEEE cast
+    assert np.array_equal(f64.to_numpy(), np.array([1.5, 2.5, 3.5], real))

@@ -120,6 +120,10 @@ def test_solver_names_are_exactly_the_registered_solvers():
     for module in solvers.SOLVER_MODULES:
         importlib.import_module(f"femcontact.solvers.{module}")
     assert sorted(solvers.CONTACT_SOLVERS) == sorted(solvers.SOLVER_NAMES)
+    # make_contact_solver imports only SOLVER_MODULE[name]: that module must be the one registering it
+    assert sorted(solvers.SOLVER_MODULE) == sorted(solvers.SOLVER_NAMES)
+    for name, module in solvers.SOLVER_MODULE.items():
+        assert solvers.CONTACT_SOLVERS[name].__module__.startswith(f"femcontact.solvers.{module}"), name
     assert not set(solvers.PLANNED_SOLVERS) & set(solvers.SOLVER_NAMES)
 
 

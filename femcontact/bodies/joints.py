@@ -42,7 +42,6 @@ from typing import Optional
 import numpy as np
 
 from ..backend import ti
-from scipy.spatial.transform import Rotation
 
 from .. import backend
 from ..errors import ParameterError
@@ -318,6 +317,7 @@ class JointSystem:
                 add_rows(blocks, [P @ J for J in Jpos], it["k_lin"] * I3, P @ (e_pos + drift), sk, coef.b_f)
             if kind in ("weld", "prismatic"):
                 E = RB @ it["R_rel"].T @ RA.T if not A_.world else RB @ it["R_rel"].T
+                from scipy.spatial.transform import Rotation     # scipy.spatial: ~0.3 s of start-up
                 e_rot = Rotation.from_matrix(E).as_rotvec()
                 # log(exp(dt ω_B) E exp(−dt ω_A)): the second-order (BCH) part ½ dt² ω_A×ω_B
                 add_rows(blocks, [Z, -I3, Z, I3], it["k_rot"] * I3, e_rot + 0.5 * dt * dt * np.cross(omA, omB), sk,
@@ -402,6 +402,7 @@ class JointSystem:
         E = np.einsum("nij,nkj->nik", Rs, o["R_rel"])
         if not side.world:
             E = E @ R[side.k].T
+        from scipy.spatial.transform import Rotation     # scipy.spatial: ~0.3 s of start-up
         e = Rotation.from_matrix(E).as_rotvec()
         n = len(e)
         eye = np.broadcast_to(np.eye(3), (n, 3, 3))

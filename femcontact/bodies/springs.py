@@ -31,7 +31,6 @@ midpoint rule exactly: it keeps the energy and its period is ``2 atan(Ï‰ dt/2)/Ï
 from typing import Optional
 
 import numpy as np
-from scipy.spatial.transform import Rotation
 
 from .. import backend
 from ..errors import ParameterError
@@ -107,6 +106,7 @@ class SpringSystem:
             v = backend.read(state.v, n).astype(np.float64, copy=False)
             x = x + h * v
             if n_rot:
+                from scipy.spatial.transform import Rotation     # scipy.spatial: ~0.3 s of start-up
                 R = Rotation.from_rotvec(h * v[self.model.rot_block_np[:n_rot]]).as_matrix() @ R
         pA, rA = self.a.points(x, R)
         pB, rB = self.b.points(x, R)

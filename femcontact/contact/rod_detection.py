@@ -143,25 +143,47 @@ def detect_rod_sdf(x: ti.types.ndarray(), v: ti.types.ndarray(), rn_node: ti.typ
                     phi = 0.0
                     n = ti.Vector([0.0, 0.0, 1.0])
                     hit = False
-                    if k < n_rn:
-                        phi, n = _sdf_world(o, pa, sdf, obs_f, obs_pose, grid)
-                        phi -= rad
-                        hit = phi < reach
-                    else:                          # interior minimum along the segment
-                        phi0, n0 = _sdf_world(o, pa, sdf, obs_f, obs_pose, grid)
-                        phi1, n1 = _sdf_world(o, pb, sdf, obs_f, obs_pose, grid)
-                        lo, hi = 0.0, 1.0
-                        for _ in range(12):
+                    # One SDF call site: the shape dispatch inlines large code (every primitive and a mesh's grid),
+                    # and each call site costs LLVM seconds to compile. A node is evaluated at pa; a segment at pa,
+                    # pb, 12 ternary-search pairs on its interior (m1 then m2) and its minimum: 27 evaluations in
+                    # that order, the same points and comparisons as calling the SDF at each.
+                    n_eval = 1 if k < n_rn else 27
+                    phi0, phi1, f1 = 0.0, 0.0, 0.0
+                    lo, hi, m1, m2 = 0.0, 1.0, 0.0, 0.0
+                    for e in range(n_eval):
+                        q = pa
+                        if e == 1:
+                            q = pb
+                        elif e < 26 and e % 2 == 0:
                             m1 = lo + (hi - lo) / 3.0
                             m2 = hi - (hi - lo) / 3.0
-                            f1, g1 = _sdf_world(o, pa + m1 * (pb - pa), sdf, obs_f, obs_pose, grid)
-                            f2, g2 = _sdf_world(o, pa + m2 * (pb - pa), sdf, obs_f, obs_pose, grid)
-                            if f1 < f2:
+                            q = pa + m1 * (pb - pa)
+                        elif e < 26:
+                            q = pa + m2 * (pb - pa)
+                        elif e == 26:
+                            t = 0.5 * (lo + hi)
+                            q = pa + t * (pb - pa)
+                        f, g = _sdf_world(o, q, sdf, obs_f, obs_pose, grid)
+                        if e == 0:
+                            phi0 = f
+                            phi = f
+                            n = g
+                        elif e == 1:
+                            phi1 = f
+                        elif e < 26 and e % 2 == 0:
+                            f1 = f
+                        elif e < 26:
+                            if f1 < f:
                                 hi = m2
                             else:
                                 lo = m1
-                        t = 0.5 * (lo + hi)
-                        phi, n = _sdf_world(o, pa + t * (pb - pa), sdf, obs_f, obs_pose, grid)
+                        else:
+                            phi = f
+                            n = g
+                    if k < n_rn:
+                        phi -= rad
+                        hit = phi < reach
+                    else:                          # interior minimum along the segment
                         hit = 0.02 < t < 0.98 and phi < ti.min(phi0, phi1) - 0.25 * rad
                         phi -= rad
                         hit = hit and phi < reach

@@ -16,6 +16,8 @@ from ..errors import ParameterError
 
 SOLVER_NAMES = ("cond", "sap", "lagged", "similar", "pgs", "incp")
 SOLVER_MODULES = ("cond", "sap", "pgs", "incp")  # sap: "sap", "lagged", "similar"; the others their own name
+# the module that registers each solver: only that one is imported (the others import scipy.linalg, cvxopt, ...)
+SOLVER_MODULE = {"cond": "cond", "sap": "sap", "lagged": "sap", "similar": "sap", "pgs": "pgs", "incp": "incp"}
 PLANNED_SOLVERS: tuple[str, ...] = ()
 CONTACT_SOLVERS: dict = {}
 
@@ -33,9 +35,8 @@ def check_solver_name(name: str) -> str:
 
 
 def make_contact_solver(name: str, model, options: dict):
-    """Instantiate the contact solver ``name`` for ``model`` (importing the solver modules, which
-    register themselves in ``CONTACT_SOLVERS``)."""
+    """Instantiate the contact solver ``name`` for ``model`` (importing the solver's module, which
+    registers it in ``CONTACT_SOLVERS``)."""
     name = check_solver_name(name)
-    for module in SOLVER_MODULES:
-        importlib.import_module(f"{__name__}.{module}")
+    importlib.import_module(f"{__name__}.{SOLVER_MODULE[name]}")
     return CONTACT_SOLVERS[name](model, dict(options or {}))

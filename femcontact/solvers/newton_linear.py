@@ -40,7 +40,6 @@ from typing import Optional
 
 import numpy as np
 import scipy.sparse as sp
-import scipy.sparse.linalg as spla
 
 from ..errors import ParameterError, SimulationError
 
@@ -361,6 +360,7 @@ class SuperLUSolver:
 
     def factorize(self, H: sp.spmatrix):
         """SuperLU's factorization of ``H``; its ``solve(R)`` takes R of shape (n,) or (n, k)."""
+        import scipy.sparse.linalg as spla     # with scipy.linalg ~0.3 s of start-up: imported where used
         return spla.splu(sp.csc_matrix(H), permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.0,
                          options={"SymmetricMode": True})
 
@@ -376,6 +376,7 @@ class BlockJacobiCG:
         self.last_iterations = 0
 
     def solve(self, H: sp.spmatrix, r: np.ndarray) -> np.ndarray:
+        import scipy.sparse.linalg as spla     # with scipy.linalg ~0.3 s of start-up: imported where used
         H = sp.csr_matrix(H)
         n = H.shape[0] // 3
         base = 3 * np.arange(n)[:, None, None]

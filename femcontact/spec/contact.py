@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 import numpy as np
-from scipy.spatial.transform import Rotation
 
 from ..contact.contacts import CONTACT_PARAM_COLUMNS
 from ..contact.shapes import Shape
@@ -99,6 +98,7 @@ class ObstacleSpec:
         if self.velocity is not None:
             c = c + self.velocity * t
         if self.angular_velocity is not None:
+            from scipy.spatial.transform import Rotation  # scipy.spatial: ~0.3 s of start-up, imported where used
             R = Rotation.from_rotvec(self.angular_velocity * t).as_matrix() @ R
         return c, R
 
@@ -109,7 +109,11 @@ class ObstacleSpec:
             return c0, R0, np.zeros(3), np.zeros(3)
         c1, R1 = self.pose(t + dt)
         v = (c1 - c0) / dt
-        w = Rotation.from_matrix(R1 @ R0.T).as_rotvec() / dt
+        if np.array_equal(R1, R0):      # not turning: no angular velocity (and no scipy.spatial, ~0.3 s of start-up)
+            w = np.zeros(3)
+        else:
+            from scipy.spatial.transform import Rotation
+            w = Rotation.from_matrix(R1 @ R0.T).as_rotvec() / dt
         if not (np.isfinite(v).all() and np.isfinite(w).all()):
             raise ParameterError(f"motion of obstacle {self.name!r} gives non-finite velocity at t={t:g}")
         return c0, R0, v, w

@@ -12,7 +12,6 @@ rod.
 from __future__ import annotations
 
 import numpy as np
-from scipy.spatial import cKDTree
 
 from ..contact.shapes import HalfSpace, closest_point_on_triangles
 from ..errors import ParameterError
@@ -42,6 +41,7 @@ class _Fem:
         if sel.size == 0:
             return depth
         if self._tree is None:
+            from scipy.spatial import cKDTree     # scipy.spatial: ~0.3 s of start-up, imported where used
             x = self.x[self.tets]
             self._tree = cKDTree(x.mean(axis=1))
             self._x0 = x[:, 0]
@@ -126,6 +126,7 @@ def _check_rods(rods: list, fems: list, rigids: list, obstacles: list, skip: set
         for b in rods[i + 1:]:
             if frozenset((a.name, b.name)) in skip or (a.hi < b.lo).any() or (b.hi < a.lo).any():
                 continue
+            from scipy.spatial import cKDTree
             dist, k = cKDTree(b.x).query(a.x)
             pen = a.r + b.r - dist
             tol = max(a.tol, b.tol)

@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 import numpy as np
-from scipy.spatial.transform import Rotation
 
 from ..errors import ParameterError
 from .drive import NodeDrive
@@ -62,6 +61,7 @@ def parallel_transport_frames(points: np.ndarray, d1: Optional[np.ndarray] = Non
     if np.linalg.norm(d1) < 1e-9:
         raise ParameterError("rod frame: d1 is parallel to the first segment")
     d1 = d1 / np.linalg.norm(d1)
+    from scipy.spatial.transform import Rotation     # scipy.spatial: ~0.3 s of start-up, imported where used
     R = np.empty((len(t), 3, 3))
     R[0] = np.stack([d1, np.cross(t[0], d1), t[0]], axis=1)
     for j in range(1, len(t)):

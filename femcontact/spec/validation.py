@@ -7,10 +7,10 @@ helper returns the value in canonical form or raises a ParameterError naming ``w
 from __future__ import annotations
 
 import math
+import sys
 from typing import Callable, Optional
 
 import numpy as np
-from scipy.spatial.transform import Rotation
 
 from ..errors import ParameterError
 
@@ -89,12 +89,14 @@ def as_rotation_matrix(rotation) -> np.ndarray:
     """3x3 rotation matrix from None, a 3x3 matrix, a quaternion (w, x, y, z) or a scipy Rotation."""
     if rotation is None:
         return np.eye(3)
-    if isinstance(rotation, Rotation):
+    scipy_rotation = sys.modules.get("scipy.spatial.transform")     # a Rotation exists only once it is imported
+    if scipy_rotation is not None and isinstance(rotation, scipy_rotation.Rotation):
         return rotation.as_matrix()
     arr = as_float_array(rotation)
     if arr.shape == (4,):
         if not np.isfinite(arr).all() or np.linalg.norm(arr) == 0:
             raise ParameterError(f"rotation quaternion must be finite and non-zero, got {rotation!r}")
+        from scipy.spatial.transform import Rotation     # scipy.spatial: ~0.3 s of start-up, imported where used
         return Rotation.from_quat(arr[[1, 2, 3, 0]]).as_matrix()
     if arr.shape == (3, 3) and np.isfinite(arr).all():
         if np.allclose(arr @ arr.T, np.eye(3), atol=1e-6) and np.linalg.det(arr) > 0:
