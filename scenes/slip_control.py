@@ -33,7 +33,7 @@ Run: femcontact run scenes/slip_control.py --out out/slip_control
 import numpy as np
 
 import femcontact as fc
-from femcontact.gripper import ParallelGripper
+from femcontact.kits import ParallelGripper
 
 GRIP_HIGH, GRIP_LOW = 16.0, 1.0          # N, per pad (paper)
 PERIOD, DUTY = 6.0, 0.75                 # s, fraction of the period at GRIP_HIGH (paper)

@@ -1,4 +1,4 @@
-"""Compound rigid shapes (issue 17 item 4; femcontact/contact/shapes.py ``Compound``): a box with
+"""Compound rigid shapes (issue 17 item 4; femcontact/geometry/shapes.py ``Compound``): a box with
 eight corner spheres — its mass properties against the analytic sums, its signed distance, its
 contact points, and resting on its four lower spheres with the weight carried by them alone; a
 thin part (issue 17: a 10 mm handle) — the detection kernels give its exact face normal and gap,

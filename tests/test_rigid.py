@@ -5,7 +5,7 @@ import pytest
 import femcontact as fc
 from oscillation import measured_period
 from femcontact.bodies import rigid
-from femcontact.contact import shapes
+from femcontact.geometry import shapes
 from scenes_util import load_scene, rolling_onset, thrown_sphere
 
 G = 9.81

@@ -20,7 +20,7 @@ from .. import backend
 from ..backend import ti
 from ..bodies.rigid import advance_rotation_block, assemble_rotational_block
 from ..errors import ParameterError
-from ..smallmat import mv
+from ..math.smallmat import mv
 
 INTEGRATORS = ("midpoint", "euler")
 

@@ -24,9 +24,9 @@ exactly (to the Newton tolerance), near the unstable intermediate axis too.
 import numpy as np
 
 from ..backend import ti
-from ..contact import shapes as S
+from ..geometry import shapes as S
 from ..errors import ParameterError
-from ..smallmat import inv3, mm, mmT, mTv, mv
+from ..math.smallmat import inv3, mm, mmT, mTv, mv
 
 # contact proxy kinds (body frame): a sphere (radius 0: a point) and a circle (cylinder rims)
 PROXY_SPHERE, PROXY_CIRCLE = 0, 1

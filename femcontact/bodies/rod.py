@@ -49,7 +49,7 @@ import numpy as np
 
 from ..backend import ti
 from .. import backend
-from ..smallmat import mm, mmT, mTm, mTv, mv
+from ..math.smallmat import mm, mmT, mTm, mTv, mv
 from ..spec.rod import SHEAR_COEFFICIENT, darboux, quat_conj, quat_mul
 from .rigid import quat_matrix, quat_to_matrix, skew
 

@@ -55,9 +55,9 @@ from .emit import (emit, pose_of, rigid_point_node, rigid_point_reach, triangle_
                    world_side)
 from .narrowphase import BOUND, closest_on_triangle, contact_frame, in_tet, shape_sdf
 from ..bodies.rigid import quat_matrix
-from ..smallmat import mTv, mv
+from ..math.smallmat import mTv, mv
 from .schema import DETECT_F, DETECT_I, PROXY_F, PROXY_I, SDF
-from .shapes import HALFSPACE
+from ..geometry.shapes import HALFSPACE
 
 MAX_RINGS = 8          # deep-penetration search: up to margin + MAX_RINGS * h around a vertex
 SLOTS = 2              # bodies A considered per vertex in D-contacts

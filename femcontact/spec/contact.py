@@ -1,6 +1,6 @@
 """Obstacle and contact-pair specifications (what the user asked for), validated.
 
-An obstacle is a shape (``femcontact.contact.shapes``) with a pose, static or kinematic:
+An obstacle is a shape (``femcontact.shapes``) with a pose, static or kinematic:
 ``motion(t) -> (position (3,), rotation)`` (rotation as a 3x3 matrix or a quaternion
 (w, x, y, z)), or constant ``velocity`` (m/s) and ``angular_velocity`` (rad/s, world frame,
 about the obstacle origin). Its point velocity during the step [t, t+dt] is the finite
@@ -19,7 +19,7 @@ from typing import Callable, Optional
 import numpy as np
 
 from ..contact.contacts import CONTACT_PARAM_COLUMNS
-from ..contact.shapes import Shape
+from ..geometry.shapes import Shape
 from ..errors import ParameterError
 from .validation import (as_float_array, check_motion, evaluate_motion, non_negative_or_nan, pose, unit_vector,
                          vec3)

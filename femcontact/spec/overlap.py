@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..contact.shapes import HalfSpace, closest_point_on_triangles
+from ..geometry.shapes import HalfSpace, closest_point_on_triangles
 from ..errors import ParameterError
 from ..meshes.surface import boundary_faces
 

@@ -25,7 +25,7 @@ def _loader(kind: str, off: int, width: int):
     """ti.funcs ``get(a, row)``, ``at(a, row, k)``, ``put(a, row, x)``, ``put_at(a, row, k, x)``
     for one column of ``kind`` at ``off`` (element k at ``off + width k``). Element loops are runtime
     loops over compile-time bounds (LLVM unrolls them): ``ti.static`` unrolling here cost Taichi's front
-    end 9-36 statements per call on every start-up (femcontact/smallmat.py). The closure's ``off``,
+    end 9-36 statements per call on every start-up (femcontact/math/smallmat.py). The closure's ``off``,
     ``width`` and ``n`` are read through ``ti.static``: compile-time values, which quadrants' fast cache
     accepts (the cache folder's source fingerprint keys them, backend.py)."""
     if kind == "s":

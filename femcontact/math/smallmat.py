@@ -7,7 +7,7 @@ same order, in runtime loops over compile-time bounds: a few AST nodes each, and
 again, so the compiled code and the results are the same (a 10-fold 3x3 product: front end 3.1 s -> 0.36 s,
 bit-identical answers). Use them in kernels that are compiled on every start-up.
 """
-from .backend import ti
+from ..backend import ti
 
 
 @ti.func

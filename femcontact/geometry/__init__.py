@@ -1,0 +1,1 @@
+"""Geometry, host side (numpy): shapes and their signed distances (``shapes``), mass properties."""

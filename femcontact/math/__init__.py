@@ -1,0 +1,1 @@
+"""Small linear algebra for kernels (``smallmat``)."""
