@@ -16,7 +16,7 @@ from .assembly.sparse import BlockPattern
 from .dofs import DofGroups, DofGroupsBuilder
 from .bodies.joints import JointSystem
 from .bodies.springs import spring_system
-from .bodies.rigid import quat_from_matrix
+from .math.quaternion import quat_from_matrix
 from .contact.setup import build_contact_data
 from .scene import Scene
 

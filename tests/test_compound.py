@@ -8,7 +8,8 @@ import pytest
 from scipy.spatial.transform import Rotation
 
 import femcontact as fc
-from femcontact.bodies.rigid import contact_proxies, mass_properties, surface_samples
+from femcontact.geometry.mass import mass_properties
+from femcontact.geometry.proxies import contact_proxies, surface_samples
 from femcontact.contact.contacts import ContactSet
 from femcontact.contact.pipeline import CollisionPipeline
 from femcontact.errors import ParameterError

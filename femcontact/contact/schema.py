@@ -12,7 +12,7 @@ generated ``ti.func`` accessors (and are filled by ``Table.upload``)::
 
 ``SDF`` (i32, per SDF entity: obstacles then rigid bodies): shape kind, offset of its grid or part table
 in ``grid``, entity (row/column of ``pair_row``), first velocity block of a rigid body (-1: obstacle).
-``PROXY_F`` / ``PROXY_I`` (per rigid contact proxy, ``bodies.rigid.contact_proxies``): body-frame point
+``PROXY_F`` / ``PROXY_I`` (per rigid contact proxy, ``geometry.proxies.contact_proxies``): body-frame point
 and axis, radius; rigid body index, proxy kind, which entities it is tested against. ``DETECT_F`` /
 ``DETECT_I``: one row of scalars (margin, dt, dedup; node, surface vertex and proxy counts).
 """

@@ -622,8 +622,8 @@ class Compound(Shape):
     a part is. (Until issue 17 the kernels read a grid of the min sampled with 32 cells along the
     compound: on a 10 mm x 20 mm bar under 8-11 mm cells that tilted face normals by up to 14° and
     moved gaps by 0.2 mm; on a 4 mm plate, gaps by 1.6 mm.)
-    Surface (output) and contact points (``bodies.rigid``): the parts', those inside another part left out.
-    Mass properties (``bodies.rigid.mass_properties``): the sum of the parts' (parallel-axis
+    Surface (output) and contact points (``geometry.proxies``): the parts', those inside another part left out.
+    Mass properties (``geometry.mass.mass_properties``): the sum of the parts' (parallel-axis
     theorem); where parts overlap, the overlap is counted once per part.
     """
 

@@ -1,1 +1,2 @@
-"""Small linear algebra for kernels (``smallmat``)."""
+"""Small math below every other layer: kernel small matrices and rotations (``smallmat``, ``ti.func``),
+quaternions on the host (``quaternion``, numpy)."""

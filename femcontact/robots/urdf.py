@@ -45,9 +45,9 @@ from typing import Callable, Mapping, Optional, Sequence, Union
 import numpy as np
 from scipy.spatial.transform import Rotation
 
-from ..bodies.rigid import check_inertia
-from ..geometry.shapes import Box, Cylinder, Sphere, TriangleMesh
 from ..errors import ParameterError
+from ..geometry.mass import check_inertia
+from ..geometry.shapes import Box, Cylinder, Sphere, TriangleMesh
 from ..spec.drive import Drive
 from ..spec.joint import Mimic, make_joint
 from ..spec.rigid import RigidBodySpec

@@ -6,7 +6,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from ..bodies.rigid import check_inertia, mass_properties
+from ..geometry.mass import check_inertia, mass_properties
 from ..geometry.shapes import Shape
 from ..errors import ParameterError
 from .force import body_force
