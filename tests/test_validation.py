@@ -98,9 +98,9 @@ def test_diverging_run_names_the_step(tmp_path):
 def test_planned_solver_fails_at_scene(name, monkeypatch):
     """An advertised-but-unimplemented solver is refused when the Scene is made, not at the first step
     (no solver is planned-only now that "incp" is implemented: a made-up one stands in)."""
-    from femcontact import solvers
+    from femcontact.spec import names
 
-    monkeypatch.setattr(solvers, "PLANNED_SOLVERS", ("future",))
+    monkeypatch.setattr(names, "PLANNED_SOLVERS", ("future",))
     with pytest.raises(ParameterError, match=rf"solver '{name}' is not implemented.*cond, sap, lagged, similar"):
         fc.Scene(solver=name)
     scene = fc.Scene()

@@ -21,8 +21,7 @@ from ..backend import ti
 from ..bodies.rigid import advance_rotation_block, assemble_rotational_block
 from ..errors import ParameterError
 from ..math.smallmat import mv
-
-INTEGRATORS = ("midpoint", "euler")
+from ..spec.names import INTEGRATORS
 
 
 @dataclass(frozen=True)
