@@ -1,5 +1,5 @@
 """Packed detection tables: the contact kernels' per-entity inputs as named columns of one ndarray each
-(issue 28, "Kernel arguments and launches"; the ``Table`` schema of ``solvers/cond/layout.py``).
+(issue 28, "Kernel arguments and launches"; the ``Table`` schema of ``femcontact/layout.py``).
 
 A Taichi 1.7.4 launch costs ~18 µs per ndarray argument (quadrants ~1 µs); a ``@ti.data_oriented``
 object holding ndarrays is refused as a ``ti.template()`` argument by Taichi 1.7.4 and an ``argpack``
@@ -19,7 +19,7 @@ and axis, radius; rigid body index, proxy kind, which entities it is tested agai
 from __future__ import annotations
 
 from ..backend import ti
-from ..solvers.cond.layout import Table
+from ..layout import Table
 
 SDF = Table("sdf", ti.i32, [("kind", "s"), ("aux", "s"), ("entity", "s"), ("rigid", "s")])
 PROXY_F = Table("proxy_f", float, [("point", "v3"), ("axis", "v3"), ("radius", "s")])

@@ -12,7 +12,7 @@ import numpy as np
 from ..backend import ti
 from .. import backend
 from ..geometry.proxies import contact_proxies, surface_samples
-from ..solvers.cond.layout import HostScalars
+from ..layout import HostScalars
 from .narrowphase import BOUND, OBS_F
 from .schema import DETECT_F, DETECT_I, PROXY_F, PROXY_I, SDF
 from ..geometry.shapes import COMPOUND, MESH
