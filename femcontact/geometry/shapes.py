@@ -23,6 +23,7 @@ import abc
 import numpy as np
 
 from ..errors import ParameterError
+from .closest import closest_point_on_triangles  # noqa: F401 (public as femcontact.shapes.closest_point_on_triangles)
 from .sdf_grid import signed_distance_grid
 
 HALFSPACE, BOX, SPHERE, CAPSULE, CYLINDER, MESH, COMPOUND = range(7)
@@ -30,7 +31,8 @@ HALFSPACE, BOX, SPHERE, CAPSULE, CYLINDER, MESH, COMPOUND = range(7)
 # rotation row-major (9), position (3), offset of a mesh part's grid from the table's start.
 PART_REC = 22
 
-__all__ = ["Shape", "HalfSpace", "Box", "Sphere", "Capsule", "Cylinder", "TriangleMesh", "Compound"]
+__all__ = ["Shape", "HalfSpace", "Box", "Sphere", "Capsule", "Cylinder", "TriangleMesh", "Compound",
+           "closest_point_on_triangles"]
 
 
 def _positive(value, what: str) -> float:
