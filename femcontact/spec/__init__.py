@@ -6,6 +6,8 @@ below spec: ``errors``, ``meshes``, ``geometry`` (shapes, mass properties), ``ma
 
 - ``validation`` — vec3, rotation, pose, positive/non-negative numbers, drive and motion
   functions; imports nothing from femcontact but ``errors`` (every layer may use it);
+- ``names`` — the integrator, solver and linear-solver names a Scene accepts and the contact-parameter
+  columns; a leaf like ``validation``;
 - ``material`` — ``Material``; ``selection`` — node selectors;
 - ``drive`` — ``NodeDrive`` (prescribed node/segment motion), ``Drive`` (joint PD drive);
 - ``force`` — ``NodalForce``, ``BodyForce``;
