@@ -17,9 +17,8 @@ from .bodies import fem
 from .control import Control
 from .energy_monitor import RODS_MIDPOINT_CAUSE, EnergyMonitor
 from .errors import ParameterError, SimulationError
+from .math.quaternion import cayley_velocity, quat_to_matrix
 from .model import Model
-from .bodies import rigid
-from .bodies.rigid import cayley_velocity
 from .spec.overlap import check_initial_overlap
 from .scene import Scene
 from .spec.rigid import RigidBodySpec
@@ -280,7 +279,7 @@ class Simulator:
         for idx, weights, fn in self._timed_forces:
             np.add.at(f, idx, weights * self._force_value(fn, t))
         if self._rigid_forces:
-            R = rigid.quat_to_matrix(backend.read(self.state.q, self.model.n_rot).astype(np.float64, copy=False))
+            R = quat_to_matrix(backend.read(self.state.q, self.model.n_rot).astype(np.float64, copy=False))
             for k, lin, bf in self._rigid_forces:
                 value = self._force_value(bf.value, t)
                 if bf.torque:
@@ -599,7 +598,7 @@ class Simulator:
 
     def rod_frames(self, name: str) -> np.ndarray:
         """(n, 3, 3) segment frames of a rod now (columns d1, d2, d3; d3 along the segment)."""
-        return rigid.quat_to_matrix(self.state.quaternions()[self._rod(name)[4]])
+        return quat_to_matrix(self.state.quaternions()[self._rod(name)[4]])
 
     def rod_strains(self, name: str) -> dict:
         """Per-segment strains of a rod now: stretch, shear, bend (1/m), twist (rad/m)."""
@@ -640,7 +639,7 @@ class Simulator:
         integ.kinetic_and_gravity(m.mass, s.x, s.v, m.gravity_arr, self._energy_out)
         kin, grav = (float(e) for e in backend.read(self._energy_out, 2))
         if m.n_rot:
-            R = rigid.quat_to_matrix(s.quaternions())
+            R = quat_to_matrix(s.quaternions())
             w = s.velocities()[m.rot_block_np]
             Om = np.einsum("kji,kj->ki", R, w)
             kin += 0.5 * float(np.einsum("ki,kij,kj->", Om, m.rot_inertia_np, Om))
@@ -657,7 +656,7 @@ class Simulator:
         """(centre of mass (3,) m, rotation (3, 3)) of a rigid body now."""
         k = self._rigid(name)
         lin = int(self.model.rigid_lin[k])
-        return self.state.positions()[lin], rigid.quat_to_matrix(self.state.quaternions()[k])
+        return self.state.positions()[lin], quat_to_matrix(self.state.quaternions()[k])
 
     def rigid_velocity(self, name: str) -> tuple[np.ndarray, np.ndarray]:
         """(centre-of-mass velocity (3,) m/s, angular velocity (3,) rad/s), world frame."""

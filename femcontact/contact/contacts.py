@@ -36,10 +36,9 @@ import scipy.sparse as sp
 
 from ..backend import ti
 from .. import backend
+from ..spec.names import CONTACT_PARAM_COLUMNS
 
 OPEN, STICK, SLIP = 0, 1, 2
-CONTACT_PARAM_COLUMNS = ("mu1", "mu2", "stiffness", "tau_d", "hc_dissipation", "stiction_tolerance", "sigma",
-                         "restitution")
 _INT_COLUMNS = ("node_a", "node_b", "param", "status")      # ContactSet's integer arrays
 
 

@@ -1,5 +1,5 @@
 """Packed detection tables: the contact kernels' per-entity inputs as named columns of one ndarray each
-(issue 28, "Kernel arguments and launches"; the ``Table`` schema of ``solvers/cond/layout.py``).
+(issue 28, "Kernel arguments and launches"; the ``Table`` schema of ``femcontact/layout.py``).
 
 A Taichi 1.7.4 launch costs ~18 µs per ndarray argument (quadrants ~1 µs); a ``@ti.data_oriented``
 object holding ndarrays is refused as a ``ti.template()`` argument by Taichi 1.7.4 and an ``argpack``
@@ -12,14 +12,14 @@ generated ``ti.func`` accessors (and are filled by ``Table.upload``)::
 
 ``SDF`` (i32, per SDF entity: obstacles then rigid bodies): shape kind, offset of its grid or part table
 in ``grid``, entity (row/column of ``pair_row``), first velocity block of a rigid body (-1: obstacle).
-``PROXY_F`` / ``PROXY_I`` (per rigid contact proxy, ``bodies.rigid.contact_proxies``): body-frame point
+``PROXY_F`` / ``PROXY_I`` (per rigid contact proxy, ``geometry.proxies.contact_proxies``): body-frame point
 and axis, radius; rigid body index, proxy kind, which entities it is tested against. ``DETECT_F`` /
 ``DETECT_I``: one row of scalars (margin, dt, dedup; node, surface vertex and proxy counts).
 """
 from __future__ import annotations
 
 from ..backend import ti
-from ..solvers.cond.layout import Table
+from ..layout import Table
 
 SDF = Table("sdf", ti.i32, [("kind", "s"), ("aux", "s"), ("entity", "s"), ("rigid", "s")])
 PROXY_F = Table("proxy_f", float, [("point", "v3"), ("axis", "v3"), ("radius", "s")])

@@ -25,7 +25,7 @@ virtual nodes; the velocity table V has the rows of ``layout.VROWS``, W the scal
 RK the row's step kind and partner (``layout.ROW``).
 """
 from ...backend import ti
-from ...smallmat import inv3, mTv, mv
+from ...math.smallmat import inv3, mTv, mv
 
 from ..projection import STRICT, project_cone, project_strict
 from .blocks import rod_solve

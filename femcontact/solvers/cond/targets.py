@@ -14,7 +14,7 @@ the condition on the same ``J_n v̂``.
 import numpy as np
 
 from ...backend import ti
-from ...smallmat import mv
+from ...math.smallmat import mv
 
 from .layout import CONTACT, CONTACT_NODES
 

@@ -12,7 +12,7 @@ contact's targets by its damper compliance so that the contact law holds on the 
 velocity, not on the virtual node's (docs/COND.md, "Damper compliance").
 """
 from ...backend import ti
-from ...smallmat import inv3, mm, mmT, mTm
+from ...math.smallmat import inv3, mm, mmT, mTm
 from .groups import KIND_RIGID_LIN, KIND_ROD, KIND_SPIN
 from .layout import CONTACT, CONTACT_NODES, VIRTUAL, VIRTUAL_NODES
 
