@@ -113,6 +113,7 @@ from ..errors import ParameterError, SimulationError
 from . import CONTACT_SOLVERS
 from .base import SolveStats, StepProblem, solve_without_contacts
 from .contact_models import HuntCrossley, LaggedModel, SapModel, SimilarModel
+from .newton_dense import DENSE_MAX_DOFS, ContactRows, DenseNewtonMatrix, dense_index
 from .newton_linear import NewtonMatrix, make_newton_linear_solver, solve_newton
 
 DEFAULTS = {
@@ -187,8 +188,11 @@ class NewtonContactSolver:
         _check_params(kind, *opt_vals, where="(solver_options)")
         self._check_table()
         self._checked_table = model.contact_params   # build_model: checked above
-        self.linear = make_newton_linear_solver(o["linear_solver"], model.n_dofs)
-        self.hessian = NewtonMatrix()      # H's pattern and the G → H map, kept across steps
+        # small systems (option "auto"/"direct"): dense H, J in block rows, no scipy.sparse (newton_dense)
+        self.dense = o["linear_solver"] in ("auto", "direct") and model.n_dofs <= DENSE_MAX_DOFS
+        self.hessian = DenseNewtonMatrix() if self.dense else NewtonMatrix()   # H's pattern / scatter, kept
+        self.linear = self.hessian if self.dense else make_newton_linear_solver(o["linear_solver"], model.n_dofs)
+        self._dense_A = None               # (pattern, flat positions of its blocks in a dense 3n x 3n)
         dofs = model.dofs
         self.node_body = dofs.body                                     # for the Delassus floor 1/M_body
         self.body_mass = dofs.body_mass if len(dofs.body_mass) else np.zeros(1)
@@ -345,6 +349,15 @@ class NewtonContactSolver:
             return float(self.opt["impact_speed"])
         return float(np.linalg.norm(self.model.gravity)) * dt
 
+    def _dense_matrix(self, A, blocks: np.ndarray) -> np.ndarray:
+        """A (3n, 3n) dense from its blocks (the scatter kept per pattern: fixed at build time)."""
+        if self._dense_A is None or self._dense_A[0] is not A.pattern:
+            self._dense_A = (A.pattern, dense_index(A.pattern).ravel())
+        n3 = 3 * A.pattern.n
+        out = np.zeros(n3 * n3)
+        out[self._dense_A[1]] = blocks.ravel()
+        return out.reshape(n3, n3)
+
     def _fixed(self, fixed_arr, n: int) -> np.ndarray:
         """The prescribed mask (bool, n): read once per mask array (it is fixed at build time)."""
         if self._fixed_src is not fixed_arr:
@@ -363,21 +376,22 @@ class NewtonContactSolver:
         s, ch, co = float(coef.impulse_scale), float(coef.v_hat), float(coef.v_old)
         rd = backend.read                    # host views on the CPU: no copy kernels (backend.host_view)
         blocks = problem.A.blocks_numpy()    # read A once: the matrix and its diagonal blocks
-        A = problem.A.to_scipy(blocks)
         b = rd(problem.b, n).astype(np.float64, copy=False).ravel()
         vk = rd(problem.state.v, n).astype(np.float64, copy=False).ravel()
         fixed = self._fixed(problem.fixed, n)
         dof_fixed = np.repeat(fixed, 3)
-        At = ((s / ch) * A).tocsr()
-        bt = s * b + ((s * co / ch) * (A @ vk) if co != 0.0 else 0.0)
-
         cd = contacts.to_numpy()
-        J = contacts.jacobian(expand_virtual=True, data=cd).tocsr()
-        if J.shape != (3 * c, 3 * n):
-            raise SimulationError(f"contact Jacobian has shape {J.shape}, expected {(3 * c, 3 * n)}")
-        frame = cd["frame"]
         off = contacts.world_offset(cd) + contacts.anchor_offset(cd)
-        Jf = (J @ sp.diags((~dof_fixed).astype(np.float64))).tocsr() if fixed.any() else J
+        if self.dense:
+            A = self._dense_matrix(problem.A, blocks)
+            At = (s / ch) * A
+        else:
+            A = problem.A.to_scipy(blocks)
+            At = ((s / ch) * A).tocsr()
+        # J (Jf: prescribed columns zeroed) in per-contact block rows: products without scipy.sparse
+        J = ContactRows.from_triplets(*contacts.jacobian_blocks(True, cd), c, n)
+        Jf = J.without(fixed) if fixed.any() else J
+        bt = s * b + ((s * co / ch) * (A @ vk) if co != 0.0 else 0.0)
 
         # warm start (end-of-step velocity) and prescribed values
         v_prev_hat = rd(problem.v_hat, n).astype(np.float64, copy=False).ravel()
@@ -392,9 +406,9 @@ class NewtonContactSolver:
         Bw = Dblk.copy()
         Bw[self.lumped_nodes] = self.lumped_blocks
         w = delassus_estimate(Jf, Bw, fixed, c, self.node_body, self.body_mass)
-        vc_prev = (J @ vk).reshape(c, 3) + off
+        vc_prev = J.matvec(vk).reshape(c, 3) + off
         mu, tscale, reg_scale = friction_scaling(cd["mu"] if c else np.zeros((0, 2)))
-        vc_hat_prev = (J @ v_prev_hat).reshape(c, 3) + off if co != 0.0 else vc_prev
+        vc_hat_prev = J.matvec(v_prev_hat).reshape(c, 3) + off if co != 0.0 else vc_prev
         param_rows = cd["param"].astype(np.int64)
         e = restitution_per_contact(self.model.contact_params, param_rows, self.opt["restitution"])
         impact = self.impacts(vc_prev, cd["phi"], co, dt, e)
@@ -423,14 +437,16 @@ class NewtonContactSolver:
             if tscale is not None:
                 T[:, :2] = tscale
             S = T * th
-            Sd = sp.diags(S.ravel())
-            J, Jf = (Sd @ J).tocsr(), (Sd @ Jf).tocsr()
+            J, Jf = J.scale_rows(S), Jf.scale_rows(S)
             off = S * off + T * (1.0 - th) * vc_prev
 
         D = momentum_scaling(Dblk, dof_fixed)
         t0 = time.perf_counter()
-        pat = problem.A.pattern                  # Ã in its own 3x3 blocks: no CSR → BSR conversion
-        self.hessian.setup(sp.bsr_matrix(((s / ch) * blocks, pat.col, pat.indptr), shape=At.shape), Jf)
+        if self.dense:
+            self.hessian.setup(At, Jf)
+        else:
+            pat = problem.A.pattern              # Ã in its own 3x3 blocks: no CSR → BSR conversion
+            self.hessian.setup((pat.indptr, pat.col, (s / ch) * blocks), Jf)
         ms_setup = 1e3 * (time.perf_counter() - t0)
         o = self.opt
         costs, alphas, errors = [], [], []
@@ -440,11 +456,11 @@ class NewtonContactSolver:
         it = 0
         e_m = 0.0
         while True:
-            vc = (J @ v).reshape(c, 3) + off
+            vc = J.matvec(v).reshape(c, 3) + off
             cost_m, gamma, G, status = cm.evaluate(vc, hessian=True)
             Av = At @ v
             r = Av - bt
-            jc = Jf.T @ gamma.ravel()
+            jc = Jf.rmatvec(gamma)
             grad = r - jc
             grad[dof_fixed] = 0.0
             costs.append(float(0.5 * v @ Av - bt @ v + cost_m.sum()))
@@ -462,10 +478,10 @@ class NewtonContactSolver:
             if e_m > o["friction_majorize_above"] and hasattr(cm, "majorize_friction"):
                 cm.majorize_friction(vc, G)       # far from the solution: the friction's majorant
             t0 = time.perf_counter()
-            dv = solve_newton(self.linear, self.hessian, G, -grad)
+            dv = self.hessian.solve(G, -grad) if self.dense else solve_newton(self.linear, self.hessian, G, -grad)
             ms_linear += 1e3 * (time.perf_counter() - t0)
             dv[dof_fixed] = 0.0
-            dvc = (Jf @ dv).reshape(c, 3)
+            dvc = Jf.matvec(dv).reshape(c, 3)
             dp = At @ dv
             alpha, nls = self._line_search(cm, vc, dvc, float(dv @ r), float(dv @ dp), float(dv @ grad))
             ls_total += nls
@@ -567,7 +583,7 @@ def friction_scaling(mu_axes: np.ndarray):
     return mu_bar, T, r
 
 
-def delassus_estimate(J: sp.csr_matrix, blocks: np.ndarray, fixed: np.ndarray, c: int,
+def delassus_estimate(J: "sp.csr_matrix | ContactRows", blocks: np.ndarray, fixed: np.ndarray, c: int,
                       node_body: np.ndarray, body_mass: np.ndarray) -> np.ndarray:
     """Per-contact Delassus estimate ``w_m`` (1/kg) for the near-rigid regularization (SAP eq. 29).
 
@@ -583,13 +599,17 @@ def delassus_estimate(J: sp.csr_matrix, blocks: np.ndarray, fixed: np.ndarray, c
     smallest ``w`` of the others."""
     # per 3x3 block J_mk of J (contact m, node k): tr(J_mk B_k⁻¹ J_mkᵀ)/3, summed per (contact, body);
     # only the blocks of nodes in contact are inverted
-    Jb = sp.bsr_matrix(J, blocksize=(3, 3))
-    contact = np.repeat(np.arange(Jb.shape[0] // 3), np.diff(Jb.indptr))
-    node = Jb.indices
+    if isinstance(J, ContactRows):
+        contact = np.repeat(np.arange(c), J.nodes.shape[1])
+        node, Jdata = J.nodes.ravel(), J.blocks.reshape(-1, 3, 3)
+    else:
+        Jb = sp.bsr_matrix(J, blocksize=(3, 3))
+        contact = np.repeat(np.arange(Jb.shape[0] // 3), np.diff(Jb.indptr))
+        node, Jdata = Jb.indices, Jb.data
     free = ~fixed[node]
     tr = np.zeros(len(node))
     if free.any():
-        Jd = Jb.data[free]
+        Jd = Jdata[free]
         tr[free] = np.einsum("bij,bjk,bik->b", Jd, np.linalg.inv(blocks[node[free]]), Jd) / 3.0
     nb = len(body_mass)
     per_body = np.bincount(contact * nb + node_body[node], weights=tr, minlength=c * nb).reshape(c, nb)
