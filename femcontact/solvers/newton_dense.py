@@ -30,27 +30,18 @@ class ContactRows:
         self.nodes, self.blocks, self.n, self.valid = nodes, blocks, n, valid
 
     @classmethod
-    def from_triplets(cls, contact: np.ndarray, node: np.ndarray, block: np.ndarray, c: int, n: int):
-        """From ``ContactSet.jacobian_blocks``'s triplets (a repeated (contact, node) pair is summed)."""
-        key = contact * n + node
-        uk, inv = np.unique(key, return_inverse=True)
-        if len(uk) == len(key):
-            summed = np.empty_like(block)
-            summed[inv] = block
+    def from_triplets(cls, contact: np.ndarray, node: np.ndarray, block: np.ndarray, c: int, n: int,
+                      layout: "RowLayout | None" = None):
+        """From ``ContactSet.jacobian_blocks``'s triplets (a repeated (contact, node) pair is summed);
+        ``layout``: the triplets' ``RowLayout`` when the caller keeps one."""
+        if layout is None:
+            layout = RowLayout(contact, node, c, n)
+        blocks = np.zeros(layout.valid.shape + (3, 3))
+        if layout.unique:
+            blocks[layout.slot_m, layout.slot_q] = block
         else:
-            summed = np.zeros((len(uk), 3, 3))
-            np.add.at(summed, inv, block)
-        m, nd = uk // n, uk % n
-        count = np.bincount(m, minlength=c)
-        K = max(int(count.max(initial=0)), 1)
-        q = np.arange(len(uk)) - (np.cumsum(count) - count)[m]
-        nodes = np.zeros((c, K), np.int64)
-        blocks = np.zeros((c, K, 3, 3))
-        valid = np.zeros((c, K), bool)
-        nodes[m, q] = nd
-        blocks[m, q] = summed
-        valid[m, q] = True
-        return cls(nodes, blocks, n, valid)
+            np.add.at(blocks, (layout.slot_m, layout.slot_q), block)
+        return cls(layout.nodes, blocks, n, layout.valid)
 
     @cached_property
     def dofs(self) -> np.ndarray:
@@ -82,6 +73,30 @@ class ContactRows:
         """J with the columns of the nodes ``fixed`` (bool, n) zeroed."""
         return ContactRows(self.nodes, self.blocks * (~fixed[self.nodes])[:, :, None, None], self.n, self.valid)
 
+
+
+class RowLayout:
+    """Where each (contact, node) triplet of J goes in ``ContactRows`` (slot (m, q) per triplet, nodes
+    increasing along q); ``same(contact, node)``: whether another step's triplets have this layout."""
+
+    def __init__(self, contact: np.ndarray, node: np.ndarray, c: int, n: int):
+        self.contact, self.node, self.c, self.n = contact.copy(), node.copy(), c, n
+        key = contact * n + node
+        uk, inv = np.unique(key, return_inverse=True)
+        m, nd = uk // n, uk % n
+        count = np.bincount(m, minlength=c)
+        K = max(int(count.max(initial=0)), 1)
+        q = np.arange(len(uk)) - (np.cumsum(count) - count)[m]
+        self.nodes = np.zeros((c, K), np.int64)
+        self.valid = np.zeros((c, K), bool)
+        self.nodes[m, q] = nd
+        self.valid[m, q] = True
+        self.slot_m, self.slot_q = m[inv], q[inv]
+        self.unique = len(uk) == len(key)
+
+    def same(self, contact: np.ndarray, node: np.ndarray, c: int, n: int) -> bool:
+        return (c == self.c and n == self.n and len(contact) == len(self.contact)
+                and np.array_equal(contact, self.contact) and np.array_equal(node, self.node))
 
 
 def dense_index(pattern) -> np.ndarray:

@@ -322,11 +322,15 @@ class NewtonMatrix:
         return self._base + summed.reshape(-1, 3, 3)
 
     def lower(self, G: np.ndarray) -> sp.csc_matrix:
-        """The lower triangle of H (sorted CSC) for the blocks G (c, 3, 3)."""
+        """The lower triangle of H (sorted CSC) for the blocks G (c, 3, 3): one matrix per pattern whose
+        values each call replaces (valid until the next call)."""
         m = self._map
         data = self._blocks(G).ravel()[m["perm"]]
-        L = sp.csc_matrix((data, m["l_indices"], m["l_indptr"]), shape=(m["n"], m["n"]))
-        L.has_sorted_indices = True
+        L = m.get("lower")
+        if L is None:        # built once per pattern; later iterations only swap the values in
+            L = m["lower"] = sp.csc_matrix((data, m["l_indices"], m["l_indptr"]), shape=(m["n"], m["n"]))
+            L.has_sorted_indices = True
+        L.data = data
         return L
 
     def full(self, G: np.ndarray) -> sp.csc_matrix:

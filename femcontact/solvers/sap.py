@@ -12,8 +12,12 @@ stopping when ``‖D ∇ℓ‖ < ε_a + ε_r max(‖D p‖, ‖D j_c‖)`` (SAP 
 (inertia) diagonal of the step, so rotational DOFs count too;
 ``p = Ã v``, ``j_c = Jᵀγ``) and reporting the momentum error e_m (SAP eq. 32). The contact
 models (cost, impulse, Hessian block per contact) live in ``solvers.contact_models``; the
-linear solve behind ``solvers.newton_linear``. This first version runs on the host in
-numpy/scipy, vectorized over contacts (no Python loop per contact).
+linear solve behind ``solvers.newton_linear``. It runs on the host in numpy, vectorized over
+contacts (no Python loop per contact): J as per-contact block rows (``newton_dense.ContactRows``,
+no scipy.sparse product per iteration), H dense with LAPACK's Cholesky up to
+``newton_dense.DENSE_MAX_DOFS`` unknowns (option ``linear_solver`` "auto"/"direct"), else in
+``NewtonMatrix``'s block pattern for CHOLMOD / SuperLU / PCG; J's layout and the per-pair
+parameters are kept while the contacts' nodes and pairs repeat.
 
 Scaling: both integrators are solved in impulse units (the units SAP and ICF are derived in).
 The step system ``A v̂ = b + Jᵀλ`` has ``v_{k+1} = c_h v̂ + c_o v_k`` and the impulse over
@@ -113,7 +117,7 @@ from ..errors import ParameterError, SimulationError
 from . import CONTACT_SOLVERS
 from .base import SolveStats, StepProblem, solve_without_contacts
 from .contact_models import HuntCrossley, LaggedModel, SapModel, SimilarModel
-from .newton_dense import DENSE_MAX_DOFS, ContactRows, DenseNewtonMatrix, dense_index
+from .newton_dense import DENSE_MAX_DOFS, ContactRows, DenseNewtonMatrix, RowLayout, dense_index
 from .newton_linear import NewtonMatrix, make_newton_linear_solver, solve_newton
 
 DEFAULTS = {
@@ -193,6 +197,8 @@ class NewtonContactSolver:
         self.hessian = DenseNewtonMatrix() if self.dense else NewtonMatrix()   # H's pattern / scatter, kept
         self.linear = self.hessian if self.dense else make_newton_linear_solver(o["linear_solver"], model.n_dofs)
         self._dense_A = None               # (pattern, flat positions of its blocks in a dense 3n x 3n)
+        self._layout = None                # J's RowLayout of the last step
+        self._params = None                # (param rows, table bytes, resolved parameters, restitution)
         dofs = model.dofs
         self.node_body = dofs.body                                     # for the Delassus floor 1/M_body
         self.body_mass = dofs.body_mass if len(dofs.body_mass) else np.zeros(1)
@@ -238,7 +244,8 @@ class NewtonContactSolver:
                 out[name] = np.where(np.isnan(out[name]), float(self.opt[name]), out[name])
         return out
 
-    def build_model(self, mu, w, phi0, vn0, param_rows, dt: float, theta=None, rebound=None, reg_scale=None):
+    def build_model(self, mu, w, phi0, vn0, param_rows, dt: float, theta=None, rebound=None, reg_scale=None,
+                    params: dict | None = None):
         """The contact model of this step for per-contact friction ``mu``, Delassus estimate ``w``
         (1/kg), previous gap ``phi0`` (m) and previous normal velocity ``vn0`` (m/s).
 
@@ -251,8 +258,9 @@ class NewtonContactSolver:
 
         rebound: None, or (c,) normal speeds (m/s, ≥ 0) an impact with restitution must leave at
         (``−e v_{n,k}``; 0 elsewhere), see the module docstring. reg_scale: None, or (c,) factors
-        ≤ 1 for the friction regularization (anisotropic contacts, ``friction_scaling``)."""
-        p = self.contact_parameters(param_rows)
+        ≤ 1 for the friction regularization (anisotropic contacts, ``friction_scaling``). params:
+        ``contact_parameters(param_rows)`` when the caller has it."""
+        p = self.contact_parameters(param_rows) if params is None else params
         if np.any(~(mu >= 0) | ~np.isfinite(mu)):
             raise ParameterError(f"friction coefficients must be finite and >= 0, got {mu[~(mu >= 0)][:3].tolist()}")
         table = self.model.contact_params
@@ -349,6 +357,17 @@ class NewtonContactSolver:
             return float(self.opt["impact_speed"])
         return float(np.linalg.norm(self.model.gravity)) * dt
 
+    def _pair_parameters(self, param_rows: np.ndarray):
+        """(``contact_parameters``, restitution) per contact, kept while the rows and the table repeat."""
+        table = self.model.contact_params
+        tb = None if table is None else np.asarray(table).tobytes()
+        cached = self._params
+        if (cached is None or cached[1] != tb or len(cached[0]) != len(param_rows)
+                or not np.array_equal(cached[0], param_rows)):
+            cached = self._params = (param_rows.copy(), tb, self.contact_parameters(param_rows),
+                                     restitution_per_contact(table, param_rows, self.opt["restitution"]))
+        return cached[2], cached[3]
+
     def _dense_matrix(self, A, blocks: np.ndarray) -> np.ndarray:
         """A (3n, 3n) dense from its blocks (the scatter kept per pattern: fixed at build time)."""
         if self._dense_A is None or self._dense_A[0] is not A.pattern:
@@ -389,7 +408,10 @@ class NewtonContactSolver:
             A = problem.A.to_scipy(blocks)
             At = ((s / ch) * A).tocsr()
         # J (Jf: prescribed columns zeroed) in per-contact block rows: products without scipy.sparse
-        J = ContactRows.from_triplets(*contacts.jacobian_blocks(True, cd), c, n)
+        m_idx, nodes, jblocks = contacts.jacobian_blocks(True, cd)
+        if self._layout is None or not self._layout.same(m_idx, nodes, c, n):
+            self._layout = RowLayout(m_idx, nodes, c, n)      # kept while the contacts' nodes repeat
+        J = ContactRows.from_triplets(m_idx, nodes, jblocks, c, n, self._layout)
         Jf = J.without(fixed) if fixed.any() else J
         bt = s * b + ((s * co / ch) * (A @ vk) if co != 0.0 else 0.0)
 
@@ -410,7 +432,7 @@ class NewtonContactSolver:
         mu, tscale, reg_scale = friction_scaling(cd["mu"] if c else np.zeros((0, 2)))
         vc_hat_prev = J.matvec(v_prev_hat).reshape(c, 3) + off if co != 0.0 else vc_prev
         param_rows = cd["param"].astype(np.int64)
-        e = restitution_per_contact(self.model.contact_params, param_rows, self.opt["restitution"])
+        p, e = self._pair_parameters(param_rows)
         impact = self.impacts(vc_prev, cd["phi"], co, dt, e)
         theta = self.contact_weights(impact, co)
         phi0 = cd["phi"]
@@ -427,7 +449,7 @@ class NewtonContactSolver:
         if np.any(e > 0):
             rebound = np.where(impact, e * np.maximum(-vc_prev[:, 2], 0.0), 0.0)
         cm = self.build_model(mu, w, phi0, vn0, param_rows, dt, theta, rebound,
-                              reg_scale if tscale is not None else None)
+                              reg_scale if tscale is not None else None, params=p)
         # the model sees T (θ (J v + off) + (1 − θ) v_c,k) (T: anisotropic friction, θ: midpoint
         # weights): scale J's rows by S = T θ, fold the rest into off; the impulse applied is S γ̃
         S = None
@@ -522,7 +544,7 @@ class NewtonContactSolver:
 
         c0 = Δvᵀ(Ã v − b̃), c1 = Δvᵀ Δp, d0 = dℓ/dα(0) < 0. Each trial costs one pass over the
         contacts for the two numbers ``Δv_cᵀγ`` and ``Δv_cᵀ G Δv_c`` (``line_derivatives``: no
-        3x3 blocks, cost or status). If ℓ still decreases at α_max, α_max is taken; otherwise a
+        3x3 blocks, cost or status; ``line``: what does not depend on α computed once). If ℓ still decreases at α_max, α_max is taken; otherwise a
         safeguarded Newton–bisection (rtsafe) on f(α) = dℓ/dα / |d0| in the bracket [0, α_max],
         started from the minimizer of the quadratic with the curvature at α_max,
         ``min(−d0/ℓ''(α_max), α_max)`` (= 1 where ℓ is quadratic along the line, the full Newton
@@ -531,8 +553,10 @@ class NewtonContactSolver:
         if not d0 < 0:
             return 0.0, 0
 
+        along = cm.line(vc, dvc)           # the model's derivatives along the line, α-free parts kept
+
         def deriv(a):
-            g, q = cm.line_derivatives(vc + a * dvc, dvc)
+            g, q = along(a)
             return (c0 + a * c1 - g) / scale, (c1 + q) / scale
 
         scale = -d0
