@@ -17,7 +17,11 @@ wall ms per step (``StepStats.ms_total`` over the measured steps; warm-up steps,
 compilation, are left out), the detection / assembly / solve split (median ms), kernel launches
 per step, the process CPU ms per step (all threads; less sensitive than wall time to other
 processes on a shared machine), the ms per step spent inside Taichi kernel calls (argument marshalling + launch +
-execution) and that time per launch (``us/l``, µs). Launches are counted by wrapping the runtime's ``Kernel.__call__`` (``taichi.lang.kernel_impl``,
+execution) and that time per launch (``us/l``, µs), the least ms of a whole step and of its solve over
+the measured steps (``ms min``, ``slv min``), the process CPU ms per step inside the contact solver's
+``solve`` (``slv cpu``; CPU time is not inflated by waiting for a core: with ``--serial`` and
+``OPENBLAS_NUM_THREADS=1`` the most repeatable number on a shared machine), and the
+contact solver's momentum error e_m (SAP eq. 32; median and max over the steps). Launches are counted by wrapping the runtime's ``Kernel.__call__`` (``taichi.lang.kernel_impl``,
 ``quadrants.lang.kernel``; every ``@ti.kernel`` call goes through it; the wrapper costs < 1 µs). The
 runtime is ``femcontact.backend``'s (``FEMCONTACT_RUNTIME=quadrants|taichi``), named in the first line. With ``--kernel-time`` Taichi's
 kernel profiler is switched on (``ti.init(kernel_profiler=True)``) and the kernels' own execution
@@ -165,12 +169,23 @@ def run(name: str, solver: str, warmup: int, steps: int, counter: LaunchCounter,
     sim = fc.Simulator(build(solver))
     for _ in range(warmup):
         sim.step()
+    solver, solve_cpu = sim.contact_solver, [0.0]
+    solve = solver.solve
+
+    def timed_solve(problem):              # CPU time of the contact solve: not inflated by waiting for a core
+        c0 = time.process_time()
+        try:
+            return solve(problem)
+        finally:
+            solve_cpu[0] += time.process_time() - c0
+    solver.solve = timed_solve
     counter.reset()
     if kernel_time:
         ti.profiler.clear_kernel_profiler_info()
     t0, c0 = time.perf_counter(), time.process_time()
     stats = [sim.step() for _ in range(steps)]
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    solver.solve = solve
     k_exec = ti.profiler.get_kernel_profiler_total_time() if kernel_time else float("nan")   # s
     launches, in_kernels, by_name = counter.count, counter.seconds, dict(counter.by_name)
     ms = [s.ms_total for s in stats]
@@ -183,7 +198,7 @@ def run(name: str, solver: str, warmup: int, steps: int, counter: LaunchCounter,
         "iters": np.array([s.iterations for s in stats]),
         "e_m_median": float(np.median([s.e_m for s in stats if s.e_m is not None] or [np.nan])),
         "e_m_max": float(np.max([s.e_m for s in stats if s.e_m is not None] or [np.nan])),
-        "ms_min": min(ms),
+        "ms_min": min(ms), "ms_solve_min": min(s.ms_solve for s in stats), "solve_cpu_ms": 1e3 * solve_cpu[0] / steps,
         "ms_median": statistics.median(ms), "ms_mean": float(np.mean(ms)), "wall_ms": 1e3 * wall / steps,
         "cpu_ms": 1e3 * cpu / steps,
         "ms_detection": statistics.median(s.ms_detection for s in stats),
@@ -227,7 +242,7 @@ def main(argv=None) -> None:
     saved = {}
     hdr = (f"{'scene':8s} {'solver':7s} {'DOF':>5s} {'contacts':>8s} {'iters':>6s} {'ms med':>8s} {'ms mean':>8s} "
            f"{'detect':>7s} {'assem':>7s} {'solve':>8s} {'advance':>7s} {'launch':>7s} {'ms in k':>8s} {'us/l':>6s} "
-           f"{'k exec':>7s} {'cpu ms':>7s} {'empty us':>8s} {'Av us':>7s} {'ms min':>7s} {'e_m med':>8s} {'e_m max':>8s}")
+           f"{'k exec':>7s} {'cpu ms':>7s} {'empty us':>8s} {'Av us':>7s} {'ms min':>7s} {'slv min':>7s} {'slv cpu':>7s} {'e_m med':>8s} {'e_m max':>8s}")
     print(hdr)
     for name in a.scenes:
         for solver in a.solvers:
@@ -238,7 +253,7 @@ def main(argv=None) -> None:
                     f"{r['ms_solve']:8.3f} {r['ms_advance']:7.3f} {r['launches']:7.1f} {r['ms_in_kernels']:8.3f} "
                     f"{1e3 * r['ms_in_kernels'] / max(r['launches'], 1e-9):6.1f} "
                     f"{r['ms_kernel_exec']:7.3f} {r['cpu_ms']:7.3f} {r['floor_empty_us']:8.1f} {r['floor_matvec_us']:7.1f} "
-                    f"{r['ms_min']:7.3f} {r['e_m_median']:8.1e} {r['e_m_max']:8.1e}")
+                    f"{r['ms_min']:7.3f} {r['ms_solve_min']:7.3f} {r['solve_cpu_ms']:7.3f} {r['e_m_median']:8.1e} {r['e_m_max']:8.1e}")
             key = f"{name}_{solver}"
             if ref is not None and f"{key}_x" in ref:
                 x0 = ref[f"{key}_x"]

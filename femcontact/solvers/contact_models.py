@@ -179,7 +179,8 @@ class HuntCrossley:
     def __post_init__(self):
         with np.errstate(divide="ignore"):
             inv_d = np.where(self.d > 0, 1.0 / np.where(self.d > 0, self.d, 1.0), np.inf)
-        self.v_hat = np.minimum(self.fe0 / (self.dt * self.k), inv_d)   # impulse is zero for v >= v̂
+        self._dtk = self.dt * self.k                                     # kept: the line search calls impulse often
+        self.v_hat = np.minimum(self.fe0 / self._dtk, inv_d)              # impulse is zero for v >= v̂
         self._F_hat = self._F(self.v_hat)
 
     def _F(self, v):
@@ -189,12 +190,12 @@ class HuntCrossley:
 
     def impulse(self, v):
         """n(v) (N s) and n'(v) (N s per m/s, <= 0)."""
-        k, d, fe0, dt = self.k, self.d, self.fe0, self.dt
+        d, fe0, dt, dtk = self.d, self.fe0, self.dt, self._dtk
         on = v < self.v_hat
-        a = fe0 - dt * k * v
+        a = fe0 - dtk * v
         bb = 1.0 - d * v
         n = np.where(on, dt * a * bb, 0.0)
-        dn = np.where(on, -dt * (dt * k * bb + d * a), 0.0)
+        dn = np.where(on, -dt * (dtk * bb + d * a), 0.0)
         return n, dn
 
     def cost(self, v):
