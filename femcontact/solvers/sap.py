@@ -634,7 +634,8 @@ def delassus_estimate(J: "sp.csr_matrix | ContactRows", blocks: np.ndarray, fixe
     tr = np.zeros(len(node))
     if free.any():
         Jd = Jdata[free]
-        tr[free] = np.einsum("bij,bjk,bik->b", Jd, np.linalg.inv(blocks[node[free]]), Jd) / 3.0
+        inv_nodes, which = np.unique(node[free], return_inverse=True)     # each node's block inverted once
+        tr[free] = np.einsum("bij,bjk,bik->b", Jd, np.linalg.inv(blocks[inv_nodes])[which], Jd) / 3.0
     nb = len(body_mass)
     per_body = np.bincount(contact * nb + node_body[node], weights=tr, minlength=c * nb).reshape(c, nb)
     floor = np.where(per_body > 0, 1.0 / np.maximum(body_mass, 1e-300), 0.0)
