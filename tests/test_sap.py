@@ -359,6 +359,78 @@ def test_line_derivatives_are_the_contracted_impulse_and_hessian(which):
     assert d2 == pytest.approx(float(np.einsum("ci,cij,cj->", dvc, G, dvc)), rel=1e-12)
 
 
+@pytest.mark.parametrize("which", [0, 1, 2], ids=["sap", "lagged", "similar"])
+def test_line_along_a_direction_is_line_derivatives_at_the_shifted_point(which):
+    """``line(vc, dvc)(α)`` (the α-free parts computed once) equals ``line_derivatives(vc + α dvc, dvc)``."""
+    c = 300
+    model = _models(c)[which]
+    vc = RNG.normal(0, 0.05, (c, 3))
+    dvc = RNG.normal(0, 0.05, (c, 3))
+    along = model.line(vc, dvc)
+    for a in (0.0, 0.3, 1.0, 1.5):
+        ref = model.line_derivatives(vc + a * dvc, dvc)
+        assert along(a) == pytest.approx(ref, rel=1e-10, abs=1e-14)
+
+
+def test_contact_rows_and_dense_newton_matrix_are_j_and_a_plus_jt_g_j():
+    """ContactRows (J in per-contact block rows, repeated (contact, node) triplets summed, the layout
+    reused) gives J x, Jᵀg, row scaling and zeroed columns as the sparse J does, and DenseNewtonMatrix
+    solves Ã + Jᵀ G J."""
+    import scipy.sparse as sp
+    from femcontact.solvers.newton_dense import ContactRows, DenseNewtonMatrix, RowLayout
+    nn, c = 12, 7
+    contact = np.r_[np.arange(c), np.arange(c), [2, 5]]            # two sides per contact, two repeats
+    node = np.r_[RNG.integers(0, nn // 2, c), RNG.integers(nn // 2, nn, c), [0, 1]]
+    node[-2:] = node[[2, 5]]                                         # the repeats hit a node already there
+    block = RNG.normal(size=(len(node), 3, 3))
+    rows = (3 * contact[:, None, None] + np.arange(3)[None, :, None]) + np.zeros((1, 1, 3), int)
+    cols = (3 * node[:, None, None] + np.arange(3)[None, None, :]) + np.zeros((1, 3, 1), int)
+    J = sp.coo_matrix((block.ravel(), (rows.ravel(), cols.ravel())), shape=(3 * c, 3 * nn)).toarray()
+    layout = RowLayout(contact, node, c, nn)
+    assert layout.same(contact, node, c, nn) and not layout.same(contact, node[::-1], c, nn)
+    for R in (ContactRows.from_triplets(contact, node, block, c, nn),
+              ContactRows.from_triplets(contact, node, block, c, nn, layout)):
+        x, g = RNG.normal(size=3 * nn), RNG.normal(size=3 * c)
+        np.testing.assert_allclose(R.matvec(x), J @ x, atol=1e-12)
+        np.testing.assert_allclose(R.rmatvec(g), J.T @ g, atol=1e-12)
+        S = RNG.uniform(0.5, 1.0, (c, 3))
+        np.testing.assert_allclose(R.scale_rows(S).matvec(x), S.ravel() * (J @ x), atol=1e-12)
+        fixed = np.zeros(nn, bool)
+        fixed[[0, 7]] = True
+        np.testing.assert_allclose(R.without(fixed).matvec(x), J @ np.where(np.repeat(fixed, 3), 0.0, x), atol=1e-12)
+    M = RNG.normal(size=(3 * nn, 3 * nn))
+    A = M @ M.T + np.eye(3 * nn)
+    G = RNG.normal(size=(c, 3, 3))
+    G = G @ G.transpose(0, 2, 1)
+    H = DenseNewtonMatrix()
+    H.setup(A, R)
+    ref = A + J.T @ sp.block_diag(list(G)).toarray() @ J
+    np.testing.assert_allclose(H.matrix(G), ref, atol=1e-10)
+    r = RNG.normal(size=3 * nn)
+    np.testing.assert_allclose(ref @ H.solve(G, r), r, atol=1e-8)
+
+
+@pytest.mark.parametrize("kind", ["lagged", "sap", "similar"])
+@pytest.mark.parametrize("integrator", ["euler", "midpoint"])
+def test_dense_and_sparse_newton_paths_take_the_same_steps(kind, integrator):
+    """A rigid box pushed over the ground (6 DOF: the dense path) takes the same Newton iterations and
+    ends at the same state, to round-off, as with the sparse path (linear_solver "splu")."""
+    def run(options):
+        scene = fc.Scene(dt=1e-2, solver=kind, integrator=integrator, solver_options=options)
+        scene.add_obstacle(fc.shapes.HalfSpace(), friction=0.5, name="ground")
+        box = scene.add_rigid_body(fc.shapes.Box((0.05, 0.05, 0.05)), mass=1.0, position=(0, 0, 0.05), name="box")
+        box.add_force(lambda t: (1.5 * 0.5 * 1.0 * G_ACC if t >= 0.1 - 1e-9 else 0.0, 0.0, 0.0))
+        sim = fc.Simulator(scene)
+        sim.run(steps=40)
+        return sim, [s.iterations for s in sim.stats]
+
+    dense, its_dense = run({})
+    sparse, its_sparse = run({"linear_solver": "splu"})
+    assert dense.contact_solver.dense and not sparse.contact_solver.dense
+    assert its_dense == its_sparse
+    np.testing.assert_allclose(dense.state.positions(), sparse.state.positions(), rtol=1e-9, atol=1e-12)
+
+
 @pytest.mark.parametrize("kind", ["cholmod", "splu", "pcg"])
 def test_newton_matrix_is_a_plus_jt_g_j(kind):
     """NewtonMatrix's fixed-pattern assembly equals Ã + Jᵀ G J, and the Newton solve through it

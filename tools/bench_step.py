@@ -17,7 +17,11 @@ wall ms per step (``StepStats.ms_total`` over the measured steps; warm-up steps,
 compilation, are left out), the detection / assembly / solve split (median ms), kernel launches
 per step, the process CPU ms per step (all threads; less sensitive than wall time to other
 processes on a shared machine), the ms per step spent inside Taichi kernel calls (argument marshalling + launch +
-execution) and that time per launch (``us/l``, µs). Launches are counted by wrapping the runtime's ``Kernel.__call__`` (``taichi.lang.kernel_impl``,
+execution) and that time per launch (``us/l``, µs), the least ms of a whole step and of its solve over
+the measured steps (``ms min``, ``slv min``), the process CPU ms per step inside the contact solver's
+``solve`` (``slv cpu``; CPU time is not inflated by waiting for a core: with ``--serial`` and
+``OPENBLAS_NUM_THREADS=1`` the most repeatable number on a shared machine), and the
+contact solver's momentum error e_m (SAP eq. 32; median and max over the steps). Launches are counted by wrapping the runtime's ``Kernel.__call__`` (``taichi.lang.kernel_impl``,
 ``quadrants.lang.kernel``; every ``@ti.kernel`` call goes through it; the wrapper costs < 1 µs). The
 runtime is ``femcontact.backend``'s (``FEMCONTACT_RUNTIME=quadrants|taichi``), named in the first line. With ``--kernel-time`` Taichi's
 kernel profiler is switched on (``ti.init(kernel_profiler=True)``) and the kernels' own execution
@@ -43,7 +47,7 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+sys.path.append(str(ROOT))        # after PYTHONPATH: PYTHONPATH=/other/tree runs that tree
 
 import femcontact as fc  # noqa: E402
 from femcontact.backend import RUNTIME, ti  # noqa: E402
@@ -120,7 +124,16 @@ def cube_scene(solver: str) -> fc.Scene:
     return scene
 
 
-SCENES = {"sphere": (sphere_scene, 200), "clutter": (clutter_scene, 100), "cube": (cube_scene, 100)}
+def scene_file(name: str, **kw):
+    """A builder for scenes/<name>.py (its ``build(solver=..., **kw)``)."""
+    return lambda solver: load_scene_module(ROOT / "scenes" / f"{name}.py").build(solver=solver, **kw)
+
+
+SCENES = {"sphere": (sphere_scene, 200), "clutter": (clutter_scene, 100), "cube": (cube_scene, 100),
+          # issue 31's small Newton scenes (scenes/*.py as written; ``--warmup`` sets where measuring starts)
+          "box": (scene_file("rigid_box_push"), 100), "cylinder": (scene_file("spring_cylinder"), 100),
+          "clutter_rest": (scene_file("clutter"), 50), "panda": (scene_file("panda_hold"), 100)}
+WARMUP = {"clutter": 50, "clutter_rest": 400}    # clutter from t = 0.5 s (SAP §VI-C's transient), at rest from 4 s
 
 
 # ---------------------------------------------------------------- floor
@@ -156,12 +169,23 @@ def run(name: str, solver: str, warmup: int, steps: int, counter: LaunchCounter,
     sim = fc.Simulator(build(solver))
     for _ in range(warmup):
         sim.step()
+    solver, solve_cpu = sim.contact_solver, [0.0]
+    solve = solver.solve
+
+    def timed_solve(problem):              # CPU time of the contact solve: not inflated by waiting for a core
+        c0 = time.process_time()
+        try:
+            return solve(problem)
+        finally:
+            solve_cpu[0] += time.process_time() - c0
+    solver.solve = timed_solve
     counter.reset()
     if kernel_time:
         ti.profiler.clear_kernel_profiler_info()
     t0, c0 = time.perf_counter(), time.process_time()
     stats = [sim.step() for _ in range(steps)]
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    solver.solve = solve
     k_exec = ti.profiler.get_kernel_profiler_total_time() if kernel_time else float("nan")   # s
     launches, in_kernels, by_name = counter.count, counter.seconds, dict(counter.by_name)
     ms = [s.ms_total for s in stats]
@@ -172,6 +196,9 @@ def run(name: str, solver: str, warmup: int, steps: int, counter: LaunchCounter,
         "contacts": float(np.mean([s.contacts for s in stats])),
         "iterations": float(np.mean([s.iterations for s in stats])),
         "iters": np.array([s.iterations for s in stats]),
+        "e_m_median": float(np.median([s.e_m for s in stats if s.e_m is not None] or [np.nan])),
+        "e_m_max": float(np.max([s.e_m for s in stats if s.e_m is not None] or [np.nan])),
+        "ms_min": min(ms), "ms_solve_min": min(s.ms_solve for s in stats), "solve_cpu_ms": 1e3 * solve_cpu[0] / steps,
         "ms_median": statistics.median(ms), "ms_mean": float(np.mean(ms)), "wall_ms": 1e3 * wall / steps,
         "cpu_ms": 1e3 * cpu / steps,
         "ms_detection": statistics.median(s.ms_detection for s in stats),
@@ -188,7 +215,8 @@ def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--scenes", nargs="+", default=list(SCENES), choices=list(SCENES))
     p.add_argument("--solvers", nargs="+", default=["lagged", "cond"])
-    p.add_argument("--warmup", type=int, default=10)
+    p.add_argument("--warmup", type=int, default=None,
+                   help="steps before measuring (default 10; clutter 50 = t 0.5 s, clutter_rest 400 = t 4 s)")
     p.add_argument("--steps", type=int, default=0, help="measured steps (default per scene: 200/100/100)")
     p.add_argument("--kernel-time", action="store_true", help="switch on Taichi's kernel profiler")
     p.add_argument("--serial", action="store_true",
@@ -214,16 +242,18 @@ def main(argv=None) -> None:
     saved = {}
     hdr = (f"{'scene':8s} {'solver':7s} {'DOF':>5s} {'contacts':>8s} {'iters':>6s} {'ms med':>8s} {'ms mean':>8s} "
            f"{'detect':>7s} {'assem':>7s} {'solve':>8s} {'advance':>7s} {'launch':>7s} {'ms in k':>8s} {'us/l':>6s} "
-           f"{'k exec':>7s} {'cpu ms':>7s} {'empty us':>8s} {'Av us':>7s}")
+           f"{'k exec':>7s} {'cpu ms':>7s} {'empty us':>8s} {'Av us':>7s} {'ms min':>7s} {'slv min':>7s} {'slv cpu':>7s} {'e_m med':>8s} {'e_m max':>8s}")
     print(hdr)
     for name in a.scenes:
         for solver in a.solvers:
-            r = run(name, solver, a.warmup, a.steps, counter, a.kernel_time)
+            warmup = a.warmup if a.warmup is not None else WARMUP.get(name, 10)
+            r = run(name, solver, warmup, a.steps, counter, a.kernel_time)
             line = (f"{name:8s} {solver:7s} {r['dof']:5d} {r['contacts']:8.1f} {r['iterations']:6.2f} "
                     f"{r['ms_median']:8.3f} {r['ms_mean']:8.3f} {r['ms_detection']:7.3f} {r['ms_assembly']:7.3f} "
                     f"{r['ms_solve']:8.3f} {r['ms_advance']:7.3f} {r['launches']:7.1f} {r['ms_in_kernels']:8.3f} "
                     f"{1e3 * r['ms_in_kernels'] / max(r['launches'], 1e-9):6.1f} "
-                    f"{r['ms_kernel_exec']:7.3f} {r['cpu_ms']:7.3f} {r['floor_empty_us']:8.1f} {r['floor_matvec_us']:7.1f}")
+                    f"{r['ms_kernel_exec']:7.3f} {r['cpu_ms']:7.3f} {r['floor_empty_us']:8.1f} {r['floor_matvec_us']:7.1f} "
+                    f"{r['ms_min']:7.3f} {r['ms_solve_min']:7.3f} {r['solve_cpu_ms']:7.3f} {r['e_m_median']:8.1e} {r['e_m_max']:8.1e}")
             key = f"{name}_{solver}"
             if ref is not None and f"{key}_x" in ref:
                 x0 = ref[f"{key}_x"]

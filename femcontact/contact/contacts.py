@@ -188,13 +188,26 @@ class ContactSet:
 
         expand_virtual=True maps virtual nodes back onto real DOFs through J_v (N = n_nodes; what
         the Newton path and tests use); False keeps virtual nodes as columns (N = n_nodes + n_virtual).
-        Vectorized over contacts: each contact side contributes ``±R_m`` (real node) or
-        ``±R_m W_vk`` for each link k of its virtual node. ``data``: this step's ``to_numpy()``
-        when the caller already has it.
+        The 3x3 blocks are ``jacobian_blocks``'s (entries of one block position summed). ``data``:
+        this step's ``to_numpy()`` when the caller already has it.
         """
+        c = self.count
+        ncols = self.n_nodes if expand_virtual else self.n_total
+        m_idx, nodes, mats = self.jacobian_blocks(expand_virtual, data)
+        if m_idx.size == 0:
+            return sp.csr_matrix((3 * c, 3 * ncols))
+        rows = (3 * m_idx[:, None, None] + np.arange(3)[None, :, None]) + np.zeros((1, 1, 3), np.int64)
+        cols = (3 * nodes[:, None, None] + np.arange(3)[None, None, :]) + np.zeros((1, 3, 1), np.int64)
+        J = sp.coo_matrix((mats.ravel(), (rows.ravel(), cols.ravel())), shape=(3 * c, 3 * ncols))
+        return J.tocsr()
+
+    def jacobian_blocks(self, expand_virtual: bool = True, data: dict | None = None):
+        """J as 3x3 block triplets ``(contact (k,), node (k,), block (k, 3, 3))``, J's block (m, i) being
+        the sum of the triplets with that contact and node (a pair may repeat: both sides on one node,
+        or a virtual node's links). Vectorized over contacts: each contact side contributes ``±R_m``
+        (real node) or ``±R_m W_vk`` for each link k of its virtual node (``jacobian``)."""
         d = self.to_numpy() if data is None else data      # data: a to_numpy() of this step
-        c, n = self.count, self.n_nodes
-        ncols = n if expand_virtual else self.n_total
+        n = self.n_nodes
         R = d["frame"]
         m_idx, nodes, mats = [], [], []
         for side, sign in (("node_b", 1.0), ("node_a", -1.0)):
@@ -213,10 +226,4 @@ class ContactSet:
                     m_idx.append(virt[ok])
                     nodes.append(links[ok].astype(np.int64))
                     mats.append(sign * np.einsum("mij,mjk->mik", R[virt[ok]], vd["weight"][v[ok], k]))
-        m_idx, nodes, mats = np.concatenate(m_idx), np.concatenate(nodes), np.concatenate(mats)
-        if m_idx.size == 0:
-            return sp.csr_matrix((3 * c, 3 * ncols))
-        rows = (3 * m_idx[:, None, None] + np.arange(3)[None, :, None]) + np.zeros((1, 1, 3), np.int64)
-        cols = (3 * nodes[:, None, None] + np.arange(3)[None, None, :]) + np.zeros((1, 3, 1), np.int64)
-        J = sp.coo_matrix((mats.ravel(), (rows.ravel(), cols.ravel())), shape=(3 * c, 3 * ncols))
-        return J.tocsr()
+        return np.concatenate(m_idx), np.concatenate(nodes), np.concatenate(mats).reshape(-1, 3, 3)

@@ -127,15 +127,25 @@ class SapModel:
     def line_derivatives(self, vc: np.ndarray, dvc: np.ndarray):
         """(Σ Δv_cᵀγ, Σ Δv_cᵀ G Δv_c) at ``vc`` along ``dvc``: ``evaluate``'s γ and G (same
         regions, same extension at the boundaries) contracted with Δv_c, no 3x3 blocks formed."""
+        return self.line(vc, dvc)(0.0)
+
+    def line(self, vc: np.ndarray, dvc: np.ndarray):
+        """``α ↦ line_derivatives(vc + α dvc, dvc)`` with what does not depend on α computed once."""
         mu, Rt, Rn = self.mu, self.R_t, self.R_n
-        yt = -vc[:, :2] / Rt[:, None]
-        yn = -(vc[:, 2] - self.vhat_n) / Rn
-        yr = np.sqrt(np.einsum("ci,ci->c", yt, yt))
         mu_hat = mu * Rt / Rn
-        stick = yr <= mu * yn
-        slide = ~stick & ~(yn <= -mu_hat * yr)
         dt_, dn = dvc[:, :2], dvc[:, 2]
         dt2 = np.einsum("ci,ci->c", dt_, dt_)
+        dyt = -dt_ / Rt[:, None]
+        yt0 = -vc[:, :2] / Rt[:, None]
+        yn0 = -(vc[:, 2] - self.vhat_n) / Rn
+        dyn = -dn / Rn
+        return lambda a: self._line_at(yt0 + a * dyt, yn0 + a * dyn, mu_hat, dt_, dn, dt2)
+
+    def _line_at(self, yt, yn, mu_hat, dt_, dn, dt2):
+        mu, Rt, Rn = self.mu, self.R_t, self.R_n
+        yr = np.sqrt(np.einsum("ci,ci->c", yt, yt))
+        stick = yr <= mu * yn
+        slide = ~stick & ~(yn <= -mu_hat * yr)
         # stiction: γ = y, G = R⁻¹
         d1 = np.where(stick, np.einsum("ci,ci->c", dt_, yt) + dn * yn, 0.0)
         d2 = np.where(stick, dt2 / Rt + dn * dn / Rn, 0.0)
@@ -169,7 +179,8 @@ class HuntCrossley:
     def __post_init__(self):
         with np.errstate(divide="ignore"):
             inv_d = np.where(self.d > 0, 1.0 / np.where(self.d > 0, self.d, 1.0), np.inf)
-        self.v_hat = np.minimum(self.fe0 / (self.dt * self.k), inv_d)   # impulse is zero for v >= v̂
+        self._dtk = self.dt * self.k                                     # kept: the line search calls impulse often
+        self.v_hat = np.minimum(self.fe0 / self._dtk, inv_d)              # impulse is zero for v >= v̂
         self._F_hat = self._F(self.v_hat)
 
     def _F(self, v):
@@ -179,12 +190,12 @@ class HuntCrossley:
 
     def impulse(self, v):
         """n(v) (N s) and n'(v) (N s per m/s, <= 0)."""
-        k, d, fe0, dt = self.k, self.d, self.fe0, self.dt
+        d, fe0, dt, dtk = self.d, self.fe0, self.dt, self._dtk
         on = v < self.v_hat
-        a = fe0 - dt * k * v
+        a = fe0 - dtk * v
         bb = 1.0 - d * v
         n = np.where(on, dt * a * bb, 0.0)
-        dn = np.where(on, -dt * (dt * k * bb + d * a), 0.0)
+        dn = np.where(on, -dt * (dtk * bb + d * a), 0.0)
         return n, dn
 
     def cost(self, v):
@@ -235,14 +246,26 @@ class LaggedModel:
 
     def line_derivatives(self, vc: np.ndarray, dvc: np.ndarray):
         """(Σ Δv_cᵀγ, Σ Δv_cᵀ G Δv_c) at ``vc`` along ``dvc`` without the 3x3 blocks (``evaluate``)."""
-        vt, dt_, dn = vc[:, :2], dvc[:, :2], dvc[:, 2]
-        s = np.sqrt(np.einsum("ci,ci->c", vt, vt) + self.eps * self.eps)
-        n, dnv = self.hc.impulse(vc[:, 2])
+        return self.line(vc, dvc)(0.0)
+
+    def line(self, vc: np.ndarray, dvc: np.ndarray):
+        """``α ↦ line_derivatives(vc + α dvc, dvc)`` with what does not depend on α computed once."""
+        vt0, dt_, vn0, dn = vc[:, :2], dvc[:, :2], vc[:, 2], dvc[:, 2]
+        eps2 = self.eps * self.eps
         ft = self.mu * self.n0
-        vd = np.einsum("ci,ci->c", vt, dt_)
-        d1 = -ft * vd / s + n * dn
-        d2 = ft * (np.einsum("ci,ci->c", dt_, dt_) / s - vd * vd / s**3) - dnv * dn * dn
-        return float(d1.sum()), float(d2.sum())
+        dt2 = np.einsum("ci,ci->c", dt_, dt_)
+        b0 = np.einsum("ci,ci->c", vt0, dt_)              # v_t·Δv_t at α = 0; + α |Δv_t|² along the line
+        dn2 = dn * dn
+
+        def at(a):
+            vt = vt0 + a * dt_
+            s = np.sqrt(np.einsum("ci,ci->c", vt, vt) + eps2)
+            n, dnv = self.hc.impulse(vn0 + a * dn)
+            vd = b0 + a * dt2
+            d1 = -ft * vd / s + n * dn
+            d2 = ft * (dt2 / s - vd * vd / s**3) - dnv * dn2
+            return float(d1.sum()), float(d2.sum())
+        return at
 
 
 @dataclass
@@ -278,15 +301,26 @@ class SimilarModel:
 
     def line_derivatives(self, vc: np.ndarray, dvc: np.ndarray):
         """(Σ Δv_cᵀγ, Σ Δv_cᵀ G Δv_c) at ``vc`` along ``dvc`` without the 3x3 blocks (``evaluate``)."""
-        vt, dt_, dn = vc[:, :2], dvc[:, :2], dvc[:, 2]
-        mu = self.mu
-        s = np.sqrt(np.einsum("ci,ci->c", vt, vt) + self.eps * self.eps)
-        n, dnz = self.hc.impulse(vc[:, 2] - mu * (s - self.eps))
-        td = np.einsum("ci,ci->c", vt, dt_) / s                  # t̂ₛᵀΔv_t, t̂ₛ = v_t/s
-        d1 = n * (dn - mu * td)
-        d2 = (-(mu * mu * dnz) * td * td + mu * n * (np.einsum("ci,ci->c", dt_, dt_) - td * td) / s
-              + 2.0 * mu * dnz * td * dn - dnz * dn * dn)
-        return float(d1.sum()), float(d2.sum())
+        return self.line(vc, dvc)(0.0)
+
+    def line(self, vc: np.ndarray, dvc: np.ndarray):
+        """``α ↦ line_derivatives(vc + α dvc, dvc)`` with what does not depend on α computed once."""
+        vt0, dt_, vn0, dn = vc[:, :2], dvc[:, :2], vc[:, 2], dvc[:, 2]
+        mu, eps = self.mu, self.eps
+        eps2, mu2 = eps * eps, mu * mu
+        dt2 = np.einsum("ci,ci->c", dt_, dt_)
+        b0 = np.einsum("ci,ci->c", vt0, dt_)
+
+        def at(a):
+            vt = vt0 + a * dt_
+            s = np.sqrt(np.einsum("ci,ci->c", vt, vt) + eps2)
+            n, dnz = self.hc.impulse(vn0 + a * dn - mu * (s - eps))
+            td = (b0 + a * dt2) / s                                # t̂ₛᵀΔv_t, t̂ₛ = v_t/s
+            d1 = n * (dn - mu * td)
+            d2 = (-(mu2 * dnz) * td * td + mu * n * (dt2 - td * td) / s
+                  + 2.0 * mu * dnz * td * dn - dnz * dn * dn)
+            return float(d1.sum()), float(d2.sum())
+        return at
 
 
 def _hc_status(n, vt, eps):

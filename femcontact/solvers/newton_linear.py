@@ -247,19 +247,19 @@ class NewtonMatrix:
     kept while Ã's and J's block patterns repeat (later steps with the same contact structure).
     Per Newton iteration (``lower(G)`` / ``full(G)``): ``J_mᵀ G_m J_m`` per contact (batched
     products of its dense 3 x 3K block row, K its most node blocks), summed into the blocks by one
-    sparse product, and one gather."""
+    ``bincount`` over a kept index, and one gather.
+
+    ``At``: scipy sparse, or Ã's block form ``(indptr, indices, blocks)`` (block CSR, sorted);
+    ``J``: scipy sparse, or ``newton_dense.ContactRows`` (J in per-contact block rows)."""
 
     def __init__(self):
         self.key = 0               # changes whenever the pattern of H changes (not when only J's does)
         self._pattern = None       # block patterns of (Ã, J) of the cached map
         self._map = None
 
-    def setup(self, At: sp.spmatrix, J: sp.spmatrix) -> None:
-        Ab = sp.bsr_matrix(At, blocksize=(3, 3))
-        Jb = sp.bsr_matrix(J, blocksize=(3, 3))
-        for M in (Ab, Jb):
-            if not M.has_sorted_indices:
-                M.sort_indices()
+    def setup(self, At, J) -> None:
+        Ab = _BlockCSR.of(At)
+        Jb = _BlockCSR.of(J)
         pattern = (Ab.indptr, Ab.indices, Jb.indptr, Jb.indices)
         if self._pattern is None or any(a.shape != b.shape or not np.array_equal(a, b)
                                         for a, b in zip(pattern, self._pattern)):
@@ -280,12 +280,12 @@ class NewtonMatrix:
         self._Jd = Jd.reshape(c, 3, 3 * K)
         self._JdT = np.ascontiguousarray(self._Jd.transpose(0, 2, 1))
 
-    def _build(self, Ab: sp.bsr_matrix, Jb: sp.bsr_matrix) -> None:
-        nn = Ab.shape[0] // 3
+    def _build(self, Ab: "_BlockCSR", Jb: "_BlockCSR") -> None:
+        nn = len(Ab.indptr) - 1
         a_row = np.repeat(np.arange(nn), np.diff(Ab.indptr))
         a_key = a_row.astype(np.int64) * nn + Ab.indices
         # pairs (b1, b2) of node blocks of one contact, both orders; q: a block's place in its contact
-        c = Jb.shape[0] // 3
+        c = len(Jb.indptr) - 1
         contact = np.repeat(np.arange(c), np.diff(Jb.indptr))
         q = np.arange(len(contact)) - Jb.indptr[contact]
         K = max(int(np.diff(Jb.indptr).max(initial=0)), 1)
@@ -300,30 +300,37 @@ class NewtonMatrix:
         np.cumsum(np.bincount(rows, minlength=nn), out=indptr[1:])
         indices = keys % nn
         p_slot = np.searchsorted(keys, p_key)
-        S = sp.csr_matrix((np.ones(len(b1)), (p_slot, np.arange(len(b1)))), shape=(len(keys), len(b1)))
-        # the entry of the flat block data behind each entry of H's lower triangle (sorted CSC)
+        # where entry (i, j) of contact m's J_mᵀ G_m J_m (laid out (c, 3K, 3K)) lands in the flat block
+        # data of H; the zero-padded slots of a contact with fewer than K blocks go to a spare block
         nb = len(keys)
+        slot = np.full((c, K, K), nb, dtype=np.int64)
+        slot[contact[b1], q[b1], q[b2]] = p_slot
+        scatter = (9 * slot[:, :, None, :, None] + 3 * np.arange(3)[:, None, None] + np.arange(3))
+        # the entry of the flat block data behind each entry of H's lower triangle (sorted CSC)
         tag = sp.bsr_matrix((np.arange(1, 9 * nb + 1, dtype=np.float64).reshape(nb, 3, 3), indices, indptr),
-                            shape=Ab.shape)
+                            shape=(3 * nn, 3 * nn))
         L, cols = _lower_csc(tag.tocsc())
         self._map = {"nb": nb, "a_slot": np.searchsorted(keys, a_key), "c": c, "K": K, "contact": contact, "q": q,
-                     "pair": (contact[b1] * K + q[b1]) * K + q[b2], "S": S, "indptr": indptr, "indices": indices,
+                     "scatter": scatter.reshape(c, 3 * K, 3 * K).ravel(), "indptr": indptr, "indices": indices,
                      "perm": L.data.astype(np.int64) - 1, "l_indices": L.indices, "l_indptr": L.indptr,
-                     "cols": cols, "n": Ab.shape[0]}
+                     "cols": cols, "n": 3 * nn}
 
     def _blocks(self, G: np.ndarray) -> np.ndarray:
         m = self._map
-        c, K = m["c"], m["K"]
         Hm = self._JdT @ (G @ self._Jd)                                # J_mᵀ G_m J_m, (c, 3K, 3K)
-        pair = Hm.reshape(c, K, 3, K, 3).transpose(0, 1, 3, 2, 4).reshape(c * K * K, 9)[m["pair"]]
-        return self._base + (m["S"] @ pair).reshape(-1, 3, 3)
+        summed = np.bincount(m["scatter"], Hm.ravel(), minlength=9 * (m["nb"] + 1))[:9 * m["nb"]]
+        return self._base + summed.reshape(-1, 3, 3)
 
     def lower(self, G: np.ndarray) -> sp.csc_matrix:
-        """The lower triangle of H (sorted CSC) for the blocks G (c, 3, 3)."""
+        """The lower triangle of H (sorted CSC) for the blocks G (c, 3, 3): one matrix per pattern whose
+        values each call replaces (valid until the next call)."""
         m = self._map
         data = self._blocks(G).ravel()[m["perm"]]
-        L = sp.csc_matrix((data, m["l_indices"], m["l_indptr"]), shape=(m["n"], m["n"]))
-        L.has_sorted_indices = True
+        L = m.get("lower")
+        if L is None:        # built once per pattern; later iterations only swap the values in
+            L = m["lower"] = sp.csc_matrix((data, m["l_indices"], m["l_indptr"]), shape=(m["n"], m["n"]))
+            L.has_sorted_indices = True
+        L.data = data
         return L
 
     def full(self, G: np.ndarray) -> sp.csc_matrix:
@@ -340,6 +347,29 @@ class NewtonMatrix:
     def cols(self) -> np.ndarray:
         """The column of each entry of ``lower``'s matrix."""
         return self._map["cols"]
+
+
+class _BlockCSR:
+    """A matrix's 3x3 block CSR arrays (indptr, indices, data), sorted within rows."""
+
+    def __init__(self, indptr, indices, data):
+        self.indptr, self.indices, self.data = indptr, indices, data
+        self.indices = np.asarray(indices)
+
+    @classmethod
+    def of(cls, M) -> "_BlockCSR":
+        """From scipy sparse, ``(indptr, indices, blocks)`` or a ``newton_dense.ContactRows``."""
+        if isinstance(M, tuple):
+            return cls(*M)
+        if hasattr(M, "valid"):                  # ContactRows: its slots in use, in node order
+            count = M.valid.sum(axis=1)
+            indptr = np.zeros(len(count) + 1, dtype=np.int64)
+            np.cumsum(count, out=indptr[1:])
+            return cls(indptr, M.nodes[M.valid], M.blocks[M.valid])
+        B = sp.bsr_matrix(M, blocksize=(3, 3))
+        if not B.has_sorted_indices:
+            B.sort_indices()
+        return cls(B.indptr, B.indices, B.data)
 
 
 def solve_newton(solver, H: NewtonMatrix, G: np.ndarray, r: np.ndarray) -> np.ndarray:

@@ -12,8 +12,12 @@ stopping when ``‖D ∇ℓ‖ < ε_a + ε_r max(‖D p‖, ‖D j_c‖)`` (SAP 
 (inertia) diagonal of the step, so rotational DOFs count too;
 ``p = Ã v``, ``j_c = Jᵀγ``) and reporting the momentum error e_m (SAP eq. 32). The contact
 models (cost, impulse, Hessian block per contact) live in ``solvers.contact_models``; the
-linear solve behind ``solvers.newton_linear``. This first version runs on the host in
-numpy/scipy, vectorized over contacts (no Python loop per contact).
+linear solve behind ``solvers.newton_linear``. It runs on the host in numpy, vectorized over
+contacts (no Python loop per contact): J as per-contact block rows (``newton_dense.ContactRows``,
+no scipy.sparse product per iteration), H dense with LAPACK's Cholesky up to
+``newton_dense.DENSE_MAX_DOFS`` unknowns (option ``linear_solver`` "auto"/"direct"), else in
+``NewtonMatrix``'s block pattern for CHOLMOD / SuperLU / PCG; J's layout and the per-pair
+parameters are kept while the contacts' nodes and pairs repeat.
 
 Scaling: both integrators are solved in impulse units (the units SAP and ICF are derived in).
 The step system ``A v̂ = b + Jᵀλ`` has ``v_{k+1} = c_h v̂ + c_o v_k`` and the impulse over
@@ -113,6 +117,7 @@ from ..errors import ParameterError, SimulationError
 from . import CONTACT_SOLVERS
 from .base import SolveStats, StepProblem, solve_without_contacts
 from .contact_models import HuntCrossley, LaggedModel, SapModel, SimilarModel
+from .newton_dense import DENSE_MAX_DOFS, ContactRows, DenseNewtonMatrix, RowLayout, dense_index
 from .newton_linear import NewtonMatrix, make_newton_linear_solver, solve_newton
 
 DEFAULTS = {
@@ -187,8 +192,13 @@ class NewtonContactSolver:
         _check_params(kind, *opt_vals, where="(solver_options)")
         self._check_table()
         self._checked_table = model.contact_params   # build_model: checked above
-        self.linear = make_newton_linear_solver(o["linear_solver"], model.n_dofs)
-        self.hessian = NewtonMatrix()      # H's pattern and the G → H map, kept across steps
+        # small systems (option "auto"/"direct"): dense H, J in block rows, no scipy.sparse (newton_dense)
+        self.dense = o["linear_solver"] in ("auto", "direct") and model.n_dofs <= DENSE_MAX_DOFS
+        self.hessian = DenseNewtonMatrix() if self.dense else NewtonMatrix()   # H's pattern / scatter, kept
+        self.linear = self.hessian if self.dense else make_newton_linear_solver(o["linear_solver"], model.n_dofs)
+        self._dense_A = None               # (pattern, flat positions of its blocks in a dense 3n x 3n)
+        self._layout = None                # J's RowLayout of the last step
+        self._params = None                # (param rows, table bytes, resolved parameters, restitution)
         dofs = model.dofs
         self.node_body = dofs.body                                     # for the Delassus floor 1/M_body
         self.body_mass = dofs.body_mass if len(dofs.body_mass) else np.zeros(1)
@@ -234,7 +244,8 @@ class NewtonContactSolver:
                 out[name] = np.where(np.isnan(out[name]), float(self.opt[name]), out[name])
         return out
 
-    def build_model(self, mu, w, phi0, vn0, param_rows, dt: float, theta=None, rebound=None, reg_scale=None):
+    def build_model(self, mu, w, phi0, vn0, param_rows, dt: float, theta=None, rebound=None, reg_scale=None,
+                    params: dict | None = None):
         """The contact model of this step for per-contact friction ``mu``, Delassus estimate ``w``
         (1/kg), previous gap ``phi0`` (m) and previous normal velocity ``vn0`` (m/s).
 
@@ -247,8 +258,9 @@ class NewtonContactSolver:
 
         rebound: None, or (c,) normal speeds (m/s, ≥ 0) an impact with restitution must leave at
         (``−e v_{n,k}``; 0 elsewhere), see the module docstring. reg_scale: None, or (c,) factors
-        ≤ 1 for the friction regularization (anisotropic contacts, ``friction_scaling``)."""
-        p = self.contact_parameters(param_rows)
+        ≤ 1 for the friction regularization (anisotropic contacts, ``friction_scaling``). params:
+        ``contact_parameters(param_rows)`` when the caller has it."""
+        p = self.contact_parameters(param_rows) if params is None else params
         if np.any(~(mu >= 0) | ~np.isfinite(mu)):
             raise ParameterError(f"friction coefficients must be finite and >= 0, got {mu[~(mu >= 0)][:3].tolist()}")
         table = self.model.contact_params
@@ -345,6 +357,26 @@ class NewtonContactSolver:
             return float(self.opt["impact_speed"])
         return float(np.linalg.norm(self.model.gravity)) * dt
 
+    def _pair_parameters(self, param_rows: np.ndarray):
+        """(``contact_parameters``, restitution) per contact, kept while the rows and the table repeat."""
+        table = self.model.contact_params
+        tb = None if table is None else np.asarray(table).tobytes()
+        cached = self._params
+        if (cached is None or cached[1] != tb or len(cached[0]) != len(param_rows)
+                or not np.array_equal(cached[0], param_rows)):
+            cached = self._params = (param_rows.copy(), tb, self.contact_parameters(param_rows),
+                                     restitution_per_contact(table, param_rows, self.opt["restitution"]))
+        return cached[2], cached[3]
+
+    def _dense_matrix(self, A, blocks: np.ndarray) -> np.ndarray:
+        """A (3n, 3n) dense from its blocks (the scatter kept per pattern: fixed at build time)."""
+        if self._dense_A is None or self._dense_A[0] is not A.pattern:
+            self._dense_A = (A.pattern, dense_index(A.pattern).ravel())
+        n3 = 3 * A.pattern.n
+        out = np.zeros(n3 * n3)
+        out[self._dense_A[1]] = blocks.ravel()
+        return out.reshape(n3, n3)
+
     def _fixed(self, fixed_arr, n: int) -> np.ndarray:
         """The prescribed mask (bool, n): read once per mask array (it is fixed at build time)."""
         if self._fixed_src is not fixed_arr:
@@ -363,21 +395,25 @@ class NewtonContactSolver:
         s, ch, co = float(coef.impulse_scale), float(coef.v_hat), float(coef.v_old)
         rd = backend.read                    # host views on the CPU: no copy kernels (backend.host_view)
         blocks = problem.A.blocks_numpy()    # read A once: the matrix and its diagonal blocks
-        A = problem.A.to_scipy(blocks)
         b = rd(problem.b, n).astype(np.float64, copy=False).ravel()
         vk = rd(problem.state.v, n).astype(np.float64, copy=False).ravel()
         fixed = self._fixed(problem.fixed, n)
         dof_fixed = np.repeat(fixed, 3)
-        At = ((s / ch) * A).tocsr()
-        bt = s * b + ((s * co / ch) * (A @ vk) if co != 0.0 else 0.0)
-
         cd = contacts.to_numpy()
-        J = contacts.jacobian(expand_virtual=True, data=cd).tocsr()
-        if J.shape != (3 * c, 3 * n):
-            raise SimulationError(f"contact Jacobian has shape {J.shape}, expected {(3 * c, 3 * n)}")
-        frame = cd["frame"]
         off = contacts.world_offset(cd) + contacts.anchor_offset(cd)
-        Jf = (J @ sp.diags((~dof_fixed).astype(np.float64))).tocsr() if fixed.any() else J
+        if self.dense:
+            A = self._dense_matrix(problem.A, blocks)
+            At = (s / ch) * A
+        else:
+            A = problem.A.to_scipy(blocks)
+            At = ((s / ch) * A).tocsr()
+        # J (Jf: prescribed columns zeroed) in per-contact block rows: products without scipy.sparse
+        m_idx, nodes, jblocks = contacts.jacobian_blocks(True, cd)
+        if self._layout is None or not self._layout.same(m_idx, nodes, c, n):
+            self._layout = RowLayout(m_idx, nodes, c, n)      # kept while the contacts' nodes repeat
+        J = ContactRows.from_triplets(m_idx, nodes, jblocks, c, n, self._layout)
+        Jf = J.without(fixed) if fixed.any() else J
+        bt = s * b + ((s * co / ch) * (A @ vk) if co != 0.0 else 0.0)
 
         # warm start (end-of-step velocity) and prescribed values
         v_prev_hat = rd(problem.v_hat, n).astype(np.float64, copy=False).ravel()
@@ -392,11 +428,11 @@ class NewtonContactSolver:
         Bw = Dblk.copy()
         Bw[self.lumped_nodes] = self.lumped_blocks
         w = delassus_estimate(Jf, Bw, fixed, c, self.node_body, self.body_mass)
-        vc_prev = (J @ vk).reshape(c, 3) + off
+        vc_prev = J.matvec(vk).reshape(c, 3) + off
         mu, tscale, reg_scale = friction_scaling(cd["mu"] if c else np.zeros((0, 2)))
-        vc_hat_prev = (J @ v_prev_hat).reshape(c, 3) + off if co != 0.0 else vc_prev
+        vc_hat_prev = J.matvec(v_prev_hat).reshape(c, 3) + off if co != 0.0 else vc_prev
         param_rows = cd["param"].astype(np.int64)
-        e = restitution_per_contact(self.model.contact_params, param_rows, self.opt["restitution"])
+        p, e = self._pair_parameters(param_rows)
         impact = self.impacts(vc_prev, cd["phi"], co, dt, e)
         theta = self.contact_weights(impact, co)
         phi0 = cd["phi"]
@@ -413,7 +449,7 @@ class NewtonContactSolver:
         if np.any(e > 0):
             rebound = np.where(impact, e * np.maximum(-vc_prev[:, 2], 0.0), 0.0)
         cm = self.build_model(mu, w, phi0, vn0, param_rows, dt, theta, rebound,
-                              reg_scale if tscale is not None else None)
+                              reg_scale if tscale is not None else None, params=p)
         # the model sees T (θ (J v + off) + (1 − θ) v_c,k) (T: anisotropic friction, θ: midpoint
         # weights): scale J's rows by S = T θ, fold the rest into off; the impulse applied is S γ̃
         S = None
@@ -423,14 +459,16 @@ class NewtonContactSolver:
             if tscale is not None:
                 T[:, :2] = tscale
             S = T * th
-            Sd = sp.diags(S.ravel())
-            J, Jf = (Sd @ J).tocsr(), (Sd @ Jf).tocsr()
+            J, Jf = J.scale_rows(S), Jf.scale_rows(S)
             off = S * off + T * (1.0 - th) * vc_prev
 
         D = momentum_scaling(Dblk, dof_fixed)
         t0 = time.perf_counter()
-        pat = problem.A.pattern                  # Ã in its own 3x3 blocks: no CSR → BSR conversion
-        self.hessian.setup(sp.bsr_matrix(((s / ch) * blocks, pat.col, pat.indptr), shape=At.shape), Jf)
+        if self.dense:
+            self.hessian.setup(At, Jf)
+        else:
+            pat = problem.A.pattern              # Ã in its own 3x3 blocks: no CSR → BSR conversion
+            self.hessian.setup((pat.indptr, pat.col, (s / ch) * blocks), Jf)
         ms_setup = 1e3 * (time.perf_counter() - t0)
         o = self.opt
         costs, alphas, errors = [], [], []
@@ -440,11 +478,11 @@ class NewtonContactSolver:
         it = 0
         e_m = 0.0
         while True:
-            vc = (J @ v).reshape(c, 3) + off
+            vc = J.matvec(v).reshape(c, 3) + off
             cost_m, gamma, G, status = cm.evaluate(vc, hessian=True)
             Av = At @ v
             r = Av - bt
-            jc = Jf.T @ gamma.ravel()
+            jc = Jf.rmatvec(gamma)
             grad = r - jc
             grad[dof_fixed] = 0.0
             costs.append(float(0.5 * v @ Av - bt @ v + cost_m.sum()))
@@ -462,10 +500,10 @@ class NewtonContactSolver:
             if e_m > o["friction_majorize_above"] and hasattr(cm, "majorize_friction"):
                 cm.majorize_friction(vc, G)       # far from the solution: the friction's majorant
             t0 = time.perf_counter()
-            dv = solve_newton(self.linear, self.hessian, G, -grad)
+            dv = self.hessian.solve(G, -grad) if self.dense else solve_newton(self.linear, self.hessian, G, -grad)
             ms_linear += 1e3 * (time.perf_counter() - t0)
             dv[dof_fixed] = 0.0
-            dvc = (Jf @ dv).reshape(c, 3)
+            dvc = Jf.matvec(dv).reshape(c, 3)
             dp = At @ dv
             alpha, nls = self._line_search(cm, vc, dvc, float(dv @ r), float(dv @ dp), float(dv @ grad))
             ls_total += nls
@@ -506,7 +544,7 @@ class NewtonContactSolver:
 
         c0 = Δvᵀ(Ã v − b̃), c1 = Δvᵀ Δp, d0 = dℓ/dα(0) < 0. Each trial costs one pass over the
         contacts for the two numbers ``Δv_cᵀγ`` and ``Δv_cᵀ G Δv_c`` (``line_derivatives``: no
-        3x3 blocks, cost or status). If ℓ still decreases at α_max, α_max is taken; otherwise a
+        3x3 blocks, cost or status; ``line``: what does not depend on α computed once). If ℓ still decreases at α_max, α_max is taken; otherwise a
         safeguarded Newton–bisection (rtsafe) on f(α) = dℓ/dα / |d0| in the bracket [0, α_max],
         started from the minimizer of the quadratic with the curvature at α_max,
         ``min(−d0/ℓ''(α_max), α_max)`` (= 1 where ℓ is quadratic along the line, the full Newton
@@ -515,8 +553,10 @@ class NewtonContactSolver:
         if not d0 < 0:
             return 0.0, 0
 
+        along = cm.line(vc, dvc)           # the model's derivatives along the line, α-free parts kept
+
         def deriv(a):
-            g, q = cm.line_derivatives(vc + a * dvc, dvc)
+            g, q = along(a)
             return (c0 + a * c1 - g) / scale, (c1 + q) / scale
 
         scale = -d0
@@ -567,7 +607,7 @@ def friction_scaling(mu_axes: np.ndarray):
     return mu_bar, T, r
 
 
-def delassus_estimate(J: sp.csr_matrix, blocks: np.ndarray, fixed: np.ndarray, c: int,
+def delassus_estimate(J: "sp.csr_matrix | ContactRows", blocks: np.ndarray, fixed: np.ndarray, c: int,
                       node_body: np.ndarray, body_mass: np.ndarray) -> np.ndarray:
     """Per-contact Delassus estimate ``w_m`` (1/kg) for the near-rigid regularization (SAP eq. 29).
 
@@ -583,14 +623,19 @@ def delassus_estimate(J: sp.csr_matrix, blocks: np.ndarray, fixed: np.ndarray, c
     smallest ``w`` of the others."""
     # per 3x3 block J_mk of J (contact m, node k): tr(J_mk B_k⁻¹ J_mkᵀ)/3, summed per (contact, body);
     # only the blocks of nodes in contact are inverted
-    Jb = sp.bsr_matrix(J, blocksize=(3, 3))
-    contact = np.repeat(np.arange(Jb.shape[0] // 3), np.diff(Jb.indptr))
-    node = Jb.indices
+    if isinstance(J, ContactRows):
+        contact = np.repeat(np.arange(c), J.nodes.shape[1])
+        node, Jdata = J.nodes.ravel(), J.blocks.reshape(-1, 3, 3)
+    else:
+        Jb = sp.bsr_matrix(J, blocksize=(3, 3))
+        contact = np.repeat(np.arange(Jb.shape[0] // 3), np.diff(Jb.indptr))
+        node, Jdata = Jb.indices, Jb.data
     free = ~fixed[node]
     tr = np.zeros(len(node))
     if free.any():
-        Jd = Jb.data[free]
-        tr[free] = np.einsum("bij,bjk,bik->b", Jd, np.linalg.inv(blocks[node[free]]), Jd) / 3.0
+        Jd = Jdata[free]
+        inv_nodes, which = np.unique(node[free], return_inverse=True)     # each node's block inverted once
+        tr[free] = np.einsum("bij,bjk,bik->b", Jd, np.linalg.inv(blocks[inv_nodes])[which], Jd) / 3.0
     nb = len(body_mass)
     per_body = np.bincount(contact * nb + node_body[node], weights=tr, minlength=c * nb).reshape(c, nb)
     floor = np.where(per_body > 0, 1.0 / np.maximum(body_mass, 1e-300), 0.0)
