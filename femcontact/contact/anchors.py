@@ -310,14 +310,14 @@ class ContactMemory:
         """The remembered values (count, 3)."""
         return MEMORY_F.unpack(backend.read(self.mf, self.remembered))["value"][:, 0].astype(np.float64)
 
-    def memory(self, prefix: str = "") -> dict:
+    def memory(self) -> dict:
         """Host copy for a checkpoint: int64 keys ``(a + 1)(2n + 2) + (b + 1)``, points, values."""
         k = self.remembered
         f = MEMORY_F.unpack(backend.read(self.mf, k))
         key = MEMORY_I.unpack(backend.read(self.mi, k))["key"].astype(np.int64)
         span = 2 * self.n_nodes + 2
-        return {f"{prefix}keys": (key[:, 0] + 1) * span + (key[:, 1] + 1),
-                f"{prefix}points": f["point"][:, 0].astype(np.float64), f"{prefix}values": f["value"][:, 0].astype(np.float64)}
+        return {"keys": (key[:, 0] + 1) * span + (key[:, 1] + 1), "points": f["point"][:, 0].astype(np.float64),
+                "values": f["value"][:, 0].astype(np.float64)}
 
     def restore(self, keys: np.ndarray, points: np.ndarray, values: np.ndarray) -> None:
         keys = np.asarray(keys, np.int64).ravel()

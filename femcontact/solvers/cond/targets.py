@@ -16,7 +16,7 @@ import numpy as np
 from ...backend import ti
 from ...smallmat import mv
 
-from .layout import CONTACT, CONTACT_NODES
+from .layout import CONTACT, CONTACT_NODES, ITER_F, ITER_I
 
 
 @ti.func
@@ -69,11 +69,14 @@ def cond_targets(v_old: ti.types.ndarray(), vn_node: ti.types.ndarray(), vn_weig
                  node_a: ti.types.ndarray(), node_b: ti.types.ndarray(), frame: ti.types.ndarray(),
                  phi: ti.types.ndarray(), v_world: ti.types.ndarray(), v_anchor: ti.types.ndarray(),
                  mu: ti.types.ndarray(), param: ti.types.ndarray(), rest_table: ti.types.ndarray(), RT: ti.types.ndarray(),
-                 Cf: ti.types.ndarray(), Ci: ti.types.ndarray(), n0: ti.i32, nc: ti.i32, n_rest: ti.i32,
-                 midpoint: ti.i32, dt: float, e_default: float, recovery: float, vrec_max: float):
+                 Cf: ti.types.ndarray(), Ci: ti.types.ndarray(), Pf: ti.types.ndarray(), Pi: ti.types.ndarray()):
     """CONTACT rows of this step: frame, μ, φ̃ = −t_m, world velocity, λ = 0, the (nodalized) nodes and
     the tangential bias (the stiction anchor's R v_anchor, and −½ J_t v_k under the midpoint rule). e per contact
-    from the contact-parameter table's restitution column (NaN: default)."""
+    from the contact-parameter table's restitution column (NaN: default). Scalars from ``Pf`` / ``Pi``
+    (``layout.ITER_F`` / ``ITER_I``)."""
+    n0, nc, n_rest = ITER_I.n0.get(Pi, 0), ITER_I.nc.get(Pi, 0), ITER_I.n_rest.get(Pi, 0)
+    midpoint, dt, e_default = ITER_I.midpoint.get(Pi, 0), ITER_F.dt.get(Pf, 0), ITER_F.restitution.get(Pf, 0)
+    recovery, vrec_max = ITER_F.recovery.get(Pf, 0), ITER_F.vrec_max.get(Pf, 0)
     for m in range(nc):
         R = frame[m]
         vb = side_velocity(node_b[m], n0, vn_node, vn_weight, v_old, ti.Vector.zero(float, 3))
