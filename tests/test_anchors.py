@@ -70,9 +70,9 @@ def test_anchors_let_a_cube_slide_above_the_friction_limit(solver, integrator):
 def _contacts(n: int, pairs, points, links=()) -> ContactSet:
     cs = ContactSet(n, capacity=8, virtual_capacity=4)
     cs.count, cs.n_virtual = len(pairs), len(links)
-    backend.write(cs.node_a, np.array([a for a, _ in pairs], np.int32))
-    backend.write(cs.node_b, np.array([b for _, b in pairs], np.int32))
-    backend.write(cs.point, np.array(points, float))
+    cs.write("node_a", np.array([a for a, _ in pairs], np.int32))
+    cs.write("node_b", np.array([b for _, b in pairs], np.int32))
+    cs.write("point", np.array(points, float))
     if links:
         backend.write(cs.vn_node, np.array(links, np.int32))
     return cs

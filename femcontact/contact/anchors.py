@@ -29,7 +29,9 @@ import numpy as np
 from .. import backend
 from ..backend import ti
 from ..solvers.cond.layout import HostScalars, Table
+from ..solvers.cond.targets import side_velocity
 from .contacts import ContactSet
+from .schema import CONTACT_SET_F as CF, CONTACT_SET_I as CI
 
 MATCH_RADIUS = 1e-3     # m: a contact farther than this from every predicted point of its pair is new
 STICK_RATIO = 0.99      # |γ_t| below this fraction of μ γ_n ...
@@ -85,9 +87,16 @@ def find_previous(ka, kb, p, mf: ti.template(), mi: ti.template(), head: ti.temp
 
 
 @ti.func
-def remember_keys(m, node_a, node_b, vn_node: ti.template(), mi: ti.template(), n_nodes):
-    MEMORY_I.key.put_at(mi, m, 0, side_key(node_a, n_nodes, vn_node))
-    MEMORY_I.key.put_at(mi, m, 1, side_key(node_b, n_nodes, vn_node))
+def keys_of(m, ci: ti.template(), vn_node: ti.template(), n_nodes):
+    """The side keys of contact m."""
+    return side_key(CI.node_a.get(ci, m), n_nodes, vn_node), side_key(CI.node_b.get(ci, m), n_nodes, vn_node)
+
+
+@ti.func
+def remember_keys(m, ci: ti.template(), vn_node: ti.template(), mi: ti.template(), n_nodes):
+    ka, kb = keys_of(m, ci, vn_node, n_nodes)
+    MEMORY_I.key.put_at(mi, m, 0, ka)
+    MEMORY_I.key.put_at(mi, m, 1, kb)
 
 
 @ti.func
@@ -112,58 +121,37 @@ def build_index(mi: ti.template(), head: ti.template(), n_prev):
 
 
 @ti.func
-def normal_of(frame: ti.template(), m):
-    R = frame[m]
+def normal_of(cf: ti.template(), m):
+    R = CF.frame.get(cf, m)
     return ti.Vector([R[2, 0], R[2, 1], R[2, 2]])
 
 
 @ti.func
-def side_velocity(node, vw, v_hat: ti.template(), vn_node: ti.template(), vn_weight: ti.template(), n_nodes):
-    """World velocity of a contact side for node velocities v̂: the world's ``vw``, a real node's own, a
-    virtual node's ``Σ_k W_k v̂[link_k]`` (links in use, added in k order)."""
-    vel = ti.Vector([0.0, 0.0, 0.0])
-    if node < 0:
-        vel = vw
-    elif node < n_nodes:
-        vel = v_hat[node]
-    else:
-        q = node - n_nodes
-        for k in ti.static(range(4)):
-            link = vn_node[q][k]
-            if link >= 0:
-                vel += vn_weight[q, k] @ v_hat[link]
-    return vel
-
-
-@ti.func
-def offset_power(m, node_a: ti.template(), node_b: ti.template(), frame: ti.template(), impulse: ti.template(),
-                 v_world: ti.template(), v_anchor: ti.template()):
+def offset_power(m, cf: ti.template(), ci: ti.template()):
     """``γ_mᵀ o_m``: contact m's impulse times the part of its velocity that does not depend on v̂,
     ``o_m = R_m (v_anchor ∓ v_world)`` (the world's velocity on side A or B, ``ContactSet.world_offset``
     and ``anchor_offset``); ``−Σ_m`` of it is the work the moving world and the anchors supplied
     (energy_monitor)."""
-    o = v_anchor[m]
-    if node_a[m] < 0:
-        o -= v_world[m]
-    if node_b[m] < 0:
-        o += v_world[m]
-    return impulse[m].dot(frame[m] @ o)
+    o = CF.v_anchor.get(cf, m)
+    vw = CF.v_world.get(cf, m)
+    if CI.node_a.get(ci, m) < 0:
+        o -= vw
+    if CI.node_b.get(ci, m) < 0:
+        o += vw
+    return CF.impulse.get(cf, m).dot(CF.frame.get(cf, m) @ o)
 
 
 @ti.kernel
-def contact_offset_work(node_a: ti.types.ndarray(), node_b: ti.types.ndarray(), frame: ti.types.ndarray(),
-                        impulse: ti.types.ndarray(), v_world: ti.types.ndarray(), v_anchor: ti.types.ndarray(),
-                        count: ti.i32) -> float:
+def contact_offset_work(cf: ti.types.ndarray(), ci: ti.types.ndarray(), count: ti.i32) -> float:
     """``Σ_m γ_mᵀ o_m`` over the first ``count`` contacts (``offset_power``)."""
     w = 0.0
     for m in range(count):
-        w += offset_power(m, node_a, node_b, frame, impulse, v_world, v_anchor)
+        w += offset_power(m, cf, ci)
     return w
 
 
 @ti.kernel
-def anchors_apply(node_a: ti.types.ndarray(), node_b: ti.types.ndarray(), frame: ti.types.ndarray(),
-                  point: ti.types.ndarray(), vn_node: ti.types.ndarray(), v_anchor: ti.types.ndarray(),
+def anchors_apply(cf: ti.types.ndarray(), ci: ti.types.ndarray(), vn_node: ti.types.ndarray(),
                   slip_now: ti.types.ndarray(), mf: ti.types.ndarray(), mi: ti.types.ndarray(),
                   head: ti.types.ndarray(), af: ti.types.ndarray(), mn: ti.types.ndarray()):
     """Per contact its remembered slip s (tangential now) into ``slip_now`` and ``v_anchor = β s/dt``,
@@ -171,27 +159,24 @@ def anchors_apply(node_a: ti.types.ndarray(), node_b: ti.types.ndarray(), frame:
     n_nodes, n_prev = MEMORY_N.n_nodes.get(mn, 0), MEMORY_N.prev.get(mn, 0)
     scale = ANCHOR_F.gain.get(af, 0) / ANCHOR_F.dt.get(af, 0)
     for m in range(MEMORY_N.count.get(mn, 0)):
-        ka = side_key(node_a[m], n_nodes, vn_node)
-        kb = side_key(node_b[m], n_nodes, vn_node)
-        j = find_previous(ka, kb, point[m], mf, mi, head, n_prev, MATCH_RADIUS2)
+        ka, kb = keys_of(m, ci, vn_node, n_nodes)
+        j = find_previous(ka, kb, CF.point.get(cf, m), mf, mi, head, n_prev, MATCH_RADIUS2)
         s = ti.Vector([0.0, 0.0, 0.0])
         if j >= 0:
             s = MEMORY_F.value.get(mf, j)
-        nrm = normal_of(frame, m)
+        nrm = normal_of(cf, m)
         s = s - nrm * s.dot(nrm)
         v = scale * s
         speed = v.norm()
         if speed > CREEP_SPEED:
             v *= CREEP_SPEED / speed
         slip_now[m] = s
-        v_anchor[m] = v
+        CF.v_anchor.put(cf, m, v)
 
 
 @ti.kernel
-def anchors_update(node_a: ti.types.ndarray(), node_b: ti.types.ndarray(), frame: ti.types.ndarray(),
-                   point: ti.types.ndarray(), mu: ti.types.ndarray(), v_world: ti.types.ndarray(),
-                   impulse: ti.types.ndarray(), vn_node: ti.types.ndarray(), vn_weight: ti.types.ndarray(),
-                   v_anchor: ti.types.ndarray(), v_hat: ti.types.ndarray(), slip_now: ti.types.ndarray(),
+def anchors_update(cf: ti.types.ndarray(), ci: ti.types.ndarray(), vn_node: ti.types.ndarray(),
+                   vn_weight: ti.types.ndarray(), v_hat: ti.types.ndarray(), slip_now: ti.types.ndarray(),
                    mf: ti.types.ndarray(), mi: ti.types.ndarray(), head: ti.types.ndarray(),
                    af: ti.types.ndarray(), mn: ti.types.ndarray()):
     """Remember this step's contacts: keys, where their points moved (``point + ½ dt (v_a + v_b)``) and
@@ -201,41 +186,41 @@ def anchors_update(node_a: ti.types.ndarray(), node_b: ti.types.ndarray(), frame
     dt = ANCHOR_F.dt.get(af, 0)
     ANCHOR_F.work.put(af, 0, 0.0)
     for m in range(c):
-        ti.atomic_add(af[0, ti.static(ANCHOR_F.work.off)], offset_power(m, node_a, node_b, frame, impulse, v_world,
-                                                                        v_anchor))
-        va = side_velocity(node_a[m], v_world[m], v_hat, vn_node, vn_weight, n_nodes)
-        vb = side_velocity(node_b[m], v_world[m], v_hat, vn_node, vn_weight, n_nodes)
-        nrm = normal_of(frame, m)
+        ti.atomic_add(af[0, ti.static(ANCHOR_F.work.off)], offset_power(m, cf, ci))
+        vw = CF.v_world.get(cf, m)
+        va = side_velocity(CI.node_a.get(ci, m), n_nodes, vn_node, vn_weight, v_hat, vw)
+        vb = side_velocity(CI.node_b.get(ci, m), n_nodes, vn_node, vn_weight, v_hat, vw)
+        nrm = normal_of(cf, m)
         rel = (vb - va) - nrm * (vb - va).dot(nrm)
-        g = impulse[m]
-        r = ti.sqrt((g[0] / ti.max(mu[m][0], TINY)) ** 2 + (g[1] / ti.max(mu[m][1], TINY)) ** 2)
+        g = CF.impulse.get(cf, m)
+        r = ti.sqrt((g[0] / ti.max(CF.mu.at(cf, m, 0), TINY)) ** 2 + (g[1] / ti.max(CF.mu.at(cf, m, 1), TINY)) ** 2)
         slip = ti.Vector([0.0, 0.0, 0.0])
         if g[2] > 0.0 and r < STICK_RATIO * g[2] and rel.norm() < CREEP_SPEED:       # inside the cone, creeping
             slip = slip_now[m] + dt * rel
         MEMORY_F.value.put(mf, m, slip)
-        MEMORY_F.point.put(mf, m, point[m] + 0.5 * dt * (va + vb))
-        remember_keys(m, node_a[m], node_b[m], vn_node, mi, n_nodes)
+        MEMORY_F.point.put(mf, m, CF.point.get(cf, m) + 0.5 * dt * (va + vb))
+        remember_keys(m, ci, vn_node, mi, n_nodes)
     build_index(mi, head, c)
 
 
 @ti.kernel
-def match_contacts(node_a: ti.types.ndarray(), node_b: ti.types.ndarray(), point: ti.types.ndarray(),
+def match_contacts(cf: ti.types.ndarray(), ci: ti.types.ndarray(),
                    vn_node: ti.types.ndarray(), mf: ti.types.ndarray(), mi: ti.types.ndarray(),
                    head: ti.types.ndarray(), mn: ti.types.ndarray(), out: ti.types.ndarray(), radius2: float):
     """Per contact the remembered contact it continues (within ``sqrt(radius2)``; -1: none)."""
     n_nodes, n_prev = MEMORY_N.n_nodes.get(mn, 0), MEMORY_N.prev.get(mn, 0)
     for m in range(MEMORY_N.count.get(mn, 0)):
-        out[m] = find_previous(side_key(node_a[m], n_nodes, vn_node), side_key(node_b[m], n_nodes, vn_node),
-                               point[m], mf, mi, head, n_prev, radius2)
+        ka, kb = keys_of(m, ci, vn_node, n_nodes)
+        out[m] = find_previous(ka, kb, CF.point.get(cf, m), mf, mi, head, n_prev, radius2)
 
 
 @ti.kernel
-def remember_contacts(node_a: ti.types.ndarray(), node_b: ti.types.ndarray(), vn_node: ti.types.ndarray(),
-                      mi: ti.types.ndarray(), head: ti.types.ndarray(), mn: ti.types.ndarray()):
+def remember_contacts(ci: ti.types.ndarray(), vn_node: ti.types.ndarray(), mi: ti.types.ndarray(),
+                      head: ti.types.ndarray(), mn: ti.types.ndarray()):
     """Keys of this step's contacts into the memory (its points and values written by the host), indexed."""
     n_nodes, c = MEMORY_N.n_nodes.get(mn, 0), MEMORY_N.count.get(mn, 0)
     for m in range(c):
-        remember_keys(m, node_a[m], node_b[m], vn_node, mi, n_nodes)
+        remember_keys(m, ci, vn_node, mi, n_nodes)
     build_index(mi, head, c)
 
 
@@ -291,7 +276,7 @@ class ContactMemory:
         c = int(contacts.count)
         out = backend.scalar_array(c, dtype=ti.i32)
         self.set_current(contacts)
-        match_contacts(contacts.node_a, contacts.node_b, contacts.point, contacts.vn_node, self.mf, self.mi,
+        match_contacts(contacts.cf, contacts.ci, contacts.vn_node, self.mf, self.mi,
                        self.head, self.scalars.sync(), out, min(radius * radius, FAR))
         return backend.read(out, c)
 
@@ -302,8 +287,7 @@ class ContactMemory:
         self.set_current(contacts)
         if c:
             backend.write(self.mf, _memory_rows(points, values))
-            remember_contacts(contacts.node_a, contacts.node_b, contacts.vn_node, self.mi, self.head,
-                              self.scalars.sync())
+            remember_contacts(contacts.ci, contacts.vn_node, self.mi, self.head, self.scalars.sync())
         self.remembered = c
 
     def values(self) -> np.ndarray:
@@ -347,7 +331,7 @@ def _memory_rows(points: np.ndarray, values: np.ndarray) -> np.ndarray:
 def offset_work(contacts: ContactSet) -> float:
     """``Σ_m γ_mᵀ o_m`` of this step's contacts (``offset_power``), one launch."""
     c = contacts
-    return float(contact_offset_work(c.node_a, c.node_b, c.frame, c.impulse, c.v_world, c.v_anchor, int(c.count)))
+    return float(contact_offset_work(c.cf, c.ci, int(c.count)))
 
 
 class StictionAnchors:
@@ -382,8 +366,8 @@ class StictionAnchors:
             self.slip_now = backend.vec3_array(max(c, 2 * self.slip_now.shape[0]))
         m = self.slips
         m.set_current(contacts)
-        anchors_apply(contacts.node_a, contacts.node_b, contacts.frame, contacts.point, contacts.vn_node,
-                      contacts.v_anchor, self.slip_now, m.mf, m.mi, m.head, self.constants.sync(), m.scalars.sync())
+        anchors_apply(contacts.cf, contacts.ci, contacts.vn_node, self.slip_now, m.mf, m.mi, m.head,
+                      self.constants.sync(), m.scalars.sync())
 
     def update(self, contacts: ContactSet, v_hat, converged: bool = True) -> None:
         """After the step: a contact that stuck (friction below ``STICK_RATIO`` of its cone, tangential
@@ -399,9 +383,8 @@ class StictionAnchors:
             return
         c = int(contacts.count)
         m.fit(c)
-        anchors_update(contacts.node_a, contacts.node_b, contacts.frame, contacts.point, contacts.mu,
-                       contacts.v_world, contacts.impulse, contacts.vn_node, contacts.vn_weight, contacts.v_anchor,
-                       v_hat, self.slip_now, m.mf, m.mi, m.head, self.constants.sync(), m.scalars.sync())
+        anchors_update(contacts.cf, contacts.ci, contacts.vn_node, contacts.vn_weight, v_hat, self.slip_now, m.mf,
+                       m.mi, m.head, self.constants.sync(), m.scalars.sync())
         m.remembered = c if converged else 0
         self._applied = False
         self._work_of = contacts

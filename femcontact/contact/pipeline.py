@@ -316,8 +316,7 @@ class CollisionPipeline:
                 b.counters.fill(0)
             self._build_hashes(state, dt)
             c = contacts
-            out = (b.counters, c.node_a, c.node_b, c.frame, c.phi, c.mu, c.v_world, c.point, c.param,
-                   c.impulse, c.status, c.vn_node, c.vn_weight)
+            out = (b.counters, c.cf, c.ci, c.vn_node, c.vn_weight)
             for p in self.passes:
                 p.run(state, dt, out, sdf)
             n = [int(v) for v in (counters_v[:N_COUNTERS] if counters_v is not None else read_counters(b.counters))]

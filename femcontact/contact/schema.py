@@ -19,7 +19,7 @@ and axis, radius; rigid body index, proxy kind, which entities it is tested agai
 from __future__ import annotations
 
 from ..backend import ti
-from ..solvers.cond.layout import Table
+from ..solvers.cond.layout import CONTACT_SET_F, CONTACT_SET_I, Table   # noqa: F401  (the ContactSet's tables)
 
 SDF = Table("sdf", ti.i32, [("kind", "s"), ("aux", "s"), ("entity", "s"), ("rigid", "s")])
 PROXY_F = Table("proxy_f", float, [("point", "v3"), ("axis", "v3"), ("radius", "s")])

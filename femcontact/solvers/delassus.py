@@ -229,8 +229,8 @@ class DelassusSolver(abc.ABC):
             v_hat.reshape(n, 3)[fixed] = np.linalg.solve(Dfix, b[fixed][:, :, None])[:, :, 0]
         u = (space.G @ lam.ravel() + space.q).reshape(c, 3)
         backend.write(problem.v_hat, v_hat.reshape(n, 3))
-        backend.write(contacts.impulse, float(coef.impulse_scale) * lam)
-        backend.write(contacts.status, status)
+        contacts.write("impulse", float(coef.impulse_scale) * lam)
+        contacts.write("status", status)
         self._last.store(contacts, space.points, np.einsum("mij,mi->mj", space.frame, lam))
         self.history = list(result.history)
         t2 = time.perf_counter()

@@ -30,8 +30,8 @@ from ...smallmat import inv3, mTv, mv
 from ..projection import STRICT, project_cone, project_strict
 from .blocks import rod_solve
 from .groups import KIND_ROD, KIND_SCALAR
-from .layout import (CONTACT, CONTACT_NODES, HAS_BLOCKS, HAS_RODS, ITER_F, ITER_I, ROW, STEP_BLOCK, STEP_FEM,
-                     STEP_ROD, STEP_SCALAR, VIRTUAL, VIRTUAL_NODES, VROWS)
+from .layout import (CONTACT, CONTACT_NODES, CONTACT_SET_F, CONTACT_SET_I, HAS_BLOCKS, HAS_RODS, ITER_F, ITER_I, ROW,
+                     STEP_BLOCK, STEP_FEM, STEP_ROD, STEP_SCALAR, VIRTUAL, VIRTUAL_NODES, VROWS)
 from .reduce import group_size, partial_sums
 from .step_matrix import inf_norm
 
@@ -296,10 +296,10 @@ def cond_iterate(P: ti.types.ndarray(), blocks: ti.types.ndarray(), V: ti.types.
 
 @ti.kernel
 def cond_finish(V: ti.types.ndarray(), W: ti.types.ndarray(), Cf: ti.types.ndarray(), Ci: ti.types.ndarray(),
-                v_hat: ti.types.ndarray(), lam: ti.types.ndarray(), impulse: ti.types.ndarray(),
-                status: ti.types.ndarray(), Pf: ti.types.ndarray(), Pi: ti.types.ndarray()) -> ti.math.vec4:
-    """v̂ = v̂** (real part), λ, impulses (scale·λ, N s) and status; returns the complementarity
-    measures (max |min(J_n v̂ − t, γ λ_n)|, max cone violation, max(|J_n v̂| + |t|), max ‖λ‖). n0, nc, the
+                v_hat: ti.types.ndarray(), lam: ti.types.ndarray(), sf: ti.types.ndarray(), si: ti.types.ndarray(),
+                Pf: ti.types.ndarray(), Pi: ti.types.ndarray()) -> ti.math.vec4:
+    """v̂ = v̂** (real part), λ, the ContactSet's impulses (scale·λ, N s) and status (``sf`` / ``si``); returns
+    the complementarity measures (max |min(J_n v̂ − t, γ λ_n)|, max cone violation, max(|J_n v̂| + |t|), max ‖λ‖). n0, nc, the
     impulse scale and the last α from ``Pi`` / ``Pf``."""
     n0, nc = ITER_I.n0.get(Pi, 0), ITER_I.nc.get(Pi, 0)
     scale, alpha = ITER_F.impulse_scale.get(Pf, 0), ITER_F.alpha_end.get(Pf, 0)
@@ -340,7 +340,7 @@ def cond_finish(V: ti.types.ndarray(), W: ti.types.ndarray(), Cf: ti.types.ndarr
                 st = 2
             elif ell >= lm[2] * (1.0 - 1e-9):
                 st = 2
-        status[m] = st
+        CONTACT_SET_I.status.put(si, m, st)
         lam[m] = lm
-        impulse[m] = scale * lm
+        CONTACT_SET_F.impulse.put(sf, m, scale * lm)
     return out

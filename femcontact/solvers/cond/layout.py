@@ -148,6 +148,13 @@ class Rows:
 
 
 # ------------------------------------------------------------------------------------------ schemas
+# the ContactSet (contact/contacts.py; defined here, beside Table, so that both the contact package and COND
+# import them without a cycle): per contact its frame (rows t1, t2, n), gap, friction (μ1, μ2), the world's
+# velocity, the stiction anchors' offset, point, impulse; its sides (-1: world), contact-parameter row and
+# status. Detection writes them (contact/emit.py), every solver reads them: two kernel arguments, not eleven.
+CONTACT_SET_F = Table("contact_set_f", float, [("frame", "m3"), ("phi", "s"), ("mu", "s", 2), ("v_world", "v3"),
+                                               ("v_anchor", "v3"), ("point", "v3"), ("impulse", "v3")])
+CONTACT_SET_I = Table("contact_set_i", ti.i32, [("node_a", "s"), ("node_b", "s"), ("param", "s"), ("status", "s")])
 # per contact m: rotation R (rows: t1, t2, n), friction (μ1, μ2), normal bias φ̃ = −t_m (eq. 11),
 # the obstacle side's world velocity, λ, the tangential bias (midpoint stick, module solver) and the
 # λ whose virtual-damper compliance shift is in φ̃ and the bias (virtual.cond_compliance_shift)

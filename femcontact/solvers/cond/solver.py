@@ -159,7 +159,7 @@ class CondSolver:
         nc, nv = int(contacts.count), int(contacts.n_virtual)
         nvx = self._virtual_nodes(contacts, nc, nv)
         RT = backend.read(self._RT, 2 * nc).reshape(nc, 2)
-        R = backend.read(contacts.frame, nc).astype(np.float64)
+        R = contacts.read("frame")["frame"]
         rows, cols, vals = [], [], []
         for side, sign in ((0, -1.0), (1, 1.0)):
             m = np.flatnonzero(RT[:, side] >= 0)
@@ -245,7 +245,7 @@ class CondSolver:
             sched, mixer, it, theta, converged, alpha, shifts = self._passes(A, nvx, nc, vscale, tol, it, alpha,
                                                                              shifts)
             self._iter_f.set(alpha_end=alpha)
-            comp = cond_finish(self.V, self._W, self._Cf, self._Ci, problem.v_hat, self.lam, c.impulse, c.status,
+            comp = cond_finish(self.V, self._W, self._Cf, self._Ci, problem.v_hat, self.lam, c.cf, c.ci,
                                self._iter_f.sync(), self._iter_i.sync())
             if o.momentum_tol is None:
                 break
@@ -377,7 +377,7 @@ class CondSolver:
             self._claim.fill(0)
             self._count.fill(0)
         self._iter_i.set(n0=self.n0, nv_set=nv, nc=nc)
-        nx = int(cond_nodalize(c.node_a, c.node_b, self._blockstep, self._claim, self._RT, self._count,
+        nx = int(cond_nodalize(c.ci, self._blockstep, self._claim, self._RT, self._count,
                                self._iter_i.sync())) if nc else 0
         nvx = nv + nx
         self._iter_i.set(nv=nvx)
@@ -437,8 +437,8 @@ class CondSolver:
             self.fem_rows = int(blocks.cond_fem_blocks(A.blocks, A.diag, fixed, self._blockstep, self._claim, self._WB,
                                                        self._RK, self._VNf, self._VNi, Pi))
         self._iter_i.set(n_rest=n_rest)
-        cond_targets(problem.state.v, c.vn_node, c.vn_weight, c.node_a, c.node_b, c.frame, c.phi, c.v_world,
-                     c.v_anchor, c.mu, c.param, rest, self._RT, self._Cf, self._Ci, Pf, self._iter_i.sync())
+        cond_targets(problem.state.v, c.vn_node, c.vn_weight, c.cf, c.ci, rest, self._RT, self._Cf, self._Ci, Pf,
+                     self._iter_i.sync())
         if self.n_rods:
             blocks.cond_rod_factor(A.blocks, fixed, self._VNf, self._VNi, self._rod_start, self._rod_rows,
                                    self._rod_pos, self._rod_slots, self._DL, self._F, nvx, self.n_rods,

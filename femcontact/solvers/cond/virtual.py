@@ -14,7 +14,7 @@ velocity, not on the virtual node's (docs/COND.md, "Damper compliance").
 from ...backend import ti
 from ...smallmat import inv3, mm, mmT, mTm
 from .groups import KIND_RIGID_LIN, KIND_ROD, KIND_SPIN
-from .layout import CONTACT, CONTACT_NODES, HAS_BLOCKS, HAS_RODS, ITER_F, ITER_I, VIRTUAL, VIRTUAL_NODES
+from .layout import CONTACT, CONTACT_NODES, CONTACT_SET_I, HAS_BLOCKS, HAS_RODS, ITER_F, ITER_I, VIRTUAL, VIRTUAL_NODES
 
 
 @ti.func
@@ -32,7 +32,7 @@ def _route(node, kind: ti.template(), claim: ti.template(), RT: ti.template(), c
 
 
 @ti.kernel
-def cond_nodalize(node_a: ti.types.ndarray(), node_b: ti.types.ndarray(), kind: ti.types.ndarray(),
+def cond_nodalize(si: ti.types.ndarray(), kind: ti.types.ndarray(),
                   claim: ti.types.ndarray(), RT: ti.types.ndarray(), count: ti.types.ndarray(),
                   Pi: ti.types.ndarray()) -> ti.i32:
     """COND's nodalization (Prop. 2): RT[2m + s] = the node side s (a, b) of contact m acts on, so that
@@ -42,13 +42,13 @@ def cond_nodalize(node_a: ti.types.ndarray(), node_b: ti.types.ndarray(), kind: 
     Returns the number of extra virtual nodes."""
     n0, nv, nc = ITER_I.n0.get(Pi, 0), ITER_I.nv_set.get(Pi, 0), ITER_I.nc.get(Pi, 0)
     for m in range(nc):
-        if node_a[m] < 0:
-            RT[2 * m] = node_a[m]
-            RT[2 * m + 1] = _route(node_b[m], kind, claim, RT, count, n0, nv, nc)
+        if CONTACT_SET_I.node_a.get(si, m) < 0:
+            RT[2 * m] = CONTACT_SET_I.node_a.get(si, m)
+            RT[2 * m + 1] = _route(CONTACT_SET_I.node_b.get(si, m), kind, claim, RT, count, n0, nv, nc)
     for m in range(nc):
-        if node_a[m] >= 0:
-            RT[2 * m] = _route(node_a[m], kind, claim, RT, count, n0, nv, nc)
-            RT[2 * m + 1] = _route(node_b[m], kind, claim, RT, count, n0, nv, nc)
+        if CONTACT_SET_I.node_a.get(si, m) >= 0:
+            RT[2 * m] = _route(CONTACT_SET_I.node_a.get(si, m), kind, claim, RT, count, n0, nv, nc)
+            RT[2 * m + 1] = _route(CONTACT_SET_I.node_b.get(si, m), kind, claim, RT, count, n0, nv, nc)
     return count[0]
 
 
