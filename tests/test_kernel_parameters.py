@@ -15,12 +15,11 @@ MAX_PARAMETERS = 20
 PENDING = {
     "contact/rod_detection.py:detect_rod_fem": 37,
     "contact/detection.py:detect_rigid_in_fem": 35,
-    "contact/rod_detection.py:detect_rod_sdf": 27,
+    "contact/rod_detection.py:detect_rod_sdf": 26,
     "contact/detection.py:detect_bodies": 27,
     "contact/rod_detection.py:detect_rod_pairs_grid": 26,
-    "contact/detection.py:detect_rigid": 25,
+    "contact/detection.py:detect_rigid": 24,
     "contact/detection.py:detect_self": 23,
-    "contact/detection.py:detect_obstacles": 21,
 }
 
 

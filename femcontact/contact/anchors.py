@@ -39,7 +39,7 @@ CREEP_SPEED = 1e-3      # m/s: ... and its sides' tangential speed below this: t
 MIDPOINT_END_GAIN = 3.0 - 2.0 * np.sqrt(2.0)   # gain where midpoint friction holds v_{k+1,t} = 0 (class doc)
 MATCH_RADIUS2 = MATCH_RADIUS * MATCH_RADIUS
 FAR = 1e30              # a squared distance beyond any match (no radius)
-TINY = 1e-30            # guards μ and |v| divisions
+TINY = 1e-30            # guards the divisions by μ
 
 # per remembered contact j: where its point moved, its value (slip, or NCP-PGS's world-frame λ); its
 # two side keys and, at row e, the e-th remembered contact in bucket order (``build_index``)

@@ -66,12 +66,13 @@ SLOTS = 2              # bodies A considered per vertex in D-contacts
 @ti.kernel
 def detect_obstacles(x: ti.types.ndarray(), surf: ti.types.ndarray(), det_f: ti.types.ndarray(),
                      det_i: ti.types.ndarray(), node_body: ti.types.ndarray(), fixed: ti.types.ndarray(),
-                     pair_row: ti.types.ndarray(), sdf: ti.types.ndarray(), n_obs: ti.i32,
+                     pair_row: ti.types.ndarray(), sdf: ti.types.ndarray(),
                      obs_f: ti.types.ndarray(),
                      obs_pose: ti.types.ndarray(), grid: ti.types.ndarray(), mus: ti.types.ndarray(),
                      axes: ti.types.ndarray(), s_range: ti.types.ndarray(), s_point: ti.types.ndarray(),
                      counters: ti.types.ndarray(), c_f: ti.types.ndarray(), c_i: ti.types.ndarray(), vn_node: ti.types.ndarray(),
                      vn_weight: ti.types.ndarray()):
+    n_obs = sdf.shape[0]                    # the SDF entities (the pass runs only when there are some)
     margin, dedup = DETECT_F.margin.get(det_f, 0), DETECT_F.dedup.get(det_f, 0)
     n_surf, n_nodes = DETECT_I.n_surf.get(det_i, 0), DETECT_I.n_nodes.get(det_i, 0)
     for s in range(n_surf):
@@ -430,7 +431,7 @@ def detect_rigid(x: ti.types.ndarray(), v: ti.types.ndarray(), quat: ti.types.nd
                  det_i: ti.types.ndarray(),
                  rigid_lin: ti.types.ndarray(), com_local: ti.types.ndarray(),
                  rigid_body: ti.types.ndarray(), fixed: ti.types.ndarray(), pair_row: ti.types.ndarray(),
-                 sdf: ti.types.ndarray(), n_obs: ti.i32, obs_f: ti.types.ndarray(), obs_pose: ti.types.ndarray(),
+                 sdf: ti.types.ndarray(), obs_f: ti.types.ndarray(), obs_pose: ti.types.ndarray(),
                  grid: ti.types.ndarray(), mus: ti.types.ndarray(), axes: ti.types.ndarray(),
                  poses: ti.template(), counters: ti.types.ndarray(),
                  c_f: ti.types.ndarray(), c_i: ti.types.ndarray(),
@@ -448,6 +449,7 @@ def detect_rigid(x: ti.types.ndarray(), v: ti.types.ndarray(), quat: ti.types.nd
     its own loop, finished before the proxies' loop starts), saving ``rigid_poses``' launch when this is
     the step's first reader of the poses (``CollisionPipeline._prepare``).
     """
+    n_obs = sdf.shape[0]                    # the SDF entities: obstacles, then rigid bodies
     margin, dt = DETECT_F.margin.get(det_f, 0), DETECT_F.dt.get(det_f, 0)
     n_prox, n_nodes = DETECT_I.n_prox.get(det_i, 0), DETECT_I.n_nodes.get(det_i, 0)
     if ti.static(poses):

@@ -304,7 +304,7 @@ class CollisionPipeline:
         t, b = self.tables, self.buffers
         self._prepare(state, dt)
         counters_v = backend.host_view(b.counters)
-        sdf = (t.sdf, t.n_sdf, t.obs_f, b.obs_pose)
+        sdf = (t.sdf, t.obs_f, b.obs_pose)
         coarsened = dict.fromkeys(range(len(b.grids)), 0)
         for hashes, _, h0 in b.grids:           # each step starts from the tables' cell sizes
             for h in hashes:

@@ -102,13 +102,14 @@ def _segments_closest(p1, q1, p2, q2):
 def detect_rod_sdf(x: ti.types.ndarray(), v: ti.types.ndarray(), rn_node: ti.types.ndarray(),
                    rn_rad: ti.types.ndarray(), rn_seg: ti.types.ndarray(), n_rn: ti.i32, rs_elem: ti.types.ndarray(), rs_rad: ti.types.ndarray(),
                    n_rs: ti.i32, node_body: ti.types.ndarray(), fixed: ti.types.ndarray(),
-                   pair_row: ti.types.ndarray(), sdf: ti.types.ndarray(), n_obs: ti.i32,
+                   pair_row: ti.types.ndarray(), sdf: ti.types.ndarray(),
                     obs_f: ti.types.ndarray(),
                    obs_pose: ti.types.ndarray(), grid: ti.types.ndarray(), mus: ti.types.ndarray(),
                    axes: ti.types.ndarray(), margin: float, dt: float, n_nodes: ti.i32,
                    counters: ti.types.ndarray(), c_f: ti.types.ndarray(), c_i: ti.types.ndarray(), vn_node: ti.types.ndarray(),
                    vn_weight: ti.types.ndarray()):
     """Rod nodes (spheres) and segment interiors against SDF entities (module docstring, 1)."""
+    n_obs = sdf.shape[0]                    # the SDF entities (the pass runs only when there are some)
     for k in range(n_rn + n_rs):
         for o in range(n_obs):
             ia = 0
