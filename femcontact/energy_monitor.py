@@ -33,7 +33,6 @@ from __future__ import annotations
 import numpy as np
 
 from . import backend
-from .contact.anchors import offset_work
 from .errors import SimulationError
 
 
@@ -126,7 +125,7 @@ class EnergyMonitor:
             dW += s * float(np.einsum("ij,ij->", r, v_hat[self.presc_nodes]))
             self._saved = None
         if self.offset_work and c:            # the anchors' update launch sums it; else one launch
-            dW -= sim.anchors.offset_work(sim.contacts) if sim.anchors is not None else offset_work(sim.contacts)
+            dW -= sim.contact_offset_work()
         return dW
 
     def check(self) -> None:

@@ -16,7 +16,7 @@ from .assembly.sparse import BlockPattern
 from .dofs import DofGroups, DofGroupsBuilder
 from .bodies.joints import JointSystem
 from .bodies.springs import spring_system
-from .bodies.rigid import quat_from_matrix
+from .math.quaternion import quat_from_matrix
 from .contact.setup import build_contact_data
 from .scene import Scene
 
@@ -109,7 +109,7 @@ class Model:
         return node0
 
     def _add_rods(self, node0: int, rest: list, vel: list) -> int:
-        """Cosserat rods (``femcontact.rod_spec``): per rod its n+1 node blocks (lumped mass) then its n
+        """Cosserat rods (``femcontact.spec.rod``): per rod its n+1 node blocks (lumped mass) then its n
         segment blocks (rotational: inertia ρ l diag(I, I, J), quaternion appended after the rigid
         bodies' in ``rot_*_np``). Records ``rod_specs`` and the block pairs the rod elements couple
         (stretch–shear: nodes j, j+1 and segment j; bend–twist: segments j, j+1) in ``_rod_pairs``."""

@@ -6,17 +6,15 @@ from __future__ import annotations
 import os
 from typing import Callable, Optional, Sequence
 
-from .assembly.integrator import INTEGRATORS
 from .errors import ParameterError
 from .meshes.types import TetMesh
-from .solvers import check_solver_name
-from .solvers.linear import LINEAR_SOLVERS
 from .spec.contact import ContactPair, ContactParams, ObstacleSpec, make_contact_pair, make_obstacle
 from .spec.drive import NodeDrive, PositionDrive, VelocityDrive  # noqa: F401 (re-exported: their old home)
 from .spec.fem import FemBodySpec, check_tet_mesh, make_fem_body  # noqa: F401 (likewise)
 from .spec.force import BodyForce, NodalForce, nodal_force  # noqa: F401 (likewise)
 from .spec.joint import Attachment, JointSpec, make_attachment, make_joint
 from .spec.material import Material
+from .spec.names import INTEGRATORS, LINEAR_SOLVERS, check_solver_name
 from .spec.rigid import RigidBodySpec, make_rigid_body
 from .spec.rod import RodSpec, make_rod
 from .spec.spring import SpringSpec, make_spring
@@ -32,7 +30,7 @@ class Scene:
 
     dt: step size in s. gravity: (3,) m/s^2. integrator: "midpoint" (passive midpoint,
     COND eq. 9) or "euler" (implicit Euler, SAP eq. 15). solver: contact solver name (one of
-    ``femcontact.solvers.SOLVER_NAMES``: "cond", "sap", "lagged", "similar", "pgs", "incp"); solver_options: its options.
+    ``femcontact.spec.names.SOLVER_NAMES``: "cond", "sap", "lagged", "similar", "pgs", "incp"); solver_options: its options.
     duration: default simulated time in s when a run does not say. frame_dt: time between
     written frames in s (None: every step). friction: default friction coefficient mu (or
     (mu1, mu2)) of body-body contacts and of obstacles added without one. contact_margin:

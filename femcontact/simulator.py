@@ -17,14 +17,13 @@ from .bodies import fem
 from .control import Control
 from .energy_monitor import RODS_MIDPOINT_CAUSE, EnergyMonitor
 from .errors import ParameterError, SimulationError
+from .math.quaternion import cayley_velocity, quat_to_matrix
 from .model import Model
-from .bodies import rigid
-from .bodies.rigid import cayley_velocity
 from .spec.overlap import check_initial_overlap
 from .scene import Scene
 from .spec.rigid import RigidBodySpec
 from .spec.validation import vec3 as _vec3
-from .contact.anchors import MIDPOINT_END_GAIN, StictionAnchors
+from .contact.anchors import MIDPOINT_END_GAIN, StictionAnchors, offset_work
 from .contact.contacts import ContactSet
 from .bodies.rod import RodSystem
 from .bodies.system import body_systems
@@ -282,7 +281,7 @@ class Simulator:
         for idx, weights, fn in self._timed_forces:
             np.add.at(f, idx, weights * self._force_value(fn, t))
         if self._rigid_forces:
-            R = rigid.quat_to_matrix(backend.read(self.state.q, self.model.n_rot).astype(np.float64, copy=False))
+            R = quat_to_matrix(backend.read(self.state.q, self.model.n_rot).astype(np.float64, copy=False))
             for k, lin, bf in self._rigid_forces:
                 value = self._force_value(bf.value, t)
                 if bf.torque:
@@ -365,6 +364,14 @@ class Simulator:
         self.last_solve = lin
         self.stats.append(st)
         return st
+
+    def contact_offset_work(self) -> float:
+        """``Σ_m γ_mᵀ o_m`` of this step's contacts (``contact.anchors.offset_power``: their impulses times the
+        velocity the moving world and the stiction anchors add); the energy monitor's supplied work is its
+        negative. From the anchors' update launch when there are anchors, else one launch."""
+        if self.anchors is not None:
+            return self.anchors.offset_work(self.contacts)
+        return offset_work(self.contacts)
 
     def _diverged(self, what: str) -> SimulationError:
         rods = ""
@@ -600,7 +607,7 @@ class Simulator:
 
     def rod_frames(self, name: str) -> np.ndarray:
         """(n, 3, 3) segment frames of a rod now (columns d1, d2, d3; d3 along the segment)."""
-        return rigid.quat_to_matrix(self.state.quaternions()[self._rod(name)[4]])
+        return quat_to_matrix(self.state.quaternions()[self._rod(name)[4]])
 
     def rod_strains(self, name: str) -> dict:
         """Per-segment strains of a rod now: stretch, shear, bend (1/m), twist (rad/m)."""
@@ -641,7 +648,7 @@ class Simulator:
         integ.kinetic_and_gravity(m.mass, s.x, s.v, m.gravity_arr, self._energy_out)
         kin, grav = (float(e) for e in backend.read(self._energy_out, 2))
         if m.n_rot:
-            R = rigid.quat_to_matrix(s.quaternions())
+            R = quat_to_matrix(s.quaternions())
             w = s.velocities()[m.rot_block_np]
             Om = np.einsum("kji,kj->ki", R, w)
             kin += 0.5 * float(np.einsum("ki,kij,kj->", Om, m.rot_inertia_np, Om))
@@ -658,7 +665,7 @@ class Simulator:
         """(centre of mass (3,) m, rotation (3, 3)) of a rigid body now."""
         k = self._rigid(name)
         lin = int(self.model.rigid_lin[k])
-        return self.state.positions()[lin], rigid.quat_to_matrix(self.state.quaternions()[k])
+        return self.state.positions()[lin], quat_to_matrix(self.state.quaternions()[k])
 
     def rigid_velocity(self, name: str) -> tuple[np.ndarray, np.ndarray]:
         """(centre-of-mass velocity (3,) m/s, angular velocity (3,) rad/s), world frame."""

@@ -21,8 +21,8 @@ import math
 import numpy as np
 
 import femcontact as fc
-from femcontact.bodies.rigid import mass_properties
-from femcontact.gripper import ParallelGripper
+from femcontact.geometry.mass import mass_properties
+from femcontact.kits import ParallelGripper
 
 ROD_LENGTH, ROD_RADIUS, DENSITY = 0.16, 0.01, 8800.0     # tip to tip (m), m, kg/m³ (bronze)
 GRASP_BELOW_TOP = 0.01                                  # the grasp point below the rod's top (m)

@@ -7,7 +7,7 @@ Run: femcontact run scenes/gripper_ball.py --out out/gripper_ball
 import numpy as np
 
 import femcontact as fc
-from femcontact.gripper import ParallelGripper
+from femcontact.kits import ParallelGripper
 
 RADIUS = 0.04
 LIFT = 0.1

@@ -33,7 +33,7 @@ Run: femcontact run scenes/slip_control.py --out out/slip_control
 import numpy as np
 
 import femcontact as fc
-from femcontact.gripper import ParallelGripper
+from femcontact.kits import ParallelGripper
 
 GRIP_HIGH, GRIP_LOW = 16.0, 1.0          # N, per pad (paper)
 PERIOD, DUTY = 6.0, 0.75                 # s, fraction of the period at GRIP_HIGH (paper)
@@ -95,7 +95,7 @@ def grip_inertia(inertia: str = "paper", mass: float = MASS) -> float:
     if inertia == "paper":
         I = PAPER_INERTIA[0]
     else:
-        from femcontact.bodies.rigid import mass_properties
+        from femcontact.geometry.mass import mass_properties
         m1, _, I1 = mass_properties(spatula_shape(), 1.0)
         I = float(np.asarray(I1)[0, 0]) * mass / m1
     return I + mass * COM_DISTANCE**2

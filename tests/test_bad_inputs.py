@@ -44,7 +44,7 @@ def _write(path: Path, points, cells) -> Path:
 
 
 def _icosphere():
-    from femcontact.contact.shapes import Sphere
+    from femcontact.geometry.shapes import Sphere
 
     v, f = Sphere(1.0).surface()
     return np.asarray(v, float), np.asarray(f, np.int64)

@@ -1,4 +1,4 @@
-"""Compound rigid shapes (issue 17 item 4; femcontact/contact/shapes.py ``Compound``): a box with
+"""Compound rigid shapes (issue 17 item 4; femcontact/geometry/shapes.py ``Compound``): a box with
 eight corner spheres — its mass properties against the analytic sums, its signed distance, its
 contact points, and resting on its four lower spheres with the weight carried by them alone; a
 thin part (issue 17: a 10 mm handle) — the detection kernels give its exact face normal and gap,
@@ -8,7 +8,8 @@ import pytest
 from scipy.spatial.transform import Rotation
 
 import femcontact as fc
-from femcontact.bodies.rigid import contact_proxies, mass_properties, surface_samples
+from femcontact.geometry.mass import mass_properties
+from femcontact.geometry.proxies import contact_proxies, surface_samples
 from femcontact.contact.contacts import ContactSet
 from femcontact.contact.pipeline import CollisionPipeline
 from femcontact.errors import ParameterError

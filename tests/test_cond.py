@@ -339,7 +339,7 @@ def test_projections_match_references():
 
 def test_dropped_soft_cube_settles_without_jitter():
     """End to end with contact detection: a damped soft cube dropped on a half-space comes to rest."""
-    from femcontact.contact import shapes
+    from femcontact.geometry import shapes
 
     scene = fc.Scene(dt=1e-2, solver="cond")
     scene.add_fem_body(fc.meshes.box((0.1, 0.1, 0.1), 2, center=(0, 0, 0.07)),

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 import femcontact as fc
-from femcontact.contact import shapes
+from femcontact.geometry import shapes
 from femcontact.contact.contacts import CONTACT_PARAM_COLUMNS, ContactSet
 from femcontact.contact.pipeline import CollisionPipeline
 from femcontact.errors import ParameterError

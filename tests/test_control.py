@@ -5,7 +5,7 @@ from scipy.spatial.transform import Rotation
 
 import femcontact as fc
 from femcontact import shapes
-from femcontact.gripper import ParallelGripper
+from femcontact.kits import ParallelGripper
 
 G = 9.81
 

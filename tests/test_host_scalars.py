@@ -7,7 +7,8 @@ import pytest
 import femcontact as fc
 from femcontact import backend
 from femcontact.backend import ti
-from femcontact.solvers.cond.layout import ITER_F, ITER_I, HostScalars
+from femcontact.layout import HostScalars
+from femcontact.solvers.cond.layout import ITER_F, ITER_I
 
 
 @ti.kernel

@@ -5,7 +5,7 @@ from scipy.spatial.transform import Rotation
 
 import femcontact as fc
 from oscillation import measured_period
-from femcontact.contact import shapes
+from femcontact.geometry import shapes
 from scenes_util import load_scene
 
 G = 9.81

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import femcontact as fc
-from femcontact.contact.shapes import closest_point_on_triangles
+from femcontact.geometry.closest import closest_point_on_triangles
 from scenes_util import needs_panda
 
 

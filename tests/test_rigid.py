@@ -4,8 +4,7 @@ import pytest
 
 import femcontact as fc
 from oscillation import measured_period
-from femcontact.bodies import rigid
-from femcontact.contact import shapes
+from femcontact.geometry import mass, shapes
 from scenes_util import load_scene, rolling_onset, thrown_sphere
 
 G = 9.81
@@ -14,8 +13,8 @@ G = 9.81
 def test_mass_properties_of_a_triangle_mesh_match_the_box_formula():
     box = shapes.Box((0.3, 0.2, 0.1))
     v, f = box.surface()
-    m_mesh, com, I_mesh = rigid.mass_properties(shapes.TriangleMesh(v + [1.0, 2.0, 3.0], f), 500.0)
-    m_box, _, I_box = rigid.mass_properties(box, 500.0)
+    m_mesh, com, I_mesh = mass.mass_properties(shapes.TriangleMesh(v + [1.0, 2.0, 3.0], f), 500.0)
+    m_box, _, I_box = mass.mass_properties(box, 500.0)
     assert m_mesh == pytest.approx(m_box, rel=1e-12)
     assert np.allclose(com, [1.0, 2.0, 3.0], atol=1e-12)
     assert np.allclose(I_mesh, I_box, rtol=1e-10, atol=1e-12)

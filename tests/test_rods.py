@@ -5,7 +5,7 @@ from scipy.optimize import brentq
 from scipy.spatial.transform import Rotation
 
 import femcontact as fc
-from femcontact.bodies.rigid import quat_to_matrix
+from femcontact.math.quaternion import quat_to_matrix
 from femcontact.errors import ParameterError
 from scenes_util import load_scene
 

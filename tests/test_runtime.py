@@ -219,7 +219,7 @@ def test_lazy_package_keeps_its_public_names():
         assert getattr(fc, name) is not None, name
     from femcontact import Material, Scene, Simulator, meshes, shapes  # noqa: F401
 
-    assert fc.Scene is Scene and callable(fc.sweep) and fc.shapes.__name__ == "femcontact.contact.shapes"
+    assert fc.Scene is Scene and callable(fc.sweep) and fc.shapes.__name__ == "femcontact.geometry.shapes"
     assert set(fc.__all__) <= set(dir(fc))
 
 

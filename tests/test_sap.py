@@ -430,7 +430,7 @@ def test_prescribed_nodes_keep_their_velocity(integrator):
 
 # --------------------------------------------------------------------------- end to end (with detection)
 def _ground_scene(kind, mu=0.5, belt=None, margin=0.05, motion=None):
-    from femcontact.contact import shapes
+    from femcontact.geometry import shapes
 
     scene = fc.Scene(dt=1e-2, integrator="euler", solver=kind, contact_margin=margin)
     mesh = fc.meshes.box(size=(0.1, 0.1, 0.1), resolution=2, center=(0, 0, 0.05))

@@ -98,9 +98,9 @@ def test_diverging_run_names_the_step(tmp_path):
 def test_planned_solver_fails_at_scene(name, monkeypatch):
     """An advertised-but-unimplemented solver is refused when the Scene is made, not at the first step
     (no solver is planned-only now that "incp" is implemented: a made-up one stands in)."""
-    from femcontact import solvers
+    from femcontact.spec import names
 
-    monkeypatch.setattr(solvers, "PLANNED_SOLVERS", ("future",))
+    monkeypatch.setattr(names, "PLANNED_SOLVERS", ("future",))
     with pytest.raises(ParameterError, match=rf"solver '{name}' is not implemented.*cond, sap, lagged, similar"):
         fc.Scene(solver=name)
     scene = fc.Scene()
@@ -127,22 +127,23 @@ def test_solver_names_are_exactly_the_registered_solvers():
     assert not set(solvers.PLANNED_SOLVERS) & set(solvers.SOLVER_NAMES)
 
 
-def test_old_spec_import_paths_still_work():
-    """Specs moved to femcontact.spec; their old homes re-export them."""
+def test_specs_live_in_spec_and_the_old_shim_modules_are_gone():
+    """Specs moved to femcontact.spec; the scene and the joints still name theirs, the package root's
+    and contact's re-export shims are deleted (issue 30)."""
+    from pathlib import Path
+
     from femcontact import spec
     from femcontact.bodies.joints import Attachment, JointSpec
-    from femcontact.contact.obstacles import ContactParams, ObstacleSpec
-    from femcontact.materials import Material
-    from femcontact.rod_spec import RodSpec
     from femcontact.scene import FemBodySpec, RigidBodySpec, as_rotation_matrix
-    from femcontact.selection import select_nodes
 
-    assert Material is fc.Material is spec.Material
-    assert (FemBodySpec, RigidBodySpec, RodSpec, JointSpec, Attachment, ObstacleSpec, ContactParams) == (
-        spec.FemBodySpec, spec.RigidBodySpec, spec.RodSpec, spec.JointSpec, spec.Attachment, spec.ObstacleSpec,
-        spec.ContactParams)
-    assert select_nodes is spec.select_nodes
+    assert fc.Material is spec.Material
+    assert (FemBodySpec, RigidBodySpec, JointSpec, Attachment) == (
+        spec.FemBodySpec, spec.RigidBodySpec, spec.JointSpec, spec.Attachment)
     assert as_rotation_matrix(None).shape == (3, 3)
+    root = Path(fc.__file__).parent
+    for old in ("materials.py", "selection.py", "rod_spec.py", "contact/obstacles.py", "gripper.py", "smallmat.py",
+                "contact/shapes.py"):
+        assert not (root / old).exists(), old
 
 
 @pytest.mark.parametrize("call, words", [

@@ -20,9 +20,8 @@ from .. import backend
 from ..backend import ti
 from ..bodies.rigid import advance_rotation_block, assemble_rotational_block
 from ..errors import ParameterError
-from ..smallmat import mv
-
-INTEGRATORS = ("midpoint", "euler")
+from ..math.smallmat import mv
+from ..spec.names import INTEGRATORS
 
 
 @dataclass(frozen=True)

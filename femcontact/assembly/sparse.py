@@ -12,7 +12,7 @@ import scipy.sparse as sp
 
 from ..backend import ti
 from .. import backend
-from ..smallmat import mv
+from ..math.smallmat import mv
 
 
 class BlockPattern:

@@ -35,7 +35,7 @@ def cube_drop(cells: int, solver: str = "cond") -> Scene:
     """The peers' soft-cube drop: a 0.1 m box of ``cells`` cells per edge (E 1e5, ν 0.4, ρ 1000)
     whose bottom face starts 5 cm above the ground, dt 10 ms, implicit Euler."""
     from .. import meshes
-    from ..contact import shapes
+    from ..geometry import shapes
     from ..spec import Material
 
     from ..scene import Scene

@@ -10,7 +10,7 @@ K0_ab = V (lam g_a g_b^T + mu g_b g_a^T + mu (g_a . g_b) I),
 g_a the gradient of the linear shape function of node a.
 """
 from ..backend import ti
-from ..smallmat import mm, mmT, mTm, mv
+from ..math.smallmat import mm, mmT, mTm, mv
 
 
 @ti.func

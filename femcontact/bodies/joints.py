@@ -45,9 +45,9 @@ from ..backend import ti
 
 from .. import backend
 from ..errors import ParameterError
+from ..math.quaternion import quat_to_matrix
 from ..spec.drive import Drive  # noqa: F401 (re-exported: its old home)
 from ..spec.joint import JOINT_KINDS, Attachment, JointSpec, locate_points, make_joint  # noqa: F401 (likewise)
-from .rigid import quat_to_matrix
 
 STIFFNESS_FACTOR = 1e4
 HINGE_ANGLES = "hinge_angles"     # State.host key: each hinge's unwrapped angle at the last assembly

@@ -49,9 +49,9 @@ import numpy as np
 
 from ..backend import ti
 from .. import backend
-from ..smallmat import mm, mmT, mTm, mTv, mv
-from ..spec.rod import SHEAR_COEFFICIENT, darboux, quat_conj, quat_mul
-from .rigid import quat_matrix, quat_to_matrix, skew
+from ..math.quaternion import quat_to_matrix
+from ..math.smallmat import mm, mmT, mTm, mTv, mv, quat_matrix, skew
+from ..spec.rod import SHEAR_COEFFICIENT, darboux
 
 
 @ti.func
@@ -304,4 +304,4 @@ class RodSystem:
         return out
 
 
-__all__ = ["RodSystem", "quat_conj", "quat_mul"]
+__all__ = ["RodSystem"]

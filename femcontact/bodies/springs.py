@@ -34,8 +34,8 @@ import numpy as np
 
 from .. import backend
 from ..errors import ParameterError
+from ..math.quaternion import quat_to_matrix
 from .joints import scatter_joint_terms
-from .rigid import quat_to_matrix
 
 
 def skew(r: np.ndarray) -> np.ndarray:

@@ -28,8 +28,8 @@ import numpy as np
 
 from .. import backend
 from ..backend import ti
-from ..solvers.cond.layout import HostScalars, Table
-from ..solvers.cond.targets import side_velocity
+from ..layout import HostScalars, Table
+from .emit import side_velocity
 from .contacts import ContactSet
 from .schema import CONTACT_SET_F as CF, CONTACT_SET_I as CI
 

@@ -36,10 +36,10 @@ import scipy.sparse as sp
 
 from ..backend import ti
 from .. import backend
+from ..spec.names import CONTACT_PARAM_COLUMNS
+from .schema import CONTACT_SET_F, CONTACT_SET_I
 
 OPEN, STICK, SLIP = 0, 1, 2
-CONTACT_PARAM_COLUMNS = ("mu1", "mu2", "stiffness", "tau_d", "hc_dissipation", "stiction_tolerance", "sigma",
-                         "restitution")
 _SHAPE = {"s": (), "v3": (3,), "m3": (3, 3)}
 
 
@@ -76,8 +76,6 @@ class ContactSet:
     def _alloc_contacts(self, cap: int) -> None:
         """The two tables (``schema.CONTACT_SET_F`` / ``CONTACT_SET_I``), zeroed (``v_anchor`` stays zero
         without anchors)."""
-        from ..solvers.cond.layout import CONTACT_SET_F, CONTACT_SET_I   # (solvers.cond imports this module)
-
         self.capacity = cap
         self.cf = CONTACT_SET_F.alloc(cap)
         self.ci = CONTACT_SET_I.alloc(cap)
@@ -107,8 +105,6 @@ class ContactSet:
     # ---------------------------------------------------------------- host views
     def _column(self, name: str):
         """(table array, column) of a named per-contact array."""
-        from ..solvers.cond.layout import CONTACT_SET_F, CONTACT_SET_I
-
         if name in CONTACT_SET_I.columns:
             return self.ci, CONTACT_SET_I.columns[name]
         return self.cf, CONTACT_SET_F.columns[name]

@@ -54,10 +54,9 @@ from .broadphase import WIDE_FEM, bucket, cell_of, cell_range, near_other_body
 from .emit import (emit, pose_of, rigid_point_node, rigid_point_reach, triangle_point_node,
                    world_side)
 from .narrowphase import BOUND, closest_on_triangle, contact_frame, in_tet, shape_sdf
-from ..bodies.rigid import quat_matrix
-from ..smallmat import mTv, mv
+from ..math.smallmat import mTv, mv, quat_matrix
 from .schema import DETECT_F, DETECT_I, PROXY_F, PROXY_I, SDF
-from .shapes import HALFSPACE
+from ..geometry.shapes import HALFSPACE
 
 MAX_RINGS = 8          # deep-penetration search: up to margin + MAX_RINGS * h around a vertex
 SLOTS = 2              # bodies A considered per vertex in D-contacts
@@ -359,7 +358,7 @@ def detect_rigid_in_fem(x: ti.types.ndarray(), v: ti.types.ndarray(), quat: ti.t
                         n_nodes: ti.i32, counters: ti.types.ndarray(),
                         c_f: ti.types.ndarray(), c_i: ti.types.ndarray(),
                         vn_node: ti.types.ndarray(), vn_weight: ti.types.ndarray()):
-    """Rigid surface samples (``bodies.rigid.surface_samples``) against the FEM bodies' tets
+    """Rigid surface samples (``geometry.proxies.surface_samples``) against the FEM bodies' tets
     (``_body_contacts``): a box corner or mesh vertex pressed between the vertices of a coarse FEM
     body, which the FEM-vertex-vs-SDF direction of ``detect_obstacles`` cannot see. A sample's
     reach grows with its speed as a proxy's does in ``detect_rigid`` (``rigid_point_reach``), so a
@@ -436,7 +435,7 @@ def detect_rigid(x: ti.types.ndarray(), v: ti.types.ndarray(), quat: ti.types.nd
                  poses: ti.template(), counters: ti.types.ndarray(),
                  c_f: ti.types.ndarray(), c_i: ti.types.ndarray(),
                  vn_node: ti.types.ndarray(), vn_weight: ti.types.ndarray()):
-    """Rigid contact proxies (``bodies.rigid.contact_proxies``, table ``PROXY_F``/``PROXY_I``) against
+    """Rigid contact proxies (``geometry.proxies.contact_proxies``, table ``PROXY_F``/``PROXY_I``) against
     every other SDF entity.
 
     A proxy of radius r at world point p touches entity A where ``sdf_A(p) - r < margin +

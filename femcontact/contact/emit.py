@@ -9,6 +9,7 @@ contact through a virtual node because its node is taken (nodalization is COND's
 (No ``from __future__ import annotations`` here: Taichi reads the annotations.)
 """
 from ..backend import ti
+from ..math.smallmat import mv
 from .schema import CONTACT_SET_F, CONTACT_SET_I, SDF
 from .contacts import OPEN
 
@@ -97,3 +98,19 @@ def emit(node_a, node_b, R, phi_m, mu_m, vw, pt, row, counters: ti.template(), c
         CONTACT_SET_I.param.put(c_i, m, row)
         CONTACT_SET_F.impulse.put(c_f, m, ti.Vector([0.0, 0.0, 0.0]))
         CONTACT_SET_I.status.put(c_i, m, OPEN)
+
+
+@ti.func
+def side_velocity(node, n0, vn_node: ti.template(), vn_weight: ti.template(), v: ti.template(), world):
+    """Velocity of one side of a contact: a real node's v, a virtual node's J_v v (links in use, added in k
+    order), or ``world`` (node -1). COND's targets and the stiction anchors read sides with it."""
+    out = world
+    if node >= n0:
+        out = ti.Vector.zero(float, 3)
+        for k in range(4):
+            j = vn_node[node - n0][k]
+            if j >= 0:
+                out += mv(vn_weight[node - n0, k], v[j])
+    elif node >= 0:
+        out = v[node]
+    return out

@@ -1,12 +1,12 @@
 """Narrowphase geometry as Taichi functions: obstacle SDFs, closest point on a triangle,
 point-in-tet, contact frames. Used by the detection kernels (``detection.py``); the numpy
-twins of the SDFs live in ``shapes.py`` (tests compare the two).
+twins of the SDFs live in ``geometry/shapes.py`` (tests compare the two).
 
 (No ``from __future__ import annotations`` here: Taichi reads the annotations.)
 """
 from ..backend import ti
-from ..smallmat import inv3, mTv, mv
-from .shapes import BOX, CAPSULE, COMPOUND, CYLINDER, HALFSPACE, MESH, PART_REC, SPHERE
+from ..math.smallmat import inv3, mTv, mv
+from ..geometry.shapes import BOX, CAPSULE, COMPOUND, CYLINDER, HALFSPACE, MESH, PART_REC, SPHERE
 
 # Column layout of the static obstacle table ``obs_f`` (O, OBS_F): the shape's 8 packed floats,
 # then its bounding radius (inf for a half-space).

@@ -37,8 +37,7 @@ from .emit import emit, pose_of, triangle_point_node, world_side
 from .broadphase import WIDE_ROD, bucket, cell_of, cell_range
 from .narrowphase import BOUND, closest_on_triangle, contact_frame, shape_sdf
 from .schema import SDF
-from ..bodies.rigid import skew
-from ..smallmat import mTv, mv
+from ..math.smallmat import mTv, mv, skew
 
 
 @ti.func

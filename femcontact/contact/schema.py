@@ -1,5 +1,5 @@
 """Packed detection tables: the contact kernels' per-entity inputs as named columns of one ndarray each
-(issue 28, "Kernel arguments and launches"; the ``Table`` schema of ``solvers/cond/layout.py``).
+(issue 28, "Kernel arguments and launches"; the ``Table`` schema of ``femcontact/layout.py``).
 
 A Taichi 1.7.4 launch costs ~18 µs per ndarray argument (quadrants ~1 µs); a ``@ti.data_oriented``
 object holding ndarrays is refused as a ``ti.template()`` argument by Taichi 1.7.4 and an ``argpack``
@@ -12,14 +12,14 @@ generated ``ti.func`` accessors (and are filled by ``Table.upload``)::
 
 ``SDF`` (i32, per SDF entity: obstacles then rigid bodies): shape kind, offset of its grid or part table
 in ``grid``, entity (row/column of ``pair_row``), first velocity block of a rigid body (-1: obstacle).
-``PROXY_F`` / ``PROXY_I`` (per rigid contact proxy, ``bodies.rigid.contact_proxies``): body-frame point
+``PROXY_F`` / ``PROXY_I`` (per rigid contact proxy, ``geometry.proxies.contact_proxies``): body-frame point
 and axis, radius; rigid body index, proxy kind, which entities it is tested against. ``DETECT_F`` /
 ``DETECT_I``: one row of scalars (margin, dt, dedup; node, surface vertex and proxy counts).
 """
 from __future__ import annotations
 
 from ..backend import ti
-from ..solvers.cond.layout import CONTACT_SET_F, CONTACT_SET_I, Table   # noqa: F401  (the ContactSet's tables)
+from ..layout import Table
 
 SDF = Table("sdf", ti.i32, [("kind", "s"), ("aux", "s"), ("entity", "s"), ("rigid", "s")])
 PROXY_F = Table("proxy_f", float, [("point", "v3"), ("axis", "v3"), ("radius", "s")])
@@ -30,6 +30,12 @@ PROXY_I = Table("proxy_i", ti.i32, [("rigid", "s"), ("kind", "s"), ("against", "
 # ``layout.HostScalars`` in ``tables.DetectionTables``):
 # the detection margin, the step, the FEM-vs-rigid-sample dedup distance; the node, FEM surface vertex and
 # rigid proxy counts
+# the ContactSet (contacts.py): per contact its frame (rows t1, t2, n), gap, friction (μ1, μ2), the world's
+# velocity, the stiction anchors' offset, point, impulse; its sides (-1: world), contact-parameter row and
+# status. Detection writes them (emit.py), every solver reads them: two kernel arguments, not eleven.
+CONTACT_SET_F = Table("contact_set_f", float, [("frame", "m3"), ("phi", "s"), ("mu", "s", 2), ("v_world", "v3"),
+                                               ("v_anchor", "v3"), ("point", "v3"), ("impulse", "v3")])
+CONTACT_SET_I = Table("contact_set_i", ti.i32, [("node_a", "s"), ("node_b", "s"), ("param", "s"), ("status", "s")])
 DETECT_F = Table("detect_f", float, [("margin", "s"), ("dt", "s"), ("dedup", "s")])
 DETECT_I = Table("detect_i", ti.i32, [("n_nodes", "s"), ("n_surf", "s"), ("n_prox", "s")])
 

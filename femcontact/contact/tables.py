@@ -11,11 +11,11 @@ import numpy as np
 
 from ..backend import ti
 from .. import backend
-from ..bodies.rigid import contact_proxies, surface_samples
-from ..solvers.cond.layout import HostScalars
+from ..geometry.proxies import contact_proxies, surface_samples
+from ..layout import HostScalars
 from .narrowphase import BOUND, OBS_F
 from .schema import DETECT_F, DETECT_I, PROXY_F, PROXY_I, SDF
-from .shapes import COMPOUND, MESH
+from ..geometry.shapes import COMPOUND, MESH
 
 DEDUP = 0.25           # FEM vertex within min(margin, DEDUP * mean edge) of a rigid sample: left to the sample
 

@@ -272,7 +272,7 @@ class RunResults:
 
     # -- robots ------------------------------------------------------------------
     def joints(self, robot: str) -> dict[str, np.ndarray]:
-        """The columns of ``OUT/<robot>_joints.csv`` (``robots/output.py``: time, per joint position,
+        """The columns of ``OUT/<robot>_joints.csv`` (``io/robot_output.py``: time, per joint position,
         velocity and torque or force, end-effector contact force)."""
         path = self.out / f"{sanitize_name(robot)}_joints.csv"
         if not path.is_file():

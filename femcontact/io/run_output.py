@@ -1,7 +1,7 @@
 """What ``Simulator.run(out=...)`` writes into its output folder, and the rules that keep it safe.
 
 ``OUT/run.pvd`` and its frames (``SeriesWriter``), ``OUT/steps.csv`` (one row per completed step,
-``csvlog.STEPS_COLUMNS``) and each robot's ``OUT/<robot>_joints.csv`` (``robots/output.py``). The
+``csvlog.STEPS_COLUMNS``) and each robot's ``OUT/<robot>_joints.csv`` (``io/robot_output.py``). The
 step loop gathers a frame's data as host numpy copies and hands it to a ``BackgroundWriter`` thread,
 which converts and writes the files while the next steps run (at most ``depth`` frames wait, so a
 slow disk slows the run instead of filling memory); it writes a frame's piece files on
@@ -53,7 +53,7 @@ class RunOutput:
         self.steps = CsvLog(self.out / STEPS_CSV, STEPS_COLUMNS, append=append, keep_until=keep, time_column=1)
         self.robots = None
         if sim.scene.robots:
-            from ..robots.output import RobotCsvWriter
+            from .robot_output import RobotCsvWriter
 
             self.robots = RobotCsvWriter(self.out, sim.scene.robots, append=append, keep_until=keep)
         self._rows_from = len(sim.stats)        # sim.stats[_rows_from:]: steps whose rows are not handed over

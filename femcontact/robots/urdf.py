@@ -24,7 +24,7 @@ joints are refused; the first load of a mesh samples its SDF (about 1 s of CPU f
 links) on background threads while the caller goes on (the Simulator's contact tables wait for
 it), later loads read it from the cache (about 0.15 s).
 
-Output (``robots/output.py``, ``Simulator.run(out=...)``): ``<robot>_joints.csv`` and the links'
+Output (``io/robot_output.py``, ``Simulator.run(out=...)``): ``<robot>_joints.csv`` and the links'
 meshes (``Robot.link_meshes``: collision, or visual with ``link_geometry = "visual"``) as pieces.
 
 ``package://NAME/path`` resolves against an ancestor folder of the URDF named NAME (or holding
@@ -45,9 +45,9 @@ from typing import Callable, Mapping, Optional, Sequence, Union
 import numpy as np
 from scipy.spatial.transform import Rotation
 
-from ..bodies.rigid import check_inertia
-from ..contact.shapes import Box, Cylinder, Sphere, TriangleMesh
 from ..errors import ParameterError
+from ..geometry.mass import check_inertia
+from ..geometry.shapes import Box, Cylinder, Sphere, TriangleMesh
 from ..spec.drive import Drive
 from ..spec.joint import Mimic, make_joint
 from ..spec.rigid import RigidBodySpec

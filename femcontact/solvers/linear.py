@@ -18,8 +18,7 @@ from ..backend import ti
 from .. import backend
 from ..assembly.sparse import BlockSparseMatrix
 from ..errors import ParameterError
-
-LINEAR_SOLVERS = ("auto", "pcg", "direct")
+from ..spec.names import LINEAR_SOLVERS
 DIRECT_MAX_DOFS = 5000  # SuperLU fill-in makes it slower than PCG above ~5k DOF (tools/bench_assembly.py)
 
 

@@ -18,7 +18,8 @@ Friction on one axis only (μ1 or μ2 = 0, legal) makes the ellipse a segment: t
 on (t_j, n) with λ_k = 0 (``_segment``).
 
 Stopping (COND-like): relative change of the impulses over one sweep
-``‖λ^{k+1} − λ^k‖ / ‖λ^{k+1}‖ < tol`` (default 1e-6), at most ``max_iter`` sweeps (default 500,
+``‖λ^{k+1} − λ^k‖ / max(‖λ^{k+1}‖, ‖λ^k‖) < tol`` (default 1e-6; the max keeps a sweep in which
+every contact takes off, λ^{k+1} = 0, a finite change of 1 rather than 0/0: the next sweep confirms it), at most ``max_iter`` sweeps (default 500,
 COND §V-D). Warm start: the last step's impulses (kept in world coordinates, matched by the
 contact's nodes and nearest point, re-expressed in the new frame), carried by
 ``memory()``/``restore()``.
@@ -253,8 +254,8 @@ class PgsSolver(DelassusSolver):
                     L[m] = list(new)
             lam = np.asarray(L, dtype=np.float64).ravel()
             dn = float(np.linalg.norm(lam - old))
-            ln = float(np.linalg.norm(lam))
-            theta = dn / ln if ln > 0 else (0.0 if dn == 0 else math.inf)
+            ln = max(float(np.linalg.norm(lam)), float(np.linalg.norm(old)))
+            theta = dn / ln if ln > 0 else 0.0
             history.append(theta)
             if not math.isfinite(theta):
                 break

@@ -1,12 +1,13 @@
 """User specs: what the user asked for, validated when it is made, and nothing else.
 
 ``Scene`` (``femcontact.scene``) creates these records and collects them; ``Model`` turns them
-into numeric tables. Modules, in import order (each imports only those above it, plus leaf helpers
-of other packages: ``errors``, ``meshes``, ``contact.shapes``, ``contact.contacts``'s column names
-and ``bodies.rigid``'s mass properties):
+into numeric tables. Modules, in import order (each imports only those above it, plus the layers
+below spec: ``errors``, ``meshes``, ``geometry`` (shapes, mass properties), ``math`` (quaternions)):
 
 - ``validation`` — vec3, rotation, pose, positive/non-negative numbers, drive and motion
   functions; imports nothing from femcontact but ``errors`` (every layer may use it);
+- ``names`` — the integrator, solver and linear-solver names a Scene accepts and the contact-parameter
+  columns; a leaf like ``validation``;
 - ``material`` — ``Material``; ``selection`` — node selectors;
 - ``drive`` — ``NodeDrive`` (prescribed node/segment motion), ``Drive`` (joint PD drive);
 - ``force`` — ``NodalForce``, ``BodyForce``;

@@ -1,6 +1,6 @@
 """Obstacle and contact-pair specifications (what the user asked for), validated.
 
-An obstacle is a shape (``femcontact.contact.shapes``) with a pose, static or kinematic:
+An obstacle is a shape (``femcontact.shapes``) with a pose, static or kinematic:
 ``motion(t) -> (position (3,), rotation)`` (rotation as a 3x3 matrix or a quaternion
 (w, x, y, z)), or constant ``velocity`` (m/s) and ``angular_velocity`` (rad/s, world frame,
 about the obstacle origin). Its point velocity during the step [t, t+dt] is the finite
@@ -8,7 +8,7 @@ difference of the pose over the step (exact for constant velocities):
 ``v(p) = (c(t+dt) - c(t))/dt + ω × (p - c(t))`` with ``ω = log(R(t+dt) R(t)ᵀ)/dt``.
 
 Contact parameters (one ``ContactParams`` per obstacle and per ``set_contact`` pair) become
-rows of ``model.contact_params`` with columns ``contact.contacts.CONTACT_PARAM_COLUMNS``; None or NaN
+rows of ``model.contact_params`` with columns ``spec.names.CONTACT_PARAM_COLUMNS``; None or NaN
 means "automatic" (the solver chooses). ``set_contact`` records one ``ContactPair``.
 """
 from __future__ import annotations
@@ -18,9 +18,9 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from ..contact.contacts import CONTACT_PARAM_COLUMNS
-from ..contact.shapes import Shape
 from ..errors import ParameterError
+from ..geometry.shapes import Shape
+from .names import CONTACT_PARAM_COLUMNS
 from .validation import (as_float_array, check_motion, evaluate_motion, non_negative_or_nan, pose, unit_vector,
                          vec3)
 

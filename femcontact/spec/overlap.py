@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..contact.shapes import HalfSpace, closest_point_on_triangles
 from ..errors import ParameterError
+from ..geometry.closest import closest_point_on_triangles
+from ..geometry.shapes import HalfSpace
 from ..meshes.surface import boundary_faces
 
 _K_TETS = 8          # candidate tets per point (nearest centroids)

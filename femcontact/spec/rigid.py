@@ -6,8 +6,8 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from ..bodies.rigid import check_inertia, mass_properties
-from ..contact.shapes import Shape
+from ..geometry.mass import check_inertia, mass_properties
+from ..geometry.shapes import Shape
 from ..errors import ParameterError
 from .force import body_force
 from .validation import as_float_array, as_rotation_matrix, check_motion, evaluate_motion, positive, vec3

@@ -19,6 +19,7 @@ from typing import Optional
 import numpy as np
 
 from ..errors import ParameterError
+from ..math.quaternion import quat_conj, quat_mul
 from .drive import NodeDrive
 from .force import nodal_force
 from .material import Material
@@ -26,18 +27,6 @@ from .selection import NodeSelector, require_nodes, select_nodes
 from .validation import as_float_array, check_drive, check_drive_output, positive, vec3
 
 SHEAR_COEFFICIENT = 0.9  # Timoshenko k of a solid circular section, ≈ 6(1+ν)/(7+6ν)
-
-
-# ---------------------------------------------------------------- quaternion helpers (w, x, y, z)
-def quat_mul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    aw, ax, ay, az = np.moveaxis(np.asarray(a, float), -1, 0)
-    bw, bx, by, bz = np.moveaxis(np.asarray(b, float), -1, 0)
-    return np.stack([aw * bw - ax * bx - ay * by - az * bz, aw * bx + ax * bw + ay * bz - az * by,
-                     aw * by - ax * bz + ay * bw + az * bx, aw * bz + ax * by - ay * bx + az * bw], -1)
-
-
-def quat_conj(q: np.ndarray) -> np.ndarray:
-    return np.asarray(q, float) * np.array([1.0, -1.0, -1.0, -1.0])
 
 
 def darboux(q: np.ndarray, lbar: np.ndarray) -> np.ndarray:

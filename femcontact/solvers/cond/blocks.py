@@ -15,7 +15,7 @@
   A missing half (the last block's segment) or a prescribed row is an identity row with zero step.
 """
 from ...backend import ti
-from ...smallmat import inv3, mm, mmT, mTm, mv, tr
+from ...math.smallmat import inv3, mm, mmT, mTm, mv, tr
 from .groups import KIND_RIGID_ANG, KIND_RIGID_LIN, KIND_SCALAR, KIND_SPIN
 from .layout import (ITER_I, ROD_BLOCKS, ROD_DIAG_OFF, ROD_FACTOR, ROD_ROWS, ROD_SLOTS, ROD_SUB_OFF, ROW, STEP_FEM,
                      STEP_ROD, VIRTUAL, VIRTUAL_NODES, VROWS)

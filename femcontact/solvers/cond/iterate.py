@@ -25,12 +25,13 @@ virtual nodes; the velocity table V has the rows of ``layout.VROWS``, W the scal
 RK the row's step kind and partner (``layout.ROW``).
 """
 from ...backend import ti
-from ...smallmat import inv3, mTv, mv
+from ...math.smallmat import inv3, mTv, mv
 
 from ..projection import STRICT, project_cone, project_strict
 from .blocks import rod_solve
 from .groups import KIND_ROD, KIND_SCALAR
-from .layout import (CONTACT, CONTACT_NODES, CONTACT_SET_F, CONTACT_SET_I, HAS_BLOCKS, HAS_RODS, ITER_F, ITER_I, ROW,
+from ...contact.schema import CONTACT_SET_F, CONTACT_SET_I
+from .layout import (CONTACT, CONTACT_NODES, HAS_BLOCKS, HAS_RODS, ITER_F, ITER_I, ROW,
                      STEP_BLOCK, STEP_FEM, STEP_ROD, STEP_SCALAR, VIRTUAL, VIRTUAL_NODES, VROWS)
 from .reduce import group_size, partial_sums
 from .step_matrix import inf_norm

@@ -17,6 +17,7 @@ import scipy.sparse as sp
 from ...backend import ti
 from ... import backend
 from ...contact.contacts import CONTACT_PARAM_COLUMNS
+from ...layout import HostScalars
 from ..base import SolveStats, StepProblem, solve_without_contacts
 from ..projection import PROXIMAL, STRICT
 from ..sap import momentum_error
@@ -26,7 +27,7 @@ from .chebyshev import ChebyshevSchedule
 from .groups import block_tables
 from .iterate import cond_finish, cond_iterate, cond_pattern, cond_start
 from .layout import (CONTACT, CONTACT_NODES, HAS_BLOCKS, HAS_RODS, ITER_F, ITER_I, ROD_BLOCKS, ROD_FACTOR, ROD_ROWS,
-                     ROD_SLOTS, ROW, VIRTUAL, VIRTUAL_NODES, VROWS, HostScalars)
+                     ROD_SLOTS, ROW, VIRTUAL, VIRTUAL_NODES, VROWS)
 from .options import FEM_AUTO_FREE, CondOptions
 from .targets import cond_targets
 from .virtual import cond_compliance_shift, cond_gains, cond_nodalize, cond_pack_virtual

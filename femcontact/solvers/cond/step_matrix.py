@@ -17,7 +17,7 @@ import numpy as np
 
 from ...backend import ti
 from ... import backend
-from ...smallmat import inv3, mTm, mv
+from ...math.smallmat import inv3, mTm, mv
 from .groups import KIND_SCALAR
 from .layout import ITER_F, ITER_I, VIRTUAL, VIRTUAL_NODES
 

@@ -14,24 +14,11 @@ the condition on the same ``J_n v̂``.
 import numpy as np
 
 from ...backend import ti
-from ...smallmat import mv
+from ...math.smallmat import mv
 
-from .layout import CONTACT, CONTACT_NODES, CONTACT_SET_F as SF, CONTACT_SET_I as SI, ITER_F, ITER_I
-
-
-@ti.func
-def side_velocity(node, n0, vn_node: ti.template(), vn_weight: ti.template(), v: ti.template(), world):
-    """Velocity of one side of a contact: a real node's v, a virtual node's J_v v, or ``world`` (node -1)."""
-    out = world
-    if node >= n0:
-        out = ti.Vector.zero(float, 3)
-        for k in range(4):
-            j = vn_node[node - n0][k]
-            if j >= 0:
-                out += mv(vn_weight[node - n0, k], v[j])
-    elif node >= 0:
-        out = v[node]
-    return out
+from ...contact.emit import side_velocity
+from ...contact.schema import CONTACT_SET_F as SF, CONTACT_SET_I as SI
+from .layout import CONTACT, CONTACT_NODES, ITER_F, ITER_I
 
 
 @ti.func

@@ -12,9 +12,10 @@ contact's targets by its damper compliance so that the contact law holds on the 
 velocity, not on the virtual node's (docs/COND.md, "Damper compliance").
 """
 from ...backend import ti
-from ...smallmat import inv3, mm, mmT, mTm
+from ...math.smallmat import inv3, mm, mmT, mTm
 from .groups import KIND_RIGID_LIN, KIND_ROD, KIND_SPIN
-from .layout import CONTACT, CONTACT_NODES, CONTACT_SET_I, HAS_BLOCKS, HAS_RODS, ITER_F, ITER_I, VIRTUAL, VIRTUAL_NODES
+from ...contact.schema import CONTACT_SET_I
+from .layout import CONTACT, CONTACT_NODES, HAS_BLOCKS, HAS_RODS, ITER_F, ITER_I, VIRTUAL, VIRTUAL_NODES
 
 
 @ti.func

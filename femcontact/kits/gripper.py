@@ -12,11 +12,11 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from .contact import shapes
-from .control import Control
-from .errors import ParameterError
-from .scene import Scene
-from .spec.validation import as_rotation_matrix
+from ..control import Control
+from ..errors import ParameterError
+from ..geometry import shapes
+from ..scene import Scene
+from ..spec.validation import as_rotation_matrix
 
 
 class ParallelGripper:

@@ -5,9 +5,11 @@ Taichi 1.7 implements ``A @ B``, ``.inverse()`` and ``.transpose()`` as Python-l
 even when the offline cache holds the compiled kernel. These ``ti.func``s do the same arithmetic, in the
 same order, in runtime loops over compile-time bounds: a few AST nodes each, and LLVM unrolls them
 again, so the compiled code and the results are the same (a 10-fold 3x3 product: front end 3.1 s -> 0.36 s,
-bit-identical answers). Use them in kernels that are compiled on every start-up.
+bit-identical answers). Use them in kernels that are compiled on every start-up. Also the rotation
+matrix of a quaternion (``quat_matrix``) and the cross-product matrix (``skew``), the kernel twins of
+``quaternion.py``.
 """
-from .backend import ti
+from ..backend import ti
 
 
 @ti.func
@@ -96,3 +98,18 @@ def mTv(A, x):
             s += A[k, i] * x[k]
         y[i] = s
     return y
+
+
+@ti.func
+def quat_matrix(q):
+    """Rotation matrix of a (w, x, y, z) quaternion (normalized here)."""
+    qn = q.normalized()
+    w, x, y, z = qn[0], qn[1], qn[2], qn[3]
+    return ti.Matrix([[1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
+                      [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
+                      [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)]])
+
+
+@ti.func
+def skew(a):
+    return ti.Matrix([[0.0, -a[2], a[1]], [a[2], 0.0, -a[0]], [-a[1], a[0], 0.0]])

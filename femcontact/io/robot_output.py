@@ -24,8 +24,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..io.csvlog import CsvLog
-from ..io.vtk import sanitize_name
+from .csvlog import CsvLog
+from .vtk import sanitize_name
 
 
 def csv_header(robot) -> list[str]:
