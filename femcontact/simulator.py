@@ -23,7 +23,7 @@ from .spec.overlap import check_initial_overlap
 from .scene import Scene
 from .spec.rigid import RigidBodySpec
 from .spec.validation import vec3 as _vec3
-from .contact.anchors import MIDPOINT_END_GAIN, StictionAnchors
+from .contact.anchors import MIDPOINT_END_GAIN, StictionAnchors, offset_work
 from .contact.contacts import ContactSet
 from .bodies.rod import RodSystem
 from .bodies.system import body_systems
@@ -180,6 +180,8 @@ class Simulator:
         n = self.model.n_nodes
         self.coef = integ.coefficients(scene.integrator, scene.dt)
         self._coef_arr = integ.coefficient_array(self.coef, scene.dt)     # the step kernels' constants
+        self._speed2 = backend.scalar_array(1)                             # advance_all's max |v|²
+        self._speed2_view = backend.host_view(self._speed2)
         self.A = BlockSparseMatrix(self.model.pattern)
         self.b = backend.vec3_array(n)
         self.linear = make_linear_solver(scene.linear_solver, n, tol=scene.linear_tol)
@@ -202,7 +204,7 @@ class Simulator:
         self.anchors = None
         if scene.stiction == "anchored" and self.collision is not None:
             end = scene.integrator == "midpoint" and self.contact_solver.friction_on_end_velocity
-            self.anchors = StictionAnchors(scene.dt, MIDPOINT_END_GAIN if end else 1.0)
+            self.anchors = StictionAnchors(n, scene.dt, MIDPOINT_END_GAIN if end else 1.0)
         self._energy_out = backend.scalar_array(2)
         self.systems = body_systems(self.model)              # joints, FEM, rods: bodies/system.py
         self.rods = next((s for s in self.systems if isinstance(s, RodSystem)), None)
@@ -340,14 +342,13 @@ class Simulator:
         if not math.isfinite(lin.residual):
             raise self._diverged("the solver produced non-finite values")
         s = self.state
-        vmax2 = integ.advance_all(s.x, s.v, self.v_hat, self.fixed, self.v_end, self.model.rot_block, s.q,
-                                  self.model.n_rot, self._coef_arr)
+        integ.advance_all(s.x, s.v, self.v_hat, self.fixed, self.v_end, self.model.rot_block, s.q,
+                          self.model.n_rot, self._coef_arr, self._speed2)
+        vmax2 = float(self._speed2_view[0] if self._speed2_view is not None else self._speed2.to_numpy()[0])
         for system in self.systems:
             system.after_advance(s)
-        if self.anchors is not None:          # reads only the contacts' rows of v̂ (host view on the CPU)
-            v_hat = backend.host_view(self.v_hat)
-            self.anchors.update(self.contacts, backend.read(self.v_hat, self.model.n_nodes) if v_hat is None
-                                else v_hat, lin.converged)
+        if self.anchors is not None:
+            self.anchors.update(self.contacts, self.v_hat, lin.converged)
         if not (vmax2 <= MAX_SPEED**2):
             raise self._diverged(f"a node speed reached {math.sqrt(vmax2):.3g} m/s")
         s.time += self.scene.dt
@@ -363,6 +364,14 @@ class Simulator:
         self.last_solve = lin
         self.stats.append(st)
         return st
+
+    def contact_offset_work(self) -> float:
+        """``Σ_m γ_mᵀ o_m`` of this step's contacts (``contact.anchors.offset_power``: their impulses times the
+        velocity the moving world and the stiction anchors add); the energy monitor's supplied work is its
+        negative. From the anchors' update launch when there are anchors, else one launch."""
+        if self.anchors is not None:
+            return self.anchors.offset_work(self.contacts)
+        return offset_work(self.contacts)
 
     def _diverged(self, what: str) -> SimulationError:
         rods = ""

@@ -9,7 +9,9 @@ import numpy as np
 import pytest
 
 import femcontact as fc
-from femcontact.contact.anchors import MIDPOINT_END_GAIN, match_previous
+from femcontact import backend
+from femcontact.contact.anchors import MIDPOINT_END_GAIN, ContactMemory
+from femcontact.contact.contacts import ContactSet
 
 MU, SIDE, RHO = 0.5, 0.1, 1000.0
 
@@ -65,13 +67,42 @@ def test_anchors_let_a_cube_slide_above_the_friction_limit(solver, integrator):
     np.testing.assert_allclose(a, 0.5 * MU * 9.81, rtol=0.02)
 
 
-def test_match_previous_pairs_by_key_then_nearest_point_within_the_radius():
-    prev_keys = np.array([7, 3, 3, 9])
-    prev_pts = np.array([[0.0, 0, 0], [1.0, 0, 0], [2.0, 0, 0], [5.0, 0, 0]])
-    keys = np.array([3, 3, 7, 4, 9])
-    pts = np.array([[1.9, 0, 0], [1.05, 0, 0], [0.0, 0, 0.5], [0.0, 0, 0], [5.0, 0, 0]])
-    np.testing.assert_array_equal(match_previous(prev_keys, prev_pts, keys, pts), [2, 1, 0, -1, 3])
-    np.testing.assert_array_equal(match_previous(prev_keys, prev_pts, keys, pts, radius=0.2), [2, 1, -1, -1, 3])
+def _contacts(n: int, pairs, points, links=()) -> ContactSet:
+    cs = ContactSet(n, capacity=8, virtual_capacity=4)
+    cs.count, cs.n_virtual = len(pairs), len(links)
+    cs.write("node_a", np.array([a for a, _ in pairs], np.int32))
+    cs.write("node_b", np.array([b for _, b in pairs], np.int32))
+    cs.write("point", np.array(points, float))
+    if links:
+        backend.write(cs.vn_node, np.array(links, np.int32))
+    return cs
+
+
+def test_contacts_continue_the_remembered_one_with_their_sides_and_the_nearest_point():
+    """Sides (world −1, node, virtual node → n + its first link) pick the candidates, the nearest point
+    (ties: the earlier) among them, within the radius; the memory survives a checkpoint round trip."""
+    n = 4
+    span = 2 * n + 2
+    key = lambda a, b: (a + 1) * span + (b + 1)                       # noqa: E731  (the checkpoint's int64 key)
+    prev_keys = [key(-1, 0), key(1, 2), key(1, 2), key(3, 1), key(-1, n + 1), key(1, 2)]
+    prev_pts = [[0.0, 0, 0], [1.0, 0, 0], [2.0, 0, 0], [5.0, 0, 0], [7.0, 0, 0], [1.0, 0, 0]]
+    memory = ContactMemory(n)
+    memory.restore(prev_keys, prev_pts, np.arange(18.0).reshape(6, 3))
+    cs = _contacts(n, [(1, 2), (1, 2), (-1, 0), (2, 0), (3, 1), (-1, n)],
+                   [[1.9, 0, 0], [1.05, 0, 0], [0.0, 0, 0.5], [0.0, 0, 0], [5.0, 0, 0], [7.1, 0, 0]],
+                   links=[(1, 2, -1, -1)])                           # virtual node n: first link node 1
+    np.testing.assert_array_equal(memory.match(cs), [2, 1, 0, -1, 3, 4])
+    np.testing.assert_array_equal(memory.match(cs, radius=0.2), [2, 1, -1, -1, 3, 4])
+    cs2 = _contacts(n, [(1, 2)], [[1.0, 0, 0]])                      # equally near 1 and 5: the earlier
+    np.testing.assert_array_equal(memory.match(cs2), [1])
+    saved = memory.memory()
+    np.testing.assert_array_equal(saved["keys"], prev_keys)
+    again = ContactMemory(n, capacity=1)
+    again.restore(saved["keys"], saved["points"], saved["values"])
+    np.testing.assert_array_equal(again.match(cs), [2, 1, 0, -1, 3, 4])
+    np.testing.assert_array_equal(again.values(), np.arange(18.0).reshape(6, 3))
+    memory.store(cs, np.array(cs.read("point")["point"]), np.ones((6, 3)))   # this step's contacts replace them
+    np.testing.assert_array_equal(memory.match(cs), np.arange(6))
 
 
 def test_midpoint_end_gain_damps_the_slip_recurrence():

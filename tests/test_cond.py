@@ -22,17 +22,17 @@ class _GroundContacts:
     def collide(self, state, contacts, dt):
         k = len(self.nodes)
         contacts.ensure_capacity(k, 0)
-        contacts.node_a.from_numpy(np.full(contacts.capacity, -1, np.int32))
+        contacts.write("node_a", np.full(contacts.capacity, -1, np.int32))
         nb = np.zeros(contacts.capacity, np.int32)
         nb[:k] = self.nodes
-        contacts.node_b.from_numpy(nb)
-        contacts.frame.from_numpy(np.tile(np.eye(3), (contacts.capacity, 1, 1)))
+        contacts.write("node_b", nb)
+        contacts.write("frame", np.tile(np.eye(3), (contacts.capacity, 1, 1)))
         phi = np.zeros(contacts.capacity)
         phi[:k] = state.positions()[self.nodes, 2]
-        contacts.phi.from_numpy(phi)
-        contacts.mu.from_numpy(np.tile(np.asarray(self.mu, float), (contacts.capacity, 1)))
-        contacts.v_world.from_numpy(np.zeros((contacts.capacity, 3)))
-        contacts.param.from_numpy(np.full(contacts.capacity, -1, np.int32))
+        contacts.write("phi", phi)
+        contacts.write("mu", np.tile(np.asarray(self.mu, float), (contacts.capacity, 1)))
+        contacts.write("v_world", np.zeros((contacts.capacity, 3)))
+        contacts.write("param", np.full(contacts.capacity, -1, np.int32))
         contacts.count = k
         contacts.n_virtual = 0
         return k
@@ -229,13 +229,13 @@ def test_d_contact_through_virtual_node():
             wy = 1 - abs(x[j, 1] - x[i, 1]) / 0.1
             vn_node[q, k] = i
             vn_w[q, k] = wx * wy * np.eye(3)
-    cs.node_a.from_numpy(na)
-    cs.node_b.from_numpy(nb)
-    cs.frame.from_numpy(np.tile(np.eye(3), (8, 1, 1)))
-    cs.phi.from_numpy(np.zeros(8))
-    cs.mu.from_numpy(np.full((8, 2), 0.5))
-    cs.v_world.from_numpy(np.zeros((8, 3)))
-    cs.param.from_numpy(np.full(8, -1, np.int32))
+    cs.write("node_a", na)
+    cs.write("node_b", nb)
+    cs.write("frame", np.tile(np.eye(3), (8, 1, 1)))
+    cs.write("phi", np.zeros(8))
+    cs.write("mu", np.full((8, 2), 0.5))
+    cs.write("v_world", np.zeros((8, 3)))
+    cs.write("param", np.full(8, -1, np.int32))
     cs.vn_node.from_numpy(vn_node)
     cs.vn_weight.from_numpy(vn_w)
     cs.count, cs.n_virtual = 8, 4

@@ -97,13 +97,13 @@ def _fill_plane_contacts(sim, contacts, mu=0.5, belt=(0.0, 0.0, 0.0), margin=0.0
     mus[:c] = mu
     vw = np.zeros((cap, 3))
     vw[:c] = belt
-    contacts.node_a.from_numpy(na)
-    contacts.node_b.from_numpy(nb)
-    contacts.frame.from_numpy(frame)
-    contacts.phi.from_numpy(phi)
-    contacts.mu.from_numpy(mus)
-    contacts.v_world.from_numpy(vw)
-    contacts.param.from_numpy(np.full(cap, -1, np.int32))
+    contacts.write("node_a", na)
+    contacts.write("node_b", nb)
+    contacts.write("frame", frame)
+    contacts.write("phi", phi)
+    contacts.write("mu", mus)
+    contacts.write("v_world", vw)
+    contacts.write("param", np.full(cap, -1, np.int32))
     contacts.count = c
     return nodes
 

@@ -26,12 +26,12 @@ def build(res, E=1e6, dt=1e-2):
     bot = np.where(np.abs(x[:, 2]) < 1e-9)[0]
     cs = ContactSet(sim.model.n_nodes, capacity=len(bot))
     k = len(bot)
-    cs.node_a.from_numpy(np.full(k, -1, np.int32))
-    cs.node_b.from_numpy(bot.astype(np.int32))
-    cs.frame.from_numpy(np.tile(np.eye(3), (k, 1, 1)))
-    cs.phi.from_numpy(np.zeros(k))
-    cs.mu.from_numpy(np.full((k, 2), 0.5))
-    cs.param.from_numpy(np.full(k, -1, np.int32))
+    cs.write("node_a", np.full(k, -1, np.int32))
+    cs.write("node_b", bot.astype(np.int32))
+    cs.write("frame", np.tile(np.eye(3), (k, 1, 1)))
+    cs.write("phi", np.zeros(k))
+    cs.write("mu", np.full((k, 2), 0.5))
+    cs.write("param", np.full(k, -1, np.int32))
     cs.count = k
     return sim, cs
 

@@ -51,9 +51,10 @@ class Launches:
         self.orig = self.K.__call__
         self.by_name: dict[str, int] = {}
         self.seconds: dict[str, float] = {}
+        self.least: dict[str, float] = {}
 
     def __enter__(self):
-        orig, by_name, seconds = self.orig, self.by_name, self.seconds
+        orig, by_name, seconds, least = self.orig, self.by_name, self.seconds, self.least
 
         def counted(kernel, *a, **kw):
             name = kernel.func.__name__
@@ -62,7 +63,9 @@ class Launches:
             try:
                 return orig(kernel, *a, **kw)
             finally:
-                seconds[name] = seconds.get(name, 0.0) + time.perf_counter() - t0
+                dt = time.perf_counter() - t0
+                seconds[name] = seconds.get(name, 0.0) + dt
+                least[name] = min(least.get(name, dt), dt)
 
         self.K.__call__ = counted
         return self
@@ -139,6 +142,7 @@ def sphere(solver: str, steps: int, repeat: int, profile: bool) -> dict:
     parts_med = {k: 1e6 * statistics.median(v) for k, v in per_step.items()}
     launches = {k: v / steps for k, v in L.by_name.items()}
     launch_us = {k: 1e6 * v / max(L.by_name[k], 1) for k, v in L.seconds.items()}
+    launch_min_us = {k: 1e6 * v for k, v in L.least.items()}
     prof = None
     if profile:
         pr = cProfile.Profile()
@@ -149,7 +153,8 @@ def sphere(solver: str, steps: int, repeat: int, profile: bool) -> dict:
         prof = pstats.Stats(pr)
     return {"outside_us": 1e6 * min(outside), "outside_min_us": 1e6 * outside_min, "step_us": 1e6 * min(total),
             "parts_us": parts, "parts_med_us": parts_med,
-            "launches": sum(launches.values()), "by_name": launches, "launch_us": launch_us, "prof": prof,
+            "launches": sum(launches.values()), "by_name": launches, "launch_us": launch_us,
+            "launch_min_us": launch_min_us, "prof": prof,
             "iters": float(np.mean([s.iterations for s in sim.stats[-steps:]]))}
 
 
@@ -215,7 +220,8 @@ def main(argv=None) -> None:
     p.add_argument("--steps", type=int, default=300)
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--profile", action="store_true", help="cProfile the sphere's steps (top 25 by tottime)")
-    p.add_argument("--launches", action="store_true", help="print launches per step by kernel")
+    p.add_argument("--launches", action="store_true",
+                   help="print launches per step by kernel, mean and least µs per launch inside the steps")
     p.add_argument("--fem-step", nargs="+", default=["auto"],
                    help="COND fem_step of the cube (auto: the default, fem_sweeps Chebyshev sweeps; jacobi: none)")
     a = p.parse_args(argv)
@@ -231,7 +237,8 @@ def main(argv=None) -> None:
                   f"parts min/median (us): {parts}  sum of minima {sum(r['parts_us'].values()):.0f}", flush=True)
             if a.launches:
                 for k, v in sorted(r["by_name"].items(), key=lambda kv: -kv[1]):
-                    print(f"      {k:36s} {v:5.2f}/step {r['launch_us'][k]:7.1f} us/launch")
+                    print(f"      {k:36s} {v:5.2f}/step {r['launch_us'][k]:7.1f} us/launch (least "
+                          f"{r['launch_min_us'][k]:6.1f})")
             if r["prof"] is not None:
                 r["prof"].sort_stats("tottime").print_stats(25)
     for fem_step in (a.fem_step if "cube" in a.part else []):

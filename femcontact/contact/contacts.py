@@ -37,9 +37,10 @@ import scipy.sparse as sp
 from ..backend import ti
 from .. import backend
 from ..spec.names import CONTACT_PARAM_COLUMNS
+from .schema import CONTACT_SET_F, CONTACT_SET_I
 
 OPEN, STICK, SLIP = 0, 1, 2
-_INT_COLUMNS = ("node_a", "node_b", "param", "status")      # ContactSet's integer arrays
+_SHAPE = {"s": (), "v3": (3,), "m3": (3, 3)}
 
 
 def restitution_per_contact(table, param_rows: np.ndarray, default: float) -> np.ndarray:
@@ -73,18 +74,11 @@ class ContactSet:
 
     # ---------------------------------------------------------------- storage
     def _alloc_contacts(self, cap: int) -> None:
+        """The two tables (``schema.CONTACT_SET_F`` / ``CONTACT_SET_I``), zeroed (``v_anchor`` stays zero
+        without anchors)."""
         self.capacity = cap
-        self.node_a = ti.ndarray(ti.i32, shape=cap)
-        self.node_b = ti.ndarray(ti.i32, shape=cap)
-        self.frame = backend.mat3_array(cap)
-        self.phi = backend.scalar_array(cap)
-        self.mu = ti.Vector.ndarray(2, float, shape=cap)
-        self.v_world = backend.vec3_array(cap)
-        self.v_anchor = backend.vec3_array(cap, np.zeros((cap, 3)))   # contact.anchors' offset; zero without
-        self.point = backend.vec3_array(cap)
-        self.param = ti.ndarray(ti.i32, shape=cap)       # row of the model's contact-parameter table
-        self.impulse = backend.vec3_array(cap)
-        self.status = ti.ndarray(ti.i32, shape=cap)
+        self.cf = CONTACT_SET_F.alloc(cap)
+        self.ci = CONTACT_SET_I.alloc(cap)
 
     def _alloc_virtual(self, cap: int) -> None:
         self.virtual_capacity = cap
@@ -109,15 +103,39 @@ class ContactSet:
         return self.n_nodes + self.n_virtual
 
     # ---------------------------------------------------------------- host views
+    def _column(self, name: str):
+        """(table array, column) of a named per-contact array."""
+        if name in CONTACT_SET_I.columns:
+            return self.ci, CONTACT_SET_I.columns[name]
+        return self.cf, CONTACT_SET_F.columns[name]
+
     def read(self, *names: str) -> dict:
-        """This step's contacts' named arrays (float64, integers as they are) through ``backend.read``:
-        host views on the CPU, copies, no copy kernels."""
+        """This step's contacts' named arrays (float64; node_a, node_b, param, status as int32), copies
+        through ``backend.read`` (host views on the CPU: no copy kernels)."""
         c = self.count
-        out = {}
+        tables, out = {}, {}
         for name in names:
-            data = backend.read(getattr(self, name), c)
-            out[name] = data if name in _INT_COLUMNS else data.astype(np.float64, copy=False)
+            arr, col = self._column(name)
+            if id(arr) not in tables:
+                tables[id(arr)] = backend.host_view(arr)
+                if tables[id(arr)] is None:
+                    tables[id(arr)] = arr.to_numpy()
+            data = tables[id(arr)][:c, col.off:col.off + col.span]
+            shape = (c,) + ((col.count,) if col.count > 1 else _SHAPE[col.kind])
+            data = np.array(data).reshape(shape)
+            out[name] = data if arr is self.ci else data.astype(np.float64, copy=False)
         return out
+
+    def write(self, name: str, value: np.ndarray, start: int = 0) -> None:
+        """Write rows ``start:start+len(value)`` of a named per-contact array (other rows kept)."""
+        arr, col = self._column(name)
+        value = np.asarray(value)
+        rows = slice(start, start + len(value))
+        view = backend.host_view(arr)
+        data = view if view is not None else arr.to_numpy()
+        data[rows, col.off:col.off + col.span] = value.reshape(len(value), col.span)
+        if view is None:
+            arr.from_numpy(data)
 
     def to_numpy(self) -> dict:
         """This step's contacts as numpy arrays (world-frame impulse included), for output and tests."""

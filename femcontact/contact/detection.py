@@ -65,15 +65,13 @@ SLOTS = 2              # bodies A considered per vertex in D-contacts
 @ti.kernel
 def detect_obstacles(x: ti.types.ndarray(), surf: ti.types.ndarray(), det_f: ti.types.ndarray(),
                      det_i: ti.types.ndarray(), node_body: ti.types.ndarray(), fixed: ti.types.ndarray(),
-                     pair_row: ti.types.ndarray(), sdf: ti.types.ndarray(), n_obs: ti.i32,
+                     pair_row: ti.types.ndarray(), sdf: ti.types.ndarray(),
                      obs_f: ti.types.ndarray(),
                      obs_pose: ti.types.ndarray(), grid: ti.types.ndarray(), mus: ti.types.ndarray(),
                      axes: ti.types.ndarray(), s_range: ti.types.ndarray(), s_point: ti.types.ndarray(),
-                     counters: ti.types.ndarray(), c_node_a: ti.types.ndarray(), c_node_b: ti.types.ndarray(),
-                     c_frame: ti.types.ndarray(), c_phi: ti.types.ndarray(), c_mu: ti.types.ndarray(),
-                     c_vw: ti.types.ndarray(), c_point: ti.types.ndarray(), c_param: ti.types.ndarray(),
-                     c_imp: ti.types.ndarray(), c_status: ti.types.ndarray(), vn_node: ti.types.ndarray(),
+                     counters: ti.types.ndarray(), c_f: ti.types.ndarray(), c_i: ti.types.ndarray(), vn_node: ti.types.ndarray(),
                      vn_weight: ti.types.ndarray()):
+    n_obs = sdf.shape[0]                    # the SDF entities (the pass runs only when there are some)
     margin, dedup = DETECT_F.margin.get(det_f, 0), DETECT_F.dedup.get(det_f, 0)
     n_surf, n_nodes = DETECT_I.n_surf.get(det_i, 0), DETECT_I.n_nodes.get(det_i, 0)
     for s in range(n_surf):
@@ -99,8 +97,7 @@ def detect_obstacles(x: ti.types.ndarray(), surf: ti.types.ndarray(), det_f: ti.
                                                      n_nodes)
                             F = contact_frame(n, mv(R, axes[row]))
                             nb = i
-                            emit(node_a, nb, F, phi, mus[row], vw, q, row, counters, c_node_a, c_node_b, c_frame,
-                                  c_phi, c_mu, c_vw, c_point, c_param, c_imp, c_status)
+                            emit(node_a, nb, F, phi, mus[row], vw, q, row, counters, c_f, c_i)
 
 
 @ti.func
@@ -143,9 +140,7 @@ def _body_contacts(p, bv, i, lin, com, g, cg, own, x: ti.template(), fixed: ti.t
                    pair_row: ti.template(), tris: ti.template(), tri_counts: ti.template(),
                    tri_entries: ti.template(), tets: ti.template(), tet_counts: ti.template(),
                    tet_entries: ti.template(), h, size, mus: ti.template(), axes: ti.template(), margin, n_nodes,
-                   counters: ti.template(), c_node_a: ti.template(), c_node_b: ti.template(),
-                   c_frame: ti.template(), c_phi: ti.template(), c_mu: ti.template(), c_vw: ti.template(),
-                   c_point: ti.template(), c_param: ti.template(), c_imp: ti.template(), c_status: ti.template(),
+                   counters: ti.template(), c_f: ti.template(), c_i: ti.template(),
                    vn_node: ti.template(), vn_weight: ti.template()):
     """D-contacts of point p on body bv against the FEM bodies A != bv (module docstring, 2.): side B
     is FEM node i when i >= 0, else a virtual node at p on the rigid body
@@ -261,7 +256,7 @@ def _body_contacts(p, bv, i, lin, com, g, cg, own, x: ti.template(), fixed: ti.t
                 else:
                     nb = rigid_point_node(lin, p, com, counters, vn_node, vn_weight, n_nodes)
                 emit(na, nb, F, phi, mus[row], ti.Vector([0.0, 0.0, 0.0]), q, row, counters,
-                      c_node_a, c_node_b, c_frame, c_phi, c_mu, c_vw, c_point, c_param, c_imp, c_status)
+                      c_f, c_i)
 
 
 @ti.kernel
@@ -272,10 +267,7 @@ def detect_bodies(x: ti.types.ndarray(), surf: ti.types.ndarray(), n_surf: ti.i3
                   h: float, size: ti.i32, box_lo: ti.types.ndarray(), box_hi: ti.types.ndarray(), n_bodies: ti.i32,
                   mus: ti.types.ndarray(), axes: ti.types.ndarray(), margin: float,
                   n_nodes: ti.i32, counters: ti.types.ndarray(),
-                  c_node_a: ti.types.ndarray(), c_node_b: ti.types.ndarray(), c_frame: ti.types.ndarray(),
-                  c_phi: ti.types.ndarray(), c_mu: ti.types.ndarray(), c_vw: ti.types.ndarray(),
-                  c_point: ti.types.ndarray(), c_param: ti.types.ndarray(), c_imp: ti.types.ndarray(),
-                  c_status: ti.types.ndarray(), vn_node: ti.types.ndarray(), vn_weight: ti.types.ndarray(),
+                  c_f: ti.types.ndarray(), c_i: ti.types.ndarray(), vn_node: ti.types.ndarray(), vn_weight: ti.types.ndarray(),
                   nrm: ti.types.ndarray()):
     """FEM surface vertices against the other FEM bodies' tets (``_body_contacts``); ``nrm`` their
     outward normals (``vertex_normals``)."""
@@ -286,7 +278,7 @@ def detect_bodies(x: ti.types.ndarray(), surf: ti.types.ndarray(), n_surf: ti.i3
         if near_other_body(p, p, bv, node_body, pair_row, box_lo, box_hi, n_bodies, margin):
             _body_contacts(p, bv, i, -1, p, p, -2.0, nrm[i], x, fixed, node_body, pair_row, tris, tri_counts, tri_entries, tets,
                            tet_counts, tet_entries, h, size, mus, axes, margin, n_nodes, counters,
-                           c_node_a, c_node_b, c_frame, c_phi, c_mu, c_vw, c_point, c_param, c_imp, c_status,
+                           c_f, c_i,
                            vn_node, vn_weight)
 
 
@@ -296,10 +288,7 @@ def detect_self(x: ti.types.ndarray(), rest: ti.types.ndarray(), self_surf: ti.t
                 pair_row: ti.types.ndarray(), tris: ti.types.ndarray(), tri_counts: ti.types.ndarray(),
                 tri_entries: ti.types.ndarray(), h: float, size: ti.i32, mus: ti.types.ndarray(),
                 axes: ti.types.ndarray(), margin: float, n_nodes: ti.i32, counters: ti.types.ndarray(),
-                c_node_a: ti.types.ndarray(), c_node_b: ti.types.ndarray(), c_frame: ti.types.ndarray(),
-                c_phi: ti.types.ndarray(), c_mu: ti.types.ndarray(), c_vw: ti.types.ndarray(),
-                c_point: ti.types.ndarray(), c_param: ti.types.ndarray(), c_imp: ti.types.ndarray(),
-                c_status: ti.types.ndarray(), vn_node: ti.types.ndarray(), vn_weight: ti.types.ndarray(),
+                c_f: ti.types.ndarray(), c_i: ti.types.ndarray(), vn_node: ti.types.ndarray(), vn_weight: ti.types.ndarray(),
                 nrm: ti.types.ndarray()):
     """Self-contacts (module docstring, 4.): a surface vertex of a self-contact body against its own
     surface triangles within ``margin`` that were farther than ``self_gap`` from it at rest (not its
@@ -353,7 +342,7 @@ def detect_self(x: ti.types.ndarray(), rest: ti.types.ndarray(), self_surf: ti.t
                 F = contact_frame(n, axes[row])
                 na = triangle_point_node(tv, w, counters, vn_node, vn_weight, n_nodes)
                 emit(na, i, F, phi, mus[row], ti.Vector([0.0, 0.0, 0.0]), q, row, counters,
-                     c_node_a, c_node_b, c_frame, c_phi, c_mu, c_vw, c_point, c_param, c_imp, c_status)
+                     c_f, c_i)
 
 
 @ti.kernel
@@ -367,10 +356,7 @@ def detect_rigid_in_fem(x: ti.types.ndarray(), v: ti.types.ndarray(), quat: ti.t
                         box_lo: ti.types.ndarray(), box_hi: ti.types.ndarray(), n_bodies: ti.i32,
                         mus: ti.types.ndarray(), axes: ti.types.ndarray(), margin: float, dt: float,
                         n_nodes: ti.i32, counters: ti.types.ndarray(),
-                        c_node_a: ti.types.ndarray(),
-                        c_node_b: ti.types.ndarray(), c_frame: ti.types.ndarray(), c_phi: ti.types.ndarray(),
-                        c_mu: ti.types.ndarray(), c_vw: ti.types.ndarray(), c_point: ti.types.ndarray(),
-                        c_param: ti.types.ndarray(), c_imp: ti.types.ndarray(), c_status: ti.types.ndarray(),
+                        c_f: ti.types.ndarray(), c_i: ti.types.ndarray(),
                         vn_node: ti.types.ndarray(), vn_weight: ti.types.ndarray()):
     """Rigid surface samples (``geometry.proxies.surface_samples``) against the FEM bodies' tets
     (``_body_contacts``): a box corner or mesh vertex pressed between the vertices of a coarse FEM
@@ -389,7 +375,7 @@ def detect_rigid_in_fem(x: ti.types.ndarray(), v: ti.types.ndarray(), quat: ti.t
             g = mv(R, s_axis[j])
             _body_contacts(p, bv, -1, lin, com, g, s_cos[j], g, x, fixed, node_body, pair_row, tris, tri_counts, tri_entries, tets,
                            tet_counts, tet_entries, h, size, mus, axes, reach, n_nodes, counters,
-                           c_node_a, c_node_b, c_frame, c_phi, c_mu, c_vw, c_point, c_param, c_imp, c_status,
+                           c_f, c_i,
                            vn_node, vn_weight)
 
 
@@ -444,13 +430,10 @@ def detect_rigid(x: ti.types.ndarray(), v: ti.types.ndarray(), quat: ti.types.nd
                  det_i: ti.types.ndarray(),
                  rigid_lin: ti.types.ndarray(), com_local: ti.types.ndarray(),
                  rigid_body: ti.types.ndarray(), fixed: ti.types.ndarray(), pair_row: ti.types.ndarray(),
-                 sdf: ti.types.ndarray(), n_obs: ti.i32, obs_f: ti.types.ndarray(), obs_pose: ti.types.ndarray(),
+                 sdf: ti.types.ndarray(), obs_f: ti.types.ndarray(), obs_pose: ti.types.ndarray(),
                  grid: ti.types.ndarray(), mus: ti.types.ndarray(), axes: ti.types.ndarray(),
                  poses: ti.template(), counters: ti.types.ndarray(),
-                 c_node_a: ti.types.ndarray(),
-                 c_node_b: ti.types.ndarray(), c_frame: ti.types.ndarray(), c_phi: ti.types.ndarray(),
-                 c_mu: ti.types.ndarray(), c_vw: ti.types.ndarray(), c_point: ti.types.ndarray(),
-                 c_param: ti.types.ndarray(), c_imp: ti.types.ndarray(), c_status: ti.types.ndarray(),
+                 c_f: ti.types.ndarray(), c_i: ti.types.ndarray(),
                  vn_node: ti.types.ndarray(), vn_weight: ti.types.ndarray()):
     """Rigid contact proxies (``geometry.proxies.contact_proxies``, table ``PROXY_F``/``PROXY_I``) against
     every other SDF entity.
@@ -465,6 +448,7 @@ def detect_rigid(x: ti.types.ndarray(), v: ti.types.ndarray(), quat: ti.types.nd
     its own loop, finished before the proxies' loop starts), saving ``rigid_poses``' launch when this is
     the step's first reader of the poses (``CollisionPipeline._prepare``).
     """
+    n_obs = sdf.shape[0]                    # the SDF entities: obstacles, then rigid bodies
     margin, dt = DETECT_F.margin.get(det_f, 0), DETECT_F.dt.get(det_f, 0)
     n_prox, n_nodes = DETECT_I.n_prox.get(det_i, 0), DETECT_I.n_nodes.get(det_i, 0)
     if ti.static(poses):
@@ -533,8 +517,7 @@ def detect_rigid(x: ti.types.ndarray(), v: ti.types.ndarray(), quat: ti.types.nd
                                                      n_nodes)
                             nb = rigid_point_node(lin, pb, com, counters, vn_node, vn_weight, n_nodes)
                             F = contact_frame(n, mv(Ro, axes[row]))
-                            emit(node_a, nb, F, phi, mus[row], vw, q, row, counters, c_node_a, c_node_b,
-                                  c_frame, c_phi, c_mu, c_vw, c_point, c_param, c_imp, c_status)
+                            emit(node_a, nb, F, phi, mus[row], vw, q, row, counters, c_f, c_i)
 
 
 @ti.kernel

@@ -9,7 +9,8 @@ contact through a virtual node because its node is taken (nodalization is COND's
 (No ``from __future__ import annotations`` here: Taichi reads the annotations.)
 """
 from ..backend import ti
-from .schema import SDF
+from ..math.smallmat import mv
+from .schema import CONTACT_SET_F, CONTACT_SET_I, SDF
 from .contacts import OPEN
 
 
@@ -80,19 +81,36 @@ def world_side(o, q, obs_pose: ti.template(), sdf: ti.template(), counters: ti.t
 
 
 @ti.func
-def emit(node_a, node_b, R, phi_m, mu_m, vw, pt, row, counters: ti.template(), c_node_a: ti.template(),
-          c_node_b: ti.template(), c_frame: ti.template(), c_phi: ti.template(), c_mu: ti.template(),
-          c_vw: ti.template(), c_point: ti.template(), c_param: ti.template(), c_imp: ti.template(),
-          c_status: ti.template()):
+def emit(node_a, node_b, R, phi_m, mu_m, vw, pt, row, counters: ti.template(), c_f: ti.template(),
+          c_i: ti.template()):
+    """Append a contact to the ContactSet's tables (``schema.CONTACT_SET_F`` / ``CONTACT_SET_I``; the
+    counter counts past the capacity so that the pipeline grows it and reruns)."""
     m = ti.atomic_add(counters[0], 1)
-    if m < c_node_a.shape[0]:
-        c_node_a[m] = node_a
-        c_node_b[m] = node_b
-        c_frame[m] = R
-        c_phi[m] = phi_m
-        c_mu[m] = mu_m
-        c_vw[m] = vw
-        c_point[m] = pt
-        c_param[m] = row
-        c_imp[m] = ti.Vector([0.0, 0.0, 0.0])
-        c_status[m] = OPEN
+    if m < c_i.shape[0]:
+        CONTACT_SET_I.node_a.put(c_i, m, node_a)
+        CONTACT_SET_I.node_b.put(c_i, m, node_b)
+        CONTACT_SET_F.frame.put(c_f, m, R)
+        CONTACT_SET_F.phi.put(c_f, m, phi_m)
+        CONTACT_SET_F.mu.put_at(c_f, m, 0, mu_m[0])
+        CONTACT_SET_F.mu.put_at(c_f, m, 1, mu_m[1])
+        CONTACT_SET_F.v_world.put(c_f, m, vw)
+        CONTACT_SET_F.point.put(c_f, m, pt)
+        CONTACT_SET_I.param.put(c_i, m, row)
+        CONTACT_SET_F.impulse.put(c_f, m, ti.Vector([0.0, 0.0, 0.0]))
+        CONTACT_SET_I.status.put(c_i, m, OPEN)
+
+
+@ti.func
+def side_velocity(node, n0, vn_node: ti.template(), vn_weight: ti.template(), v: ti.template(), world):
+    """Velocity of one side of a contact: a real node's v, a virtual node's J_v v (links in use, added in k
+    order), or ``world`` (node -1). COND's targets and the stiction anchors read sides with it."""
+    out = world
+    if node >= n0:
+        out = ti.Vector.zero(float, 3)
+        for k in range(4):
+            j = vn_node[node - n0][k]
+            if j >= 0:
+                out += mv(vn_weight[node - n0, k], v[j])
+    elif node >= 0:
+        out = v[node]
+    return out

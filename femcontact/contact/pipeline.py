@@ -204,6 +204,7 @@ class CollisionPipeline:
         self.tables = t = DetectionTables(model)
         self.buffers = b = StepBuffers(t)
         self.obstacles = t.obstacles
+        self._static_rows: dict = {}       # obstacle -> the (position, rotation) arrays its pose row was written from
         self.passes: list = []
         if t.n_sdf and t.n_surf:
             self.passes.append(ObstaclePass(t, b))
@@ -240,12 +241,20 @@ class CollisionPipeline:
                 p.broadphase = mode
 
     def update_obstacles(self, t: float, dt: float) -> np.ndarray:
-        """Pose and velocity of every obstacle for the step [t, t+dt] (host, O(obstacles))."""
+        """Pose and velocity of every obstacle for the step [t, t+dt] (host, O(obstacles)). A static
+        obstacle's row is rewritten only when its spec's position or rotation is another array than the
+        one last written (~10 µs a step saved on a resting sphere, issue 28)."""
         b, n_obs = self.buffers, self.tables.n_obs
+        moved = False
         for k, ob in enumerate(self.obstacles):
+            last = self._static_rows.get(k)
+            if not ob.kinematic and last is not None and last[0] is ob.position and last[1] is ob.rotation:
+                continue
             c, R, v, w = ob.step_motion(t, dt)
             b.pose_np[k, :18] = np.concatenate([R.ravel(), c, v, w])
-        if n_obs:
+            self._static_rows[k] = None if ob.kinematic else (ob.position, ob.rotation)
+            moved = True
+        if n_obs and moved:
             view = backend.host_view(b.obs_pose)
             if view is not None:             # CPU: write the obstacle rows in place (no copy kernel)
                 view[:n_obs] = b.pose_np[:n_obs]
@@ -295,7 +304,7 @@ class CollisionPipeline:
         t, b = self.tables, self.buffers
         self._prepare(state, dt)
         counters_v = backend.host_view(b.counters)
-        sdf = (t.sdf, t.n_sdf, t.obs_f, b.obs_pose)
+        sdf = (t.sdf, t.obs_f, b.obs_pose)
         coarsened = dict.fromkeys(range(len(b.grids)), 0)
         for hashes, _, h0 in b.grids:           # each step starts from the tables' cell sizes
             for h in hashes:
@@ -307,8 +316,7 @@ class CollisionPipeline:
                 b.counters.fill(0)
             self._build_hashes(state, dt)
             c = contacts
-            out = (b.counters, c.node_a, c.node_b, c.frame, c.phi, c.mu, c.v_world, c.point, c.param,
-                   c.impulse, c.status, c.vn_node, c.vn_weight)
+            out = (b.counters, c.cf, c.ci, c.vn_node, c.vn_weight)
             for p in self.passes:
                 p.run(state, dt, out, sdf)
             n = [int(v) for v in (counters_v[:N_COUNTERS] if counters_v is not None else read_counters(b.counters))]

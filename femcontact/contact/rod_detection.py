@@ -101,16 +101,14 @@ def _segments_closest(p1, q1, p2, q2):
 def detect_rod_sdf(x: ti.types.ndarray(), v: ti.types.ndarray(), rn_node: ti.types.ndarray(),
                    rn_rad: ti.types.ndarray(), rn_seg: ti.types.ndarray(), n_rn: ti.i32, rs_elem: ti.types.ndarray(), rs_rad: ti.types.ndarray(),
                    n_rs: ti.i32, node_body: ti.types.ndarray(), fixed: ti.types.ndarray(),
-                   pair_row: ti.types.ndarray(), sdf: ti.types.ndarray(), n_obs: ti.i32,
+                   pair_row: ti.types.ndarray(), sdf: ti.types.ndarray(),
                     obs_f: ti.types.ndarray(),
                    obs_pose: ti.types.ndarray(), grid: ti.types.ndarray(), mus: ti.types.ndarray(),
                    axes: ti.types.ndarray(), margin: float, dt: float, n_nodes: ti.i32,
-                   counters: ti.types.ndarray(), c_node_a: ti.types.ndarray(), c_node_b: ti.types.ndarray(),
-                   c_frame: ti.types.ndarray(), c_phi: ti.types.ndarray(), c_mu: ti.types.ndarray(),
-                   c_vw: ti.types.ndarray(), c_point: ti.types.ndarray(), c_param: ti.types.ndarray(),
-                   c_imp: ti.types.ndarray(), c_status: ti.types.ndarray(), vn_node: ti.types.ndarray(),
+                   counters: ti.types.ndarray(), c_f: ti.types.ndarray(), c_i: ti.types.ndarray(), vn_node: ti.types.ndarray(),
                    vn_weight: ti.types.ndarray()):
     """Rod nodes (spheres) and segment interiors against SDF entities (module docstring, 1)."""
+    n_obs = sdf.shape[0]                    # the SDF entities (the pass runs only when there are some)
     for k in range(n_rn + n_rs):
         for o in range(n_obs):
             ia = 0
@@ -192,17 +190,14 @@ def detect_rod_sdf(x: ti.types.ndarray(), v: ti.types.ndarray(), rn_node: ti.typ
                         node_a, vw = world_side(o, q, obs_pose, sdf, counters, vn_node, vn_weight, n_nodes)
                         nb = _segment_point(ia, ib, t, sg, -rad * n, counters, vn_node, vn_weight, n_nodes)
                         F = contact_frame(n, mv(R, axes[row]))
-                        emit(node_a, nb, F, phi, mus[row], vw, q, row, counters, c_node_a, c_node_b, c_frame,
-                              c_phi, c_mu, c_vw, c_point, c_param, c_imp, c_status)
+                        emit(node_a, nb, F, phi, mus[row], vw, q, row, counters, c_f, c_i)
 
 
 @ti.func
 def _segment_pair(i, j, x: ti.template(), v: ti.template(), rs_elem: ti.template(), rs_rad: ti.template(),
                   rs_info: ti.template(), node_body: ti.template(), fixed: ti.template(), pair_row: ti.template(),
                   mus: ti.template(), axes: ti.template(), margin, dt, n_nodes,
-                  counters: ti.template(), c_node_a: ti.template(), c_node_b: ti.template(), c_frame: ti.template(),
-                  c_phi: ti.template(), c_mu: ti.template(), c_vw: ti.template(), c_point: ti.template(),
-                  c_param: ti.template(), c_imp: ti.template(), c_status: ti.template(), vn_node: ti.template(),
+                  counters: ti.template(), c_f: ti.template(), c_i: ti.template(), vn_node: ti.template(),
                   vn_weight: ti.template()):
     """Narrow phase of segments i < j (module docstring, 2): bounding-sphere test, closest points,
     a D-contact between the two segment points when the gap is below the speculative reach."""
@@ -243,7 +238,7 @@ def _segment_pair(i, j, x: ti.template(), v: ti.template(), rs_elem: ti.template
                     nb = _segment_point(b0, b1, t, rs_elem[j][2], -rb * n, counters, vn_node, vn_weight, n_nodes)
                     F = contact_frame(n, axes[row])
                     emit(na, nb, F, phi, mus[row], ti.Vector([0.0, 0.0, 0.0]), p + ra * n, row, counters,
-                          c_node_a, c_node_b, c_frame, c_phi, c_mu, c_vw, c_point, c_param, c_imp, c_status)
+                          c_f, c_i)
 
 
 @ti.kernel
@@ -251,10 +246,7 @@ def detect_rod_pairs(x: ti.types.ndarray(), v: ti.types.ndarray(), rs_elem: ti.t
                      rs_rad: ti.types.ndarray(), rs_info: ti.types.ndarray(), n_rs: ti.i32,
                      node_body: ti.types.ndarray(), fixed: ti.types.ndarray(), pair_row: ti.types.ndarray(),
                      mus: ti.types.ndarray(), axes: ti.types.ndarray(), margin: float, dt: float, n_nodes: ti.i32,
-                     counters: ti.types.ndarray(), c_node_a: ti.types.ndarray(),
-                     c_node_b: ti.types.ndarray(), c_frame: ti.types.ndarray(), c_phi: ti.types.ndarray(),
-                     c_mu: ti.types.ndarray(), c_vw: ti.types.ndarray(), c_point: ti.types.ndarray(),
-                     c_param: ti.types.ndarray(), c_imp: ti.types.ndarray(), c_status: ti.types.ndarray(),
+                     counters: ti.types.ndarray(), c_f: ti.types.ndarray(), c_i: ti.types.ndarray(),
                      vn_node: ti.types.ndarray(), vn_weight: ti.types.ndarray()):
     """Segment–segment contacts between rods and within one rod (module docstring, 2), all pairs
     (the reference of the grid pass). rs_info[i] = (rod, index in rod, is last segment, self-contact
@@ -262,8 +254,7 @@ def detect_rod_pairs(x: ti.types.ndarray(), v: ti.types.ndarray(), rs_elem: ti.t
     for i in range(n_rs):
         for j in range(i + 1, n_rs):
             _segment_pair(i, j, x, v, rs_elem, rs_rad, rs_info, node_body, fixed, pair_row, mus, axes, margin, dt,
-                          n_nodes, counters, c_node_a, c_node_b, c_frame, c_phi, c_mu, c_vw, c_point,
-                          c_param, c_imp, c_status, vn_node, vn_weight)
+                          n_nodes, counters, c_f, c_i, vn_node, vn_weight)
 
 
 @ti.kernel
@@ -274,10 +265,7 @@ def detect_rod_pairs_grid(x: ti.types.ndarray(), v: ti.types.ndarray(), rs_elem:
                           node_body: ti.types.ndarray(), fixed: ti.types.ndarray(), pair_row: ti.types.ndarray(),
                           mus: ti.types.ndarray(), axes: ti.types.ndarray(), margin: float, dt: float,
                           n_nodes: ti.i32, counters: ti.types.ndarray(),
-                          c_node_a: ti.types.ndarray(), c_node_b: ti.types.ndarray(), c_frame: ti.types.ndarray(),
-                          c_phi: ti.types.ndarray(), c_mu: ti.types.ndarray(), c_vw: ti.types.ndarray(),
-                          c_point: ti.types.ndarray(), c_param: ti.types.ndarray(), c_imp: ti.types.ndarray(),
-                          c_status: ti.types.ndarray(), vn_node: ti.types.ndarray(), vn_weight: ti.types.ndarray()):
+                          c_f: ti.types.ndarray(), c_i: ti.types.ndarray(), vn_node: ti.types.ndarray(), vn_weight: ti.types.ndarray()):
     """``detect_rod_pairs`` over the segment grid (``broadphase.SpatialHash``): pairs i < j whose grown
     boxes overlap, each met once (in the cell holding the low corner of the boxes' overlap)."""
     K = entries.shape[1]
@@ -293,8 +281,7 @@ def detect_rod_pairs_grid(x: ti.types.ndarray(), v: ti.types.ndarray(), rs_elem:
                     lj, uj = lo[j], hi[j]
                     if (ti.max(li, lj) <= ti.min(ui, uj)).all() and (cell_of(ti.max(li, lj), h) == cell).all():
                         _segment_pair(i, j, x, v, rs_elem, rs_rad, rs_info, node_body, fixed, pair_row, mus, axes,
-                                      margin, dt, n_nodes, counters, c_node_a, c_node_b, c_frame, c_phi,
-                                      c_mu, c_vw, c_point, c_param, c_imp, c_status, vn_node, vn_weight)
+                                      margin, dt, n_nodes, counters, c_f, c_i, vn_node, vn_weight)
 
 
 @ti.func
@@ -336,10 +323,7 @@ def detect_rod_fem(x: ti.types.ndarray(), v: ti.types.ndarray(), rn_node: ti.typ
                    t_counts: ti.types.ndarray(), t_entries: ti.types.ndarray(), t_ecell: ti.types.ndarray(),
                    t_vmax: ti.types.ndarray(), node_body: ti.types.ndarray(), fixed: ti.types.ndarray(), pair_row: ti.types.ndarray(),
                    mus: ti.types.ndarray(), axes: ti.types.ndarray(), margin: float, dt: float, n_nodes: ti.i32,
-                   counters: ti.types.ndarray(), c_node_a: ti.types.ndarray(),
-                   c_node_b: ti.types.ndarray(), c_frame: ti.types.ndarray(), c_phi: ti.types.ndarray(),
-                   c_mu: ti.types.ndarray(), c_vw: ti.types.ndarray(), c_point: ti.types.ndarray(),
-                   c_param: ti.types.ndarray(), c_imp: ti.types.ndarray(), c_status: ti.types.ndarray(),
+                   counters: ti.types.ndarray(), c_f: ti.types.ndarray(), c_i: ti.types.ndarray(),
                    vn_node: ti.types.ndarray(), vn_weight: ti.types.ndarray()):
     """Rods against FEM bodies (module docstring, 3): FEM surface vertex vs nearest rod capsule (side A
     the rod point), and rod node vs nearest FEM surface triangle (side A the triangle point). With
@@ -378,8 +362,7 @@ def detect_rod_fem(x: ti.types.ndarray(), v: ti.types.ndarray(), rn_node: ti.typ
                                         n_nodes)
                     nb = i
                     emit(na, nb, contact_frame(n, axes[row]), best, mus[row], ti.Vector([0.0, 0.0, 0.0]),
-                          q + rs_rad[bs] * n, row, counters, c_node_a, c_node_b, c_frame, c_phi, c_mu, c_vw,
-                          c_point, c_param, c_imp, c_status)
+                          q + rs_rad[bs] * n, row, counters, c_f, c_i)
         else:                               # rod node against the nearest FEM surface triangle
             i = rn_node[k - n_surf]
             p = x[i]
@@ -420,5 +403,4 @@ def detect_rod_fem(x: ti.types.ndarray(), v: ti.types.ndarray(), rn_node: ti.typ
                     nb = _segment_point(i, i, 0.0, rn_seg[k - n_surf], -rad * n, counters, vn_node, vn_weight,
                                         n_nodes)
                     emit(na, nb, contact_frame(n, axes[row]), phi, mus[row], ti.Vector([0.0, 0.0, 0.0]),
-                          q, row, counters, c_node_a, c_node_b, c_frame, c_phi, c_mu, c_vw, c_point, c_param, c_imp,
-                          c_status)
+                          q, row, counters, c_f, c_i)

@@ -30,6 +30,12 @@ PROXY_I = Table("proxy_i", ti.i32, [("rigid", "s"), ("kind", "s"), ("against", "
 # ``layout.HostScalars`` in ``tables.DetectionTables``):
 # the detection margin, the step, the FEM-vs-rigid-sample dedup distance; the node, FEM surface vertex and
 # rigid proxy counts
+# the ContactSet (contacts.py): per contact its frame (rows t1, t2, n), gap, friction (μ1, μ2), the world's
+# velocity, the stiction anchors' offset, point, impulse; its sides (-1: world), contact-parameter row and
+# status. Detection writes them (emit.py), every solver reads them: two kernel arguments, not eleven.
+CONTACT_SET_F = Table("contact_set_f", float, [("frame", "m3"), ("phi", "s"), ("mu", "s", 2), ("v_world", "v3"),
+                                               ("v_anchor", "v3"), ("point", "v3"), ("impulse", "v3")])
+CONTACT_SET_I = Table("contact_set_i", ti.i32, [("node_a", "s"), ("node_b", "s"), ("param", "s"), ("status", "s")])
 DETECT_F = Table("detect_f", float, [("margin", "s"), ("dt", "s"), ("dedup", "s")])
 DETECT_I = Table("detect_i", ti.i32, [("n_nodes", "s"), ("n_surf", "s"), ("n_prox", "s")])
 

@@ -32,7 +32,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .. import backend
-from ..contact.anchors import contact_keys, match_previous
+from ..contact.anchors import ContactMemory
 from ..contact.contacts import OPEN, SLIP, STICK, restitution_per_contact
 from ..errors import ParameterError, SimulationError
 from .base import SolveStats, StepProblem, solve_without_contacts
@@ -79,7 +79,6 @@ class ContactSpace:
     Jf: sp.csr_matrix
     v_star: np.ndarray
     frame: np.ndarray
-    keys: np.ndarray
     points: np.ndarray
     ms_factorization: float
     ms_delassus: float
@@ -134,9 +133,7 @@ class DelassusSolver(abc.ABC):
                                  f"factorization of A), got {o['linear_solver']!r}")
         self.model = model
         self.factor = make_newton_linear_solver(o["linear_solver"], model.n_dofs)
-        self._keys = np.zeros(0, np.int64)      # warm start: contact keys and world-frame λ of the last solve
-        self._lam_world = np.zeros((0, 3))
-        self._points = np.zeros((0, 3))
+        self._last = ContactMemory(model.n_nodes)   # warm start: the last solve's contacts and world-frame λ
         self.history: list[float] = []          # residual per iteration, last solve
         self.last_stats = None
 
@@ -147,17 +144,16 @@ class DelassusSolver(abc.ABC):
     # ------------------------------------------------------------------ memory
     def memory(self) -> dict:
         """The last solve's impulses (λ, world frame) and their contacts' keys: the warm start."""
-        return {"keys": self._keys.copy(), "lambdas_world": self._lam_world.copy(), "points": self._points.copy()}
+        d = self._last.memory()
+        return {"keys": d["keys"], "lambdas_world": d["values"], "points": d["points"]}
 
     def restore(self, memory: dict) -> None:
-        self._keys = np.asarray(memory["keys"], dtype=np.int64).copy()
-        self._lam_world = np.asarray(memory["lambdas_world"], dtype=np.float64).reshape(-1, 3).copy()
-        self._points = np.asarray(memory["points"], dtype=np.float64).reshape(-1, 3).copy()
+        self._last.restore(memory["keys"], memory["points"], memory["lambdas_world"])
 
     # ------------------------------------------------------------------ the solve
     def solve(self, problem: StepProblem) -> SolveStats:
         if int(problem.contacts.count) == 0:
-            self._keys, self._lam_world, self._points = np.zeros(0, np.int64), np.zeros((0, 3)), np.zeros((0, 3))
+            self._last.forget()
             return solve_without_contacts(problem)
         space = self.reduce(problem)
         t1 = time.perf_counter()
@@ -207,15 +203,14 @@ class DelassusSolver(abc.ABC):
             q[:, :2] -= 0.5 * vck[:, :2]
 
         # warm start
-        keys = contact_keys(contacts, cd)
         lam = np.zeros((c, 3))
         hit = np.zeros(c, bool)
-        if o["warm_start"] and len(self._keys):
-            prev = match_previous(self._keys, self._points, keys, cd["point"])
+        if o["warm_start"] and self._last.remembered:
+            prev = self._last.match(contacts)
             hit = prev >= 0
-            lam[hit] = np.einsum("mij,mj->mi", frame[hit], self._lam_world[prev[hit]])
+            lam[hit] = np.einsum("mij,mj->mi", frame[hit], self._last.values()[prev[hit]])
         return ContactSpace(G=Gd, q=q.ravel(), mu=np.asarray(cd["mu"], np.float64), lam_warm=lam,
-                            has_warm=bool(hit.any()), factor=F, Jf=Jf, v_star=v_star, frame=frame, keys=keys,
+                            has_warm=bool(hit.any()), factor=F, Jf=Jf, v_star=v_star, frame=frame,
                             points=cd["point"].copy(), ms_factorization=ms_factor, ms_delassus=ms_delassus,
                             t_start=t_start)
 
@@ -234,10 +229,9 @@ class DelassusSolver(abc.ABC):
             v_hat.reshape(n, 3)[fixed] = np.linalg.solve(Dfix, b[fixed][:, :, None])[:, :, 0]
         u = (space.G @ lam.ravel() + space.q).reshape(c, 3)
         backend.write(problem.v_hat, v_hat.reshape(n, 3))
-        backend.write(contacts.impulse, float(coef.impulse_scale) * lam)
-        backend.write(contacts.status, status)
-        self._keys, self._points = space.keys, space.points
-        self._lam_world = np.einsum("mij,mi->mj", space.frame, lam)
+        contacts.write("impulse", float(coef.impulse_scale) * lam)
+        contacts.write("status", status)
+        self._last.store(contacts, space.points, np.einsum("mij,mi->mj", space.frame, lam))
         self.history = list(result.history)
         t2 = time.perf_counter()
         e_m = momentum_error(problem)

@@ -520,8 +520,8 @@ class NewtonContactSolver:
         if fixed.any():
             v_hat.reshape(n, 3)[fixed] = vhat_fixed
         backend.write(problem.v_hat, v_hat.reshape(n, 3))
-        backend.write(contacts.impulse, gamma if S is None else S * gamma)
-        backend.write(contacts.status, status)
+        contacts.write("impulse", gamma if S is None else S * gamma)
+        contacts.write("status", status)
         ms = 1e3 * (time.perf_counter() - t_start)
         stats = SolveStats(it, e_m, converged, {
             "line_search_iterations": ls_total, "momentum_error": e_m, "contacts": c, "cost": costs,
@@ -654,7 +654,7 @@ def momentum_scaling(blocks: np.ndarray, dof_fixed: np.ndarray) -> np.ndarray:
 def momentum_error(problem: StepProblem) -> float:
     """SAP eq. 32 momentum error of a solved step, whichever solver solved it.
 
-    Reads the solution ``problem.v_hat`` and the contact impulses ``problem.contacts.impulse``
+    Reads the solution ``problem.v_hat`` and the contact impulses (``problem.contacts.read("impulse")``)
     (N s, contact frame) and returns ``‖D (Ã v − b̃ − Jᵀγ)‖ / max(‖D Ã v‖, ‖D Jᵀγ‖)`` in the
     impulse units of the Newton path (module docstring: ``v = v_{k+1}``, ``Ã``, ``b̃``,
     ``D = diag(Ã)^{-1/2}``, prescribed DOFs left out, virtual nodes expanded through ``J_v``),
@@ -676,7 +676,7 @@ def momentum_error(problem: StepProblem) -> float:
     jc = np.zeros(3 * n)
     if c:
         J = contacts.jacobian(expand_virtual=True).tocsr()
-        gamma = contacts.impulse.to_numpy()[:c].astype(np.float64).ravel()
+        gamma = contacts.read("impulse")["impulse"].ravel()
         jc = J.T @ gamma
     D = momentum_scaling((s / ch) * problem.A.diagonal_blocks().astype(np.float64), fixed)
     scale = max(float(np.linalg.norm(D * Av)), float(np.linalg.norm(D * jc)))

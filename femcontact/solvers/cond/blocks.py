@@ -17,7 +17,7 @@
 from ...backend import ti
 from ...math.smallmat import inv3, mm, mmT, mTm, mv, tr
 from .groups import KIND_RIGID_ANG, KIND_RIGID_LIN, KIND_SCALAR, KIND_SPIN
-from .layout import (ROD_BLOCKS, ROD_DIAG_OFF, ROD_FACTOR, ROD_ROWS, ROD_SLOTS, ROD_SUB_OFF, ROW, STEP_FEM,
+from .layout import (ITER_I, ROD_BLOCKS, ROD_DIAG_OFF, ROD_FACTOR, ROD_ROWS, ROD_SLOTS, ROD_SUB_OFF, ROW, STEP_FEM,
                      STEP_ROD, VIRTUAL, VIRTUAL_NODES, VROWS)
 
 
@@ -25,8 +25,9 @@ from .layout import (ROD_BLOCKS, ROD_DIAG_OFF, ROD_FACTOR, ROD_ROWS, ROD_SLOTS, 
 @ti.kernel
 def cond_block_diagonal(blocks: ti.types.ndarray(), diag: ti.types.ndarray(), kind: ti.types.ndarray(),
                         pair_slot: ti.types.ndarray(), WB: ti.types.ndarray(), VNf: ti.types.ndarray(),
-                        VNi: ti.types.ndarray(), n0: ti.i32, nvx: ti.i32):
+                        VNi: ti.types.ndarray(), Pi: ti.types.ndarray()):
     """WB[0, i] = Ã_ii and WB[1, i] = Ã_i,i+1 (linear half of a rigid pair) on the block rows."""
+    n0, nvx = ITER_I.n0.get(Pi, 0), ITER_I.nv.get(Pi, 0)
     for i in range(n0):
         if kind[i] >= KIND_SPIN and kind[i] <= KIND_RIGID_ANG:
             WB[0, i] = blocks[diag[i]]
@@ -49,18 +50,18 @@ def cond_block_diagonal(blocks: ti.types.ndarray(), diag: ti.types.ndarray(), ki
 
 @ti.kernel
 def cond_block_inverses(fixed: ti.types.ndarray(), kind: ti.types.ndarray(), WB: ti.types.ndarray(),
-                        RK: ti.types.ndarray(), n0: ti.i32):
+                        RK: ti.types.ndarray(), Pi: ti.types.ndarray()):
     """WB ← W on the block rows: 3x3 inverses, and the 6x6 inverse of a free rigid pair by the Schur
     complement (W_ll, W_la in the linear row; W_aa, W_al = W_laᵀ in the angular row; partners in RK)."""
-    for i in range(n0):
+    for i in range(ITER_I.n0.get(Pi, 0)):
         if fixed[i] == 0 and kind[i] == KIND_SPIN:
             WB[0, i] = inv3(WB[0, i])
         elif fixed[i] == 0 and kind[i] == KIND_RIGID_LIN and fixed[i + 1] == 0:
-            Pi = inv3(WB[0, i])
+            Pinv = inv3(WB[0, i])
             Q = WB[1, i]
-            Si = inv3(WB[0, i + 1] - mm(mTm(Q, Pi), Q))
-            Wla = -mm(mm(Pi, Q), Si)
-            WB[0, i] = Pi - mm(mmT(Wla, Q), Pi)
+            Si = inv3(WB[0, i + 1] - mm(mTm(Q, Pinv), Q))
+            Wla = -mm(mm(Pinv, Q), Si)
+            WB[0, i] = Pinv - mm(mmT(Wla, Q), Pinv)
             WB[1, i] = Wla
             WB[0, i + 1] = Si
             WB[1, i + 1] = Wla.transpose()
@@ -72,10 +73,10 @@ def cond_block_inverses(fixed: ti.types.ndarray(), kind: ti.types.ndarray(), WB:
 
 @ti.kernel
 def cond_fem_free_fraction(fixed: ti.types.ndarray(), kind: ti.types.ndarray(), claim: ti.types.ndarray(),
-                           n0: ti.i32) -> float:
+                           Pi: ti.types.ndarray()) -> float:
     """Fraction of the FEM rows (scalar kind, not prescribed) that no contact side claims (1: none)."""
     fem, free = 0, 0
-    for i in range(n0):
+    for i in range(ITER_I.n0.get(Pi, 0)):
         if kind[i] == KIND_SCALAR and fixed[i] == 0:
             fem += 1
             if claim[i] == 0:
@@ -89,11 +90,12 @@ def cond_fem_free_fraction(fixed: ti.types.ndarray(), kind: ti.types.ndarray(), 
 @ti.kernel
 def cond_fem_blocks(blocks: ti.types.ndarray(), diag: ti.types.ndarray(), fixed: ti.types.ndarray(),
                     kind: ti.types.ndarray(), claim: ti.types.ndarray(), WB: ti.types.ndarray(),
-                    RK: ti.types.ndarray(), VNf: ti.types.ndarray(), VNi: ti.types.ndarray(), n0: ti.i32,
-                    nvx: ti.i32) -> ti.i32:
+                    RK: ti.types.ndarray(), VNf: ti.types.ndarray(), VNi: ti.types.ndarray(),
+                    Pi: ti.types.ndarray()) -> ti.i32:
     """The free FEM rows (scalar kind, not prescribed, ``claim`` 0: no contact side on the row, so Γ
     never sees their step): WB[1, i] = C_i = Σ k_v W_kᵀW_k (the coupling's diagonal block),
     WB[0, i] = Ã_ii⁻¹ = (A_ii + C_i)⁻¹, row step STEP_FEM. Returns their number."""
+    n0, nvx = ITER_I.n0.get(Pi, 0), ITER_I.nv.get(Pi, 0)
     count = 0
     for i in range(n0):
         if kind[i] == KIND_SCALAR and fixed[i] == 0 and claim[i] == 0:

@@ -30,8 +30,9 @@ from ...math.smallmat import inv3, mTv, mv
 from ..projection import STRICT, project_cone, project_strict
 from .blocks import rod_solve
 from .groups import KIND_ROD, KIND_SCALAR
-from .layout import (CONTACT, CONTACT_NODES, ITER_F, ITER_I, ROW, STEP_BLOCK, STEP_FEM, STEP_ROD, STEP_SCALAR,
-                     VIRTUAL, VIRTUAL_NODES, VROWS)
+from ...contact.schema import CONTACT_SET_F, CONTACT_SET_I
+from .layout import (CONTACT, CONTACT_NODES, HAS_BLOCKS, HAS_RODS, ITER_F, ITER_I, ROW,
+                     STEP_BLOCK, STEP_FEM, STEP_ROD, STEP_SCALAR, VIRTUAL, VIRTUAL_NODES, VROWS)
 from .reduce import group_size, partial_sums
 from .step_matrix import inf_norm
 
@@ -53,10 +54,12 @@ def cond_start(blocks: ti.types.ndarray(), diag: ti.types.ndarray(), b: ti.types
                fixed: ti.types.ndarray(), v_in: ti.types.ndarray(), kind: ti.types.ndarray(),
                l1: ti.types.ndarray(), tr2: ti.types.ndarray(), rs2: ti.types.ndarray(), l12: ti.types.ndarray(),
                V: ti.types.ndarray(), W: ti.types.ndarray(), RK: ti.types.ndarray(), VNf: ti.types.ndarray(),
-               VNi: ti.types.ndarray(), n0: ti.i32, nvx: ti.i32, warm: ti.i32, wcap: float) -> float:
+               VNi: ti.types.ndarray(), Pf: ti.types.ndarray(), Pi: ti.types.ndarray()) -> float:
     """Scalar steps W (Frobenius on Ã, Gershgorin-capped where the coupling adds to a row), row step
     kinds, and the start values: v̂ warm (or ``D⁻¹ b`` cold), ``A_ii⁻¹ b_i`` on prescribed rows, and
-    ``J_v v̂`` on virtual nodes. Returns ‖D⁻¹ b‖², the velocity scale of the residual."""
+    ``J_v v̂`` on virtual nodes (n0, nvx, warm, the cap from ``Pi`` / ``Pf``). Returns ‖D⁻¹ b‖², the
+    velocity scale of the residual."""
+    n0, nvx, warm, wcap = ITER_I.n0.get(Pi, 0), ITER_I.nv.get(Pi, 0), ITER_I.warm.get(Pi, 0), ITER_F.wcap.get(Pf, 0)
     scale = 0.0
     for i in range(n0):
         D = blocks[diag[i]]
@@ -133,14 +136,14 @@ def cond_iterate(P: ti.types.ndarray(), blocks: ti.types.ndarray(), V: ti.types.
                  RK: ti.types.ndarray(), WB: ti.types.ndarray(), Cf: ti.types.ndarray(), Ci: ti.types.ndarray(),
                  VNf: ti.types.ndarray(), VNi: ti.types.ndarray(), rod_start: ti.types.ndarray(),
                  rod_rows: ti.types.ndarray(), F: ti.types.ndarray(), S: ti.types.ndarray(), Pf: ti.types.ndarray(),
-                 Pi: ti.types.ndarray(), op: ti.template(), bb: ti.template(), has_blocks: ti.template(),
-                 rods: ti.template(), fem: ti.template()):
+                 Pi: ti.types.ndarray(), op: ti.template(), bb: ti.template(), kinds: ti.template(),
+                 fem: ti.template()):
     """One iteration (module docstring); its norms and α go to ``S[slot]``. The scalars are read from
     ``Pf`` (``layout.ITER_F``: α_in, ν, u, ω, the FEM interval a, b and scale c) and ``Pi``
     (``layout.ITER_I``: slot, n0, nv, nc, nrods). α is α_in when positive, else the previous slot's
     (the iteration before, on the device). Compile-time switches (a scene compiles only its variant):
-    ``op`` STRICT | PROXIMAL projection, ``bb`` Barzilai–Borwein α, ``has_blocks`` spin/rigid block rows,
-    ``rods`` rod rows, ``fem`` the number of sweeps of the FEM step on the STEP_FEM rows (0: none;
+    ``op`` STRICT | PROXIMAL projection, ``bb`` Barzilai–Borwein α, ``kinds`` the model's spin/rigid block
+    rows (``HAS_BLOCKS``) and rod rows (``HAS_RODS``), ``fem`` the number of sweeps of the FEM step on the STEP_FEM rows (0: none;
     module docstring)."""
     alpha_in, nu, u = ITER_F.alpha.get(Pf, 0), ITER_F.nu.get(Pf, 0), ITER_F.u.get(Pf, 0)
     omega, fem_c = ITER_F.omega.get(Pf, 0), ITER_F.fem_c.get(Pf, 0)
@@ -168,7 +171,7 @@ def cond_iterate(P: ti.types.ndarray(), blocks: ti.types.ndarray(), V: ti.types.
             if j >= 0:
                 V[VROWS.G, j] += mTv(VIRTUAL.weight.at(VNf, q, k), kd)
     # rod rows: d = Ã_rod⁻¹ g (exact block step, before BB, which needs W z = d − d_prev)
-    if ti.static(rods):
+    if ti.static(kinds & HAS_RODS):
         rod_solve(V, RK, rod_start, rod_rows, F, ITER_I.nrods.get(Pi, 0))
     if ti.static(fem > 0):
         # FEM rows: d = p(D⁻¹M) D⁻¹ g by K Chebyshev steps on M d = g from d = 0 (module docstring)
@@ -215,7 +218,7 @@ def cond_iterate(P: ti.types.ndarray(), blocks: ti.types.ndarray(), V: ti.types.
                 sz += s.dot(z)
                 zwz += z.dot(V[VROWS.D_ROD, i] - V[VROWS.D_ROD_PREV, i])
             elif step == STEP_BLOCK:      # zᵀ W z with the block step actually taken
-                if ti.static(has_blocks):
+                if ti.static(kinds & HAS_BLOCKS):
                     wz = mv(WB[0, i], z)
                     p = ROW.partner.get(RK, i)
                     if p >= 0:
@@ -237,7 +240,7 @@ def cond_iterate(P: ti.types.ndarray(), blocks: ti.types.ndarray(), V: ti.types.
         if step == STEP_ROD:          # rod block step (never in a contact: cond_nodalize)
             V[VROWS.V_STAR, i] = V[VROWS.V, i] - alpha * V[VROWS.D_ROD, i]
         elif step == STEP_BLOCK:      # spin / rigid block step (never in a contact)
-            if ti.static(has_blocks):
+            if ti.static(kinds & HAS_BLOCKS):
                 V[VROWS.V_STAR, i] = V[VROWS.V, i] - alpha * _block_step(WB, RK, V, i, VROWS.G)
         elif step == STEP_FEM:        # FEM step (never in a contact: blocks.cond_fem_blocks)
             if ti.static(fem > 0):
@@ -294,10 +297,13 @@ def cond_iterate(P: ti.types.ndarray(), blocks: ti.types.ndarray(), V: ti.types.
 
 @ti.kernel
 def cond_finish(V: ti.types.ndarray(), W: ti.types.ndarray(), Cf: ti.types.ndarray(), Ci: ti.types.ndarray(),
-                v_hat: ti.types.ndarray(), lam: ti.types.ndarray(), impulse: ti.types.ndarray(),
-                status: ti.types.ndarray(), n0: ti.i32, nc: ti.i32, scale: float, alpha: float) -> ti.math.vec4:
-    """v̂ = v̂** (real part), λ, impulses (scale·λ, N s) and status; returns the complementarity
-    measures (max |min(J_n v̂ − t, γ λ_n)|, max cone violation, max(|J_n v̂| + |t|), max ‖λ‖)."""
+                v_hat: ti.types.ndarray(), lam: ti.types.ndarray(), sf: ti.types.ndarray(), si: ti.types.ndarray(),
+                Pf: ti.types.ndarray(), Pi: ti.types.ndarray()) -> ti.math.vec4:
+    """v̂ = v̂** (real part), λ, the ContactSet's impulses (scale·λ, N s) and status (``sf`` / ``si``); returns
+    the complementarity measures (max |min(J_n v̂ − t, γ λ_n)|, max cone violation, max(|J_n v̂| + |t|), max ‖λ‖). n0, nc, the
+    impulse scale and the last α from ``Pi`` / ``Pf``."""
+    n0, nc = ITER_I.n0.get(Pi, 0), ITER_I.nc.get(Pi, 0)
+    scale, alpha = ITER_F.impulse_scale.get(Pf, 0), ITER_F.alpha_end.get(Pf, 0)
     for i in range(n0):
         v_hat[i] = V[VROWS.V_STAR, i]
     out = ti.Vector.zero(float, 4)
@@ -335,7 +341,7 @@ def cond_finish(V: ti.types.ndarray(), W: ti.types.ndarray(), Cf: ti.types.ndarr
                 st = 2
             elif ell >= lm[2] * (1.0 - 1e-9):
                 st = 2
-        status[m] = st
+        CONTACT_SET_I.status.put(si, m, st)
         lam[m] = lm
-        impulse[m] = scale * lm
+        CONTACT_SET_F.impulse.put(sf, m, scale * lm)
     return out

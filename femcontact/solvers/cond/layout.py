@@ -29,11 +29,20 @@ ROD_FACTOR = Table("rod_factor", float, [("s_inv", "m6"), ("g", "m6"), ("y", "v6
 # its Chebyshev direction (two buffers: a sweep reads one and writes the other) and residual
 VROWS = Rows("V", "V_PREV", "V_STAR", "G", "G_PREV", "B", "D_ROD", "D_ROD_PREV", "D_FEM", "P_FEM", "P_FEM_B",
              "R_FEM")
-# cond_iterate's scalars (one row each): a float or an int outside [-5, 256] among a kernel's arguments makes
-# quadrants marshal every argument afresh on each launch (docs/PERFORMANCE.md, issue 28), so they travel in
-# these, written through the host view (``HostScalars``). Per iteration: α in (≤ 0: the previous slot's), ν,
-# the ring slot (advanced by the kernel itself); per solve: u, ω, the FEM interval [a, b] and scale c, and
-# the row and contact counts.
+# COND's scalars (one row each): a float or an int outside [-5, 256] among a kernel's arguments makes
+# quadrants marshal every argument afresh on each launch (docs/PERFORMANCE.md, issue 28), so every COND
+# kernel reads them from these, written through the host view (``HostScalars``). Per iteration: α in
+# (≤ 0: the previous slot's), ν, the ring slot (advanced by cond_iterate itself); per solve: u, ω, the FEM
+# interval [a, b] and scale c, the Gershgorin cap of W (``cond_start``), the impulse scale and the last α
+# (``cond_finish``), the virtual gains (``cond_gains``), dt, the default restitution, the recovery and its
+# speed cap (``cond_targets``), W's spectral scale (``cond_scale_rows``); the real row count n0, all virtual
+# nodes nv (the ContactSet's nv_set, then COND's own), the contacts nc, rods, restitution-table rows,
+# midpoint (0/1), warm start (0/1).
 ITER_F = Table("iter_f", float, [("alpha", "s"), ("nu", "s"), ("u", "s"), ("omega", "s"), ("fem_a", "s"),
-                                 ("fem_b", "s"), ("fem_c", "s")])
-ITER_I = Table("iter_i", ti.i32, [("slot", "s"), ("n0", "s"), ("nv", "s"), ("nc", "s"), ("nrods", "s")])
+                                 ("fem_b", "s"), ("fem_c", "s"), ("wcap", "s"), ("impulse_scale", "s"),
+                                 ("alpha_end", "s"), ("gain", "s"), ("rigid_gain", "s"), ("dt", "s"),
+                                 ("restitution", "s"), ("recovery", "s"), ("vrec_max", "s"), ("w_scale", "s")])
+ITER_I = Table("iter_i", ti.i32, [("slot", "s"), ("n0", "s"), ("nv", "s"), ("nc", "s"), ("nrods", "s"),
+                                  ("nv_set", "s"), ("n_rest", "s"), ("midpoint", "s"), ("warm", "s")])
+# which row kinds a model has besides scalar rows (a compile-time template of cond_iterate and cond_gains)
+HAS_BLOCKS, HAS_RODS = 1, 2

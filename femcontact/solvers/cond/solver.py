@@ -26,8 +26,8 @@ from .anderson import AndersonMixer
 from .chebyshev import ChebyshevSchedule
 from .groups import block_tables
 from .iterate import cond_finish, cond_iterate, cond_pattern, cond_start
-from .layout import (CONTACT, CONTACT_NODES, ITER_F, ITER_I, ROD_BLOCKS, ROD_FACTOR, ROD_ROWS, ROD_SLOTS, ROW,
-                     VIRTUAL, VIRTUAL_NODES, VROWS)
+from .layout import (CONTACT, CONTACT_NODES, HAS_BLOCKS, HAS_RODS, ITER_F, ITER_I, ROD_BLOCKS, ROD_FACTOR, ROD_ROWS,
+                     ROD_SLOTS, ROW, VIRTUAL, VIRTUAL_NODES, VROWS)
 from .options import FEM_AUTO_FREE, CondOptions
 from .targets import cond_targets
 from .virtual import cond_compliance_shift, cond_gains, cond_nodalize, cond_pack_virtual
@@ -46,6 +46,7 @@ class CondSolver:
         groups = block_tables(model)
         self.n_rods, self.n_rod_blocks = groups.n_rods, groups.n_rod_blocks
         self._has_blocks = groups.has_blocks
+        self._kinds = HAS_BLOCKS * bool(self._has_blocks) | HAS_RODS * (self.n_rods > 0)   # compile-time switch
         self._blockstep = backend.int_array(groups.step_kind)
         self._claim = backend.int_array(np.zeros(n0, np.int32))      # nodalization (cond_nodalize)
         self._count = backend.int_array(np.zeros(1, np.int32))
@@ -159,7 +160,7 @@ class CondSolver:
         nc, nv = int(contacts.count), int(contacts.n_virtual)
         nvx = self._virtual_nodes(contacts, nc, nv)
         RT = backend.read(self._RT, 2 * nc).reshape(nc, 2)
-        R = backend.read(contacts.frame, nc).astype(np.float64)
+        R = contacts.read("frame")["frame"]
         rows, cols, vals = [], [], []
         for side, sign in ((0, -1.0), (1, 1.0)):
             m = np.flatnonzero(RT[:, side] >= 0)
@@ -229,6 +230,11 @@ class CondSolver:
         c = problem.contacts
         nc, nv = int(c.count), int(c.n_virtual)
         nvx = self._virtual_nodes(c, nc, nv)
+        self._iter_f.set(impulse_scale=float(problem.coef.impulse_scale), dt=float(problem.dt),
+                         gain=float(o.virtual_gain), rigid_gain=float(o.rigid_gain), restitution=float(o.restitution),
+                         recovery=float(o.recovery), vrec_max=float(o.max_recovery_speed),
+                         wcap=step_matrix.W_CAP if o.step == "frobenius" else 1e300)
+        self._iter_i.set(midpoint=int(problem.integrator == "midpoint"), warm=int(bool(o.warm_start)))
         A = problem.A
         self._update_w(A, problem.fixed)
         scale2 = self._setup(problem, nc, nv, nvx)
@@ -239,8 +245,9 @@ class CondSolver:
         while True:
             sched, mixer, it, theta, converged, alpha, shifts = self._passes(A, nvx, nc, vscale, tol, it, alpha,
                                                                              shifts)
-            comp = cond_finish(self.V, self._W, self._Cf, self._Ci, problem.v_hat, self.lam, c.impulse, c.status,
-                               self.n0, nc, float(problem.coef.impulse_scale), alpha)
+            self._iter_f.set(alpha_end=alpha)
+            comp = cond_finish(self.V, self._W, self._Cf, self._Ci, problem.v_hat, self.lam, c.cf, c.ci,
+                               self._iter_f.sync(), self._iter_i.sync())
             if o.momentum_tol is None:
                 break
             e_m = momentum_error(problem)
@@ -280,8 +287,8 @@ class CondSolver:
             it += n_it
             if not converged or shifts >= o.compliance_passes or it >= o.max_iter or not nvx:
                 return sched, mixer, it, theta, converged, alpha, shifts
-            change = float(cond_compliance_shift(self._Cf, self._Ci, self._VNf, self._VNi, self._blockstep, self.n0,
-                                                 nc))
+            change = float(cond_compliance_shift(self._Cf, self._Ci, self._VNf, self._VNi, self._blockstep,
+                                                 self._iter_i.sync()))
             shifts += 1
             if change <= tol * vscale / math.sqrt(self.n0 + nvx):    # below the per-row accuracy
                 return sched, mixer, it, theta, converged, alpha, shifts
@@ -346,7 +353,7 @@ class CondSolver:
         cond_iterate(self._pattern(A), A.blocks, self.V, self._W, self._RK, self._WB, self._Cf, self._Ci,
                      self._VNf, self._VNi, self._rod_start, self._rod_rows, self._F, self._stats,
                      self._iter_f.sync(), self._iter_i.sync(), STRICT if o.operator == "strict" else PROXIMAL,
-                     o.step == "bb", self._has_blocks, self.n_rods > 0, fem)
+                     o.step == "bb", self._kinds, fem)
         self._iter_i.mirror(slot=(slot + 1) % self._check_every)     # the kernel advanced it
 
     def _fem_step_pays(self, fixed, n0: int, nvx: int) -> bool:
@@ -354,7 +361,8 @@ class CondSolver:
         stiffness: most FEM rows free (``FEM_AUTO_FREE``) and no virtual node (a body against a rigid
         body or another FEM body stalls on the real–virtual alternation instead: the gripper's held
         ball took 320 instead of 337 iterations at 1.8× the time per step; docs/COND.md, "FEM step")."""
-        return nvx == 0 and blocks.cond_fem_free_fraction(fixed, self._blockstep, self._claim, n0) >= FEM_AUTO_FREE
+        return nvx == 0 and blocks.cond_fem_free_fraction(fixed, self._blockstep, self._claim,
+                                                          self._iter_i.sync()) >= FEM_AUTO_FREE
 
     def _virtual_nodes(self, c, nc: int, nv: int) -> int:
         """Nodalize (``cond_nodalize``): contact sides on rod rows or on real rows already taken become
@@ -369,9 +377,11 @@ class CondSolver:
         else:
             self._claim.fill(0)
             self._count.fill(0)
-        nx = int(cond_nodalize(c.node_a, c.node_b, self._blockstep, self._claim, self._RT, self._count, self.n0,
-                               nv, nc)) if nc else 0
+        self._iter_i.set(n0=self.n0, nv_set=nv, nc=nc)
+        nx = int(cond_nodalize(c.ci, self._blockstep, self._claim, self._RT, self._count,
+                               self._iter_i.sync())) if nc else 0
         nvx = nv + nx
+        self._iter_i.set(nv=nvx)
         if self.n0 + nvx > self._cap:
             self._alloc(max(self.n0 + nvx, self.n0 + 2 * (self._cap - self.n0)))
         if nvx > self._vcap:
@@ -382,7 +392,9 @@ class CondSolver:
         """A's part of the Frobenius W every ``recycle`` steps, spectrally scaled every SCALE_EVERY."""
         o = self.options
         if self._steps_since_w is None or self._steps_since_w >= o.recycle:
-            step_matrix.cond_weights_base(A.indptr, A.blocks, A.diag, self._tr, self._rs, self._l1, self.n0)
+            self._iter_i.set(n0=self.n0)
+            step_matrix.cond_weights_base(A.indptr, A.blocks, A.diag, self._tr, self._rs, self._l1,
+                                          self._iter_i.sync())
             if o.step == "frobenius":
                 due = self._steps_since_scale is None or self._steps_since_scale >= step_matrix.SCALE_EVERY
                 if due:
@@ -393,7 +405,8 @@ class CondSolver:
                     self.fem_lmax = step_matrix.block_lambda_max(A, fixed, self._blockstep, self._px, self._py,
                                                                  self._pout)
                 if self.w_scale < 1.0:
-                    step_matrix.cond_scale_rows(self._tr, self._blockstep, self.w_scale, self.n0)
+                    self._iter_f.set(w_scale=self.w_scale)
+                    step_matrix.cond_scale_rows(self._tr, self._blockstep, self._iter_f.sync(), self._iter_i.sync())
             self._steps_since_w = 0
         self._steps_since_w += 1
         if self._steps_since_scale is not None:
@@ -407,28 +420,26 @@ class CondSolver:
         if self.n_rods:
             blocks.cond_rod_compliance(A.blocks, fixed, self._rod_start, self._rod_rows, self._rod_slots, self._DL,
                                        self._F, self._CR, self.n_rods, self.n_rod_blocks)
-        cond_pack_virtual(c.vn_node, c.vn_weight, self._RT, self._VNf, self._VNi, nv, nvx, nc)
-        cond_gains(A.blocks, A.diag, self._blockstep, self._pair_slot, self._CR, self._VNf, self._VNi,
-                   nvx, float(o.virtual_gain), float(o.rigid_gain), self._has_blocks, self.n_rods > 0)
+        Pf, Pi = self._iter_f.sync(), self._iter_i.sync()      # the solve's scalars (solve, _virtual_nodes)
+        cond_pack_virtual(c.vn_node, c.vn_weight, self._RT, self._VNf, self._VNi, Pi)
+        cond_gains(A.blocks, A.diag, self._blockstep, self._pair_slot, self._CR, self._VNf, self._VNi, Pf, Pi,
+                   self._kinds)
         step_matrix.cond_coupling(self._tr, self._rs, self._l1, self._tr2, self._rs2, self._l12, self._VNf,
-                                  self._VNi, n0, nvx)
+                                  self._VNi, Pi)
         if self._has_blocks:
             blocks.cond_block_diagonal(A.blocks, A.diag, self._blockstep, self._pair_slot, self._WB, self._VNf,
-                                       self._VNi, n0, nvx)
-        wcap = step_matrix.W_CAP if o.step == "frobenius" else 1e300
+                                       self._VNi, Pi)
         scale2 = cond_start(A.blocks, A.diag, problem.b, fixed, problem.v_hat, self._blockstep, self._l1, self._tr2,
-                            self._rs2, self._l12, self.V, self._W, self._RK, self._VNf, self._VNi, n0, nvx,
-                            int(bool(o.warm_start)), wcap)
+                            self._rs2, self._l12, self.V, self._W, self._RK, self._VNf, self._VNi, Pf, Pi)
         if self._has_blocks:
-            blocks.cond_block_inverses(fixed, self._blockstep, self._WB, self._RK, n0)
+            blocks.cond_block_inverses(fixed, self._blockstep, self._WB, self._RK, Pi)
         self.fem_rows = 0
         if self._fem and self.fem_lmax and (not self._fem_auto or self._fem_step_pays(fixed, n0, nvx)):
             self.fem_rows = int(blocks.cond_fem_blocks(A.blocks, A.diag, fixed, self._blockstep, self._claim, self._WB,
-                                                       self._RK, self._VNf, self._VNi, n0, nvx))
-        cond_targets(problem.state.v, c.vn_node, c.vn_weight, c.node_a, c.node_b, c.frame, c.phi, c.v_world,
-                     c.v_anchor, c.mu, c.param, rest, self._RT, self._Cf, self._Ci, n0, nc, n_rest,
-                     int(problem.integrator == "midpoint"),
-                     float(problem.dt), float(o.restitution), float(o.recovery), float(o.max_recovery_speed))
+                                                       self._RK, self._VNf, self._VNi, Pi))
+        self._iter_i.set(n_rest=n_rest)
+        cond_targets(problem.state.v, c.vn_node, c.vn_weight, c.cf, c.ci, rest, self._RT, self._Cf, self._Ci, Pf,
+                     self._iter_i.sync())
         if self.n_rods:
             blocks.cond_rod_factor(A.blocks, fixed, self._VNf, self._VNi, self._rod_start, self._rod_rows,
                                    self._rod_pos, self._rod_slots, self._DL, self._F, nvx, self.n_rods,

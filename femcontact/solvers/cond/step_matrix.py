@@ -19,7 +19,7 @@ from ...backend import ti
 from ... import backend
 from ...math.smallmat import inv3, mTm, mv
 from .groups import KIND_SCALAR
-from .layout import VIRTUAL, VIRTUAL_NODES
+from .layout import ITER_F, ITER_I, VIRTUAL, VIRTUAL_NODES
 
 POWER_STEPS = 16      # power iterations for λ_max(W_F A) ...
 SCALE_EVERY = 25      # ... every this many steps (W_F A's spectrum moves little between steps)
@@ -40,10 +40,11 @@ def inf_norm(M: ti.math.mat3) -> float:
 
 @ti.kernel
 def cond_weights_base(indptr: ti.types.ndarray(), blocks: ti.types.ndarray(), diag: ti.types.ndarray(),
-                      tr: ti.types.ndarray(), rs: ti.types.ndarray(), l1: ti.types.ndarray(), n: ti.i32):
+                      tr: ti.types.ndarray(), rs: ti.types.ndarray(), l1: ti.types.ndarray(),
+                      Pi: ti.types.ndarray()):
     """A's part of the Frobenius rule, tr(A_ii) and Σ_j ‖A_ij‖_F², and the Gershgorin row bound
-    Σ_j ‖A_ij‖_∞ (≥ every scalar row's Σ |a_rc| of the block row)."""
-    for i in range(n):
+    Σ_j ‖A_ij‖_∞ (≥ every scalar row's Σ |a_rc| of the block row), on the n0 rows (``Pi``)."""
+    for i in range(ITER_I.n0.get(Pi, 0)):
         s = 0.0
         g = 0.0
         for k in range(indptr[i], indptr[i + 1]):
@@ -143,9 +144,10 @@ def _rayleigh_power(step, x, y, out) -> "float | None":
 
 
 @ti.kernel
-def cond_scale_rows(tr: ti.types.ndarray(), kind: ti.types.ndarray(), s: float, n: ti.i32):
-    """tr_i *= s on the scalar-step rows (W_F = s·tr/rs)."""
-    for i in range(n):
+def cond_scale_rows(tr: ti.types.ndarray(), kind: ti.types.ndarray(), Pf: ti.types.ndarray(), Pi: ti.types.ndarray()):
+    """tr_i *= s on the scalar-step rows (W_F = s·tr/rs; s: ``Pf``'s w_scale)."""
+    s = ITER_F.w_scale.get(Pf, 0)
+    for i in range(ITER_I.n0.get(Pi, 0)):
         if kind[i] == KIND_SCALAR:
             tr[i] *= s
 
@@ -161,9 +163,10 @@ def spectral_scale(A, fixed, kind, tr, rs, x, y, out) -> float:
 @ti.kernel
 def cond_coupling(tr: ti.types.ndarray(), rs: ti.types.ndarray(), l1: ti.types.ndarray(), tr2: ti.types.ndarray(),
                   rs2: ti.types.ndarray(), l12: ti.types.ndarray(), VNf: ti.types.ndarray(), VNi: ti.types.ndarray(),
-                  n0: ti.i32, nvx: ti.i32):
+                  Pi: ti.types.ndarray()):
     """tr2, rs2, l12: the Frobenius and Gershgorin row sums of Ã = A + Σ k_v J_vᵀJ_v (eq. 15), the
     coupling's blocks added to the real rows they touch (cross terms of a modified diagonal block dropped)."""
+    n0, nvx = ITER_I.n0.get(Pi, 0), ITER_I.nv.get(Pi, 0)
     for i in range(n0):
         tr2[i] = tr[i]
         rs2[i] = rs[i]

@@ -16,22 +16,9 @@ import numpy as np
 from ...backend import ti
 from ...math.smallmat import mv
 
-from .layout import CONTACT, CONTACT_NODES
-
-
-@ti.func
-def side_velocity(node, n0, vn_node: ti.template(), vn_weight: ti.template(), v: ti.template(), world):
-    """Velocity of one side of a contact: a real node's v, a virtual node's J_v v, or ``world`` (node -1)."""
-    out = world
-    if node >= n0:
-        out = ti.Vector.zero(float, 3)
-        for k in range(4):
-            j = vn_node[node - n0][k]
-            if j >= 0:
-                out += mv(vn_weight[node - n0, k], v[j])
-    elif node >= 0:
-        out = v[node]
-    return out
+from ...contact.emit import side_velocity
+from ...contact.schema import CONTACT_SET_F as SF, CONTACT_SET_I as SI
+from .layout import CONTACT, CONTACT_NODES, ITER_F, ITER_I
 
 
 @ti.func
@@ -66,36 +53,38 @@ def normal_targets(phi, vnk, e, dt: float, recovery: float, vrec_max: float, mid
 
 @ti.kernel
 def cond_targets(v_old: ti.types.ndarray(), vn_node: ti.types.ndarray(), vn_weight: ti.types.ndarray(),
-                 node_a: ti.types.ndarray(), node_b: ti.types.ndarray(), frame: ti.types.ndarray(),
-                 phi: ti.types.ndarray(), v_world: ti.types.ndarray(), v_anchor: ti.types.ndarray(),
-                 mu: ti.types.ndarray(), param: ti.types.ndarray(), rest_table: ti.types.ndarray(), RT: ti.types.ndarray(),
-                 Cf: ti.types.ndarray(), Ci: ti.types.ndarray(), n0: ti.i32, nc: ti.i32, n_rest: ti.i32,
-                 midpoint: ti.i32, dt: float, e_default: float, recovery: float, vrec_max: float):
+                 sf: ti.types.ndarray(), si: ti.types.ndarray(), rest_table: ti.types.ndarray(), RT: ti.types.ndarray(),
+                 Cf: ti.types.ndarray(), Ci: ti.types.ndarray(), Pf: ti.types.ndarray(), Pi: ti.types.ndarray()):
     """CONTACT rows of this step: frame, μ, φ̃ = −t_m, world velocity, λ = 0, the (nodalized) nodes and
-    the tangential bias (the stiction anchor's R v_anchor, and −½ J_t v_k under the midpoint rule). e per contact
-    from the contact-parameter table's restitution column (NaN: default)."""
+    the tangential bias (the stiction anchor's R v_anchor, and −½ J_t v_k under the midpoint rule) from the
+    ContactSet's tables ``sf`` / ``si``. e per contact from the contact-parameter table's restitution column
+    (NaN: default). Scalars from ``Pf`` / ``Pi`` (``layout.ITER_F`` / ``ITER_I``)."""
+    n0, nc, n_rest = ITER_I.n0.get(Pi, 0), ITER_I.nc.get(Pi, 0), ITER_I.n_rest.get(Pi, 0)
+    midpoint, dt, e_default = ITER_I.midpoint.get(Pi, 0), ITER_F.dt.get(Pf, 0), ITER_F.restitution.get(Pf, 0)
+    recovery, vrec_max = ITER_F.recovery.get(Pf, 0), ITER_F.vrec_max.get(Pf, 0)
     for m in range(nc):
-        R = frame[m]
-        vb = side_velocity(node_b[m], n0, vn_node, vn_weight, v_old, ti.Vector.zero(float, 3))
-        va = side_velocity(node_a[m], n0, vn_node, vn_weight, v_old, v_world[m])
+        R = SF.frame.get(sf, m)
+        vw = SF.v_world.get(sf, m)
+        vb = side_velocity(SI.node_b.get(si, m), n0, vn_node, vn_weight, v_old, ti.Vector.zero(float, 3))
+        va = side_velocity(SI.node_a.get(si, m), n0, vn_node, vn_weight, v_old, vw)
         vck = mv(R, vb - va)
         e = e_default
-        p = param[m]
+        p = SI.param.get(si, m)
         if p >= 0 and p < n_rest:
             r = rest_table[p]
             if r == r:  # not NaN
                 e = ti.min(ti.max(r, 0.0), 1.0)
-        t = normal_target(phi[m], vck[2], e, dt, recovery, vrec_max, midpoint)
+        t = normal_target(SF.phi.get(sf, m), vck[2], e, dt, recovery, vrec_max, midpoint)
         CONTACT.frame.put(Cf, m, R)
-        CONTACT.mu.put_at(Cf, m, 0, mu[m][0])
-        CONTACT.mu.put_at(Cf, m, 1, mu[m][1])
+        CONTACT.mu.put_at(Cf, m, 0, SF.mu.at(sf, m, 0))
+        CONTACT.mu.put_at(Cf, m, 1, SF.mu.at(sf, m, 1))
         CONTACT.phi_tilde.put(Cf, m, -t)
-        CONTACT.v_world.put(Cf, m, v_world[m])
+        CONTACT.v_world.put(Cf, m, vw)
         CONTACT.lam.put(Cf, m, ti.Vector.zero(float, 3))
         CONTACT.lam_shift.put(Cf, m, ti.Vector.zero(float, 3))
         CONTACT_NODES.node.put_at(Ci, m, 0, RT[2 * m])
         CONTACT_NODES.node.put_at(Ci, m, 1, RT[2 * m + 1])
-        anchor = mv(R, v_anchor[m])
+        anchor = mv(R, SF.v_anchor.get(sf, m))
         bias = ti.Vector([anchor[0], anchor[1]])
         if midpoint != 0:
             bias -= 0.5 * ti.Vector([vck[0], vck[1]])

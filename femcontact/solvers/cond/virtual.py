@@ -14,7 +14,8 @@ velocity, not on the virtual node's (docs/COND.md, "Damper compliance").
 from ...backend import ti
 from ...math.smallmat import inv3, mm, mmT, mTm
 from .groups import KIND_RIGID_LIN, KIND_ROD, KIND_SPIN
-from .layout import CONTACT, CONTACT_NODES, VIRTUAL, VIRTUAL_NODES
+from ...contact.schema import CONTACT_SET_I
+from .layout import CONTACT, CONTACT_NODES, HAS_BLOCKS, HAS_RODS, ITER_F, ITER_I, VIRTUAL, VIRTUAL_NODES
 
 
 @ti.func
@@ -32,28 +33,32 @@ def _route(node, kind: ti.template(), claim: ti.template(), RT: ti.template(), c
 
 
 @ti.kernel
-def cond_nodalize(node_a: ti.types.ndarray(), node_b: ti.types.ndarray(), kind: ti.types.ndarray(),
-                  claim: ti.types.ndarray(), RT: ti.types.ndarray(), count: ti.types.ndarray(), n0: ti.i32,
-                  nv: ti.i32, nc: ti.i32) -> ti.i32:
+def cond_nodalize(si: ti.types.ndarray(), kind: ti.types.ndarray(),
+                  claim: ti.types.ndarray(), RT: ti.types.ndarray(), count: ti.types.ndarray(),
+                  Pi: ti.types.ndarray()) -> ti.i32:
     """COND's nodalization (Prop. 2): RT[2m + s] = the node side s (a, b) of contact m acts on, so that
     no node, real or virtual, is in two contacts and no contact touches a rod (block-step) row; the
     contacts with the world claim their node first. ``claim`` (n0) and ``count`` (1) start at zero.
+    n0, the ContactSet's nv and nc from ``Pi`` (``layout.ITER_I``).
     Returns the number of extra virtual nodes."""
+    n0, nv, nc = ITER_I.n0.get(Pi, 0), ITER_I.nv_set.get(Pi, 0), ITER_I.nc.get(Pi, 0)
     for m in range(nc):
-        if node_a[m] < 0:
-            RT[2 * m] = node_a[m]
-            RT[2 * m + 1] = _route(node_b[m], kind, claim, RT, count, n0, nv, nc)
+        if CONTACT_SET_I.node_a.get(si, m) < 0:
+            RT[2 * m] = CONTACT_SET_I.node_a.get(si, m)
+            RT[2 * m + 1] = _route(CONTACT_SET_I.node_b.get(si, m), kind, claim, RT, count, n0, nv, nc)
     for m in range(nc):
-        if node_a[m] >= 0:
-            RT[2 * m] = _route(node_a[m], kind, claim, RT, count, n0, nv, nc)
-            RT[2 * m + 1] = _route(node_b[m], kind, claim, RT, count, n0, nv, nc)
+        if CONTACT_SET_I.node_a.get(si, m) >= 0:
+            RT[2 * m] = _route(CONTACT_SET_I.node_a.get(si, m), kind, claim, RT, count, n0, nv, nc)
+            RT[2 * m + 1] = _route(CONTACT_SET_I.node_b.get(si, m), kind, claim, RT, count, n0, nv, nc)
     return count[0]
 
 
 @ti.kernel
 def cond_pack_virtual(vn_node: ti.types.ndarray(), vn_weight: ti.types.ndarray(), RT: ti.types.ndarray(),
-                      VNf: ti.types.ndarray(), VNi: ti.types.ndarray(), nv: ti.i32, nvx: ti.i32, nc: ti.i32):
-    """VIRTUAL tables of this step: the ContactSet's virtual nodes q < nv, then COND's own (``cond_nodalize``)."""
+                      VNf: ti.types.ndarray(), VNi: ti.types.ndarray(), Pi: ti.types.ndarray()):
+    """VIRTUAL tables of this step: the ContactSet's virtual nodes q < nv, then COND's own (``cond_nodalize``),
+    nvx in all (``Pi``)."""
+    nv, nvx, nc = ITER_I.nv_set.get(Pi, 0), ITER_I.nv.get(Pi, 0), ITER_I.nc.get(Pi, 0)
     for q in range(nvx):
         for k in range(4):
             j = -1
@@ -88,11 +93,11 @@ def _rigid_compliance(blocks: ti.template(), diag: ti.template(), pair_slot: ti.
 @ti.kernel
 def cond_gains(blocks: ti.types.ndarray(), diag: ti.types.ndarray(), kind: ti.types.ndarray(),
                pair_slot: ti.types.ndarray(), CR: ti.types.ndarray(), VNf: ti.types.ndarray(),
-               VNi: ti.types.ndarray(), nvx: ti.i32, gain: float,
-               rigid_gain: float, has_blocks: ti.template(), rods: ti.template()):
-    """k_v of every virtual node into the VIRTUAL table.
-    ``has_blocks`` / ``rods``: the model has spin or rigid block rows / rod rows (their rules are
-    compiled only then)."""
+               VNi: ti.types.ndarray(), Pf: ti.types.ndarray(), Pi: ti.types.ndarray(), kinds: ti.template()):
+    """k_v of every virtual node into the VIRTUAL table (nvx, the gains from ``Pi`` / ``Pf``).
+    ``kinds``: the model's spin or rigid block rows (``HAS_BLOCKS``) / rod rows (``HAS_RODS``): their rules
+    are compiled only then."""
+    nvx, gain, rigid_gain = ITER_I.nv.get(Pi, 0), ITER_F.gain.get(Pf, 0), ITER_F.rigid_gain.get(Pf, 0)
     for q in range(nvx):
         inv_m = 0.0
         for k in range(4):
@@ -100,11 +105,11 @@ def cond_gains(blocks: ti.types.ndarray(), diag: ti.types.ndarray(), kind: ti.ty
             if j >= 0:
                 Wk = VIRTUAL.weight.at(VNf, q, k)
                 rule = 0
-                if ti.static(rods):
+                if ti.static(kinds & HAS_RODS):
                     if CR[j].trace() > 0.0:     # a free rod row: the rod's own 3x3 compliance (blocks.py)
                         rule = 1
                         inv_m += mmT(mm(Wk, CR[j]), Wk).trace() / 3.0
-                if ti.static(has_blocks):
+                if ti.static(kinds & HAS_BLOCKS):
                     if rule == 0 and kind[j] == KIND_SPIN:    # a rotational block: its exact 3x3 compliance
                         rule = 1
                         inv_m += mmT(mm(Wk, inv3(blocks[diag[j]])), Wk).trace() / 3.0
@@ -114,7 +119,7 @@ def cond_gains(blocks: ti.types.ndarray(), diag: ti.types.ndarray(), kind: ti.ty
         kv = 0.0
         if inv_m > 0.0:
             kv = gain / inv_m
-            if ti.static(has_blocks):
+            if ti.static(kinds & HAS_BLOCKS):
                 j0 = VIRTUAL_NODES.node.at(VNi, q, 0)
                 if kind[j0] == KIND_RIGID_LIN and VIRTUAL_NODES.node.at(VNi, q, 1) == j0 + 1:
                     # a point on a rigid body: compliance from the 6x6 block (not the trace rule, which a
@@ -127,7 +132,7 @@ def cond_gains(blocks: ti.types.ndarray(), diag: ti.types.ndarray(), kind: ti.ty
 
 @ti.kernel
 def cond_compliance_shift(Cf: ti.types.ndarray(), Ci: ti.types.ndarray(), VNf: ti.types.ndarray(),
-                          VNi: ti.types.ndarray(), kind: ti.types.ndarray(), n0: ti.i32, nc: ti.i32) -> float:
+                          VNi: ti.types.ndarray(), kind: ti.types.ndarray(), Pi: ti.types.ndarray()) -> float:
     """At a converged iterate a virtual node moves at ``J_v v̂ + f/k_v`` (its damper carries the contact
     force f), so the contact law holds on ``u`` while the bodies' own points move at
     ``u − c_m λ``, ``c_m = Σ_sides 1/k_v`` over the sides that are points of rigid bodies. Shift the
@@ -135,6 +140,7 @@ def cond_compliance_shift(Cf: ti.types.ndarray(), Ci: ti.types.ndarray(), VNf: t
     fixed point of repeated shifts the law holds on the bodies' velocity. Deformable sides are left
     alone (docs/COND.md: on a stack of soft cubes the shifted iteration stopped converging). Returns
     max ``c_m ‖λ − λ_shift‖`` (m/s: the largest target change)."""
+    n0, nc = ITER_I.n0.get(Pi, 0), ITER_I.nc.get(Pi, 0)
     change = 0.0
     for m in range(nc):
         c = 0.0
