@@ -261,7 +261,10 @@ class CondSolver:
         or "diverged" (a non-finite θ)."""
         o = self.options
         if int(problem.contacts.count) == 0 and o.contact_free == "linear":
-            return solve_without_contacts(problem)
+            lin = solve_without_contacts(problem)
+            return SolveStats(lin.iterations, lin.residual, lin.converged,
+                              {"stop": "converged" if lin.converged else "cap", "momentum_error": momentum_error(problem),
+                               "linear": True})
         t_start = time.perf_counter()
         c = problem.contacts
         nc, nv = int(c.count), int(c.n_virtual)
