@@ -2,10 +2,10 @@
 
 ``solve`` = set up the step (virtual nodes and gains, W, block steps, start values, normal
 targets), iterate (``cond_iterate`` with Anderson mixing or under the Chebyshev schedule) until
-the relative step norm ``θ = ‖v̂ˡ⁺¹ − v̂ˡ‖ / max(‖v̂ˡ⁺¹‖, ‖D⁻¹b‖) < tol``, shift the targets by
-the virtual dampers' compliance and iterate again (``compliance_passes``), finish (v̂ = v̂**, λ,
-impulses, status), evaluate SAP eq. 32's e_m and, while it is above ``momentum_tol``, go on with a
-tighter tol (the same acceleration run continued).
+the relative step norm ``θ = ‖v̂ˡ⁺¹ − v̂ˡ‖ / max(‖v̂ˡ⁺¹‖, ‖D⁻¹b‖) < tol``,
+finish (v̂ = v̂**, λ, impulses, status), evaluate SAP eq. 32's e_m and, while it is above
+``momentum_tol``, go on with a tighter tol (the same acceleration run continued); then shift the
+targets by the virtual dampers' compliance and solve again (``compliance_passes``).
 ``memory()`` / ``restore()`` carry everything that one solve hands to the next.
 """
 import math
@@ -257,7 +257,9 @@ class CondSolver:
 
         Stop (docs/COND.md, "Residual and stopping"): the answer's SAP eq. 32 momentum error e_m at most
         ``momentum_tol``, checked each time θ falls below the inner tol (then tightened from the e_m
-        found); ``extra["stop"]`` says how the solve ended: "converged", "cap" (``max_iter`` reached)
+        found); an answer that meets it has its targets shifted by the virtual dampers' compliance
+        and is solved again, up to ``compliance_passes`` times; ``extra["stop"]`` says how the solve
+        ended: "converged", "cap" (``max_iter`` reached)
         or "diverged" (a non-finite θ)."""
         o = self.options
         if int(problem.contacts.count) == 0 and o.contact_free == "linear":
@@ -280,17 +282,32 @@ class CondSolver:
         if target is not None and self._em_ratio is not None:     # the θ the last solve's e_m/θ predicts
             tol = min(tol, EM_MARGIN * target / self._em_ratio)
         while True:
-            self._passes(A, nvx, nc, vscale, tol, p)
+            if p.shifted:                   # the targets moved since the run began: a new run
+                p.restart(*self._accelerators(nvx))
+            self._iterate(A, nvx, nc, vscale, p, tol)
             comp = cond_finish(self.V, self._W, self._Cf, self._Ci, problem.v_hat, self.lam, c.impulse, c.status,
                                self.n0, nc, float(problem.coef.impulse_scale), p.alpha)
             e_m = momentum_error(problem)
             checks += 1
             if p.converged and p.theta > 0.0:
                 self._em_ratio = e_m / p.theta
-            if target is None or e_m <= target or not p.converged or p.it >= o.max_iter:
+            if not p.converged or p.it >= o.max_iter:
                 break
-            # θ < tol but e_m above its tolerance: go on from here with the θ that e_m/θ predicts
-            tol *= min(max(EM_MARGIN * target / e_m, EM_MIN_FACTOR), EM_MARGIN)
+            if target is not None and e_m > target:
+                # θ < tol but e_m above its tolerance: go on from here with the θ that e_m/θ predicts
+                tol *= min(max(EM_MARGIN * target / e_m, EM_MIN_FACTOR), EM_MARGIN)
+                continue
+            if p.shifts >= o.compliance_passes or not nvx:
+                break
+            # an accurate answer: shift the targets by the virtual dampers' compliance and solve again
+            # (a shift from a loose answer leaves its error in the targets), unless the shift is below
+            # the per-row accuracy (θ's scale: the velocity scale, or 1 m/s for the absolute θ)
+            change = float(cond_compliance_shift(self._Cf, self._Ci, self._VNf, self._VNi, self._blockstep, self.n0,
+                                                 nc))
+            p.shifts += 1
+            p.shifted = True
+            if change <= tol * (vscale or 1.0) / math.sqrt(self.n0 + nvx):
+                break
         converged = p.converged and math.isfinite(p.theta) and (target is None or e_m <= target)
         stop = "converged" if converged else "diverged" if not math.isfinite(p.theta) else "cap"
         loop_s = time.perf_counter() - t_loop
@@ -316,25 +333,6 @@ class CondSolver:
         sched = make_schedule(o.acceleration, o.chebyshev_schedule, o.chebyshev_start, o.rho,
                               o.rho_adapt and o.step == "frobenius", self._rho_prev)
         return sched, self._anderson(nvx)
-
-    def _passes(self, A, nvx: int, nc: int, vscale: float, tol: float, p: "_Progress") -> None:
-        """Iterate to θ < tol (going on from ``p``), then shift the targets by the virtual dampers'
-        compliance and iterate again, up to ``compliance_passes`` times; a shift starts a new
-        acceleration run (the map changed)."""
-        o = self.options
-        while True:
-            if p.shifted:                   # the targets moved since the run began: a new run
-                p.restart(*self._accelerators(nvx))
-            self._iterate(A, nvx, nc, vscale, p, tol)
-            if not p.converged or p.shifts >= o.compliance_passes or p.it >= o.max_iter or not nvx:
-                return
-            change = float(cond_compliance_shift(self._Cf, self._Ci, self._VNf, self._VNi, self._blockstep, self.n0,
-                                                 nc))
-            p.shifts += 1
-            p.shifted = True
-            # below the per-row accuracy: done (θ's scale: the velocity scale, or 1 m/s for the absolute θ)
-            if change <= tol * (vscale or 1.0) / math.sqrt(self.n0 + nvx):
-                return
 
     def _iterate(self, A, nvx: int, nc: int, vscale: float, p: "_Progress", tol: float) -> None:
         """Iterate until θ < tol or ``max_iter`` iterations in all, going on from ``p`` (updated).
