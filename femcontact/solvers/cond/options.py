@@ -51,6 +51,12 @@ THETA_NORMS = ("relative", "absolute")
 F32_TOL_FLOOR = 1e-6
 
 
+def default_tol(acceleration: str) -> float:
+    """The θ threshold ``tol`` defaults to under ``acceleration`` (floored in float32)."""
+    tol = DEFAULT_TOL[acceleration]
+    return max(tol, F32_TOL_FLOOR) if backend.ensure_init()["precision"] == "f32" else tol
+
+
 @dataclass
 class CondOptions:
     operator: str = "strict"
@@ -152,9 +158,7 @@ class CondOptions:
             num("rho", 0.0, 1.0, lo_open=True, hi_open=True)
         num("under_relaxation", 0.0, 1.0, lo_open=True)
         if self.tol is None:
-            self.tol = DEFAULT_TOL[self.acceleration]
-            if backend.ensure_init()["precision"] == "f32":
-                self.tol = max(self.tol, F32_TOL_FLOOR)
+            self.tol = default_tol(self.acceleration)
         num("tol", 0.0, lo_open=True)
         if self.momentum_tol is not None:
             num("momentum_tol", 0.0, lo_open=True)

@@ -29,7 +29,7 @@ from .groups import block_tables
 from .iterate import cond_finish, cond_iterate, cond_pattern, cond_start
 from .layout import (CONTACT, CONTACT_NODES, ITER_F, ITER_I, ROD_BLOCKS, ROD_FACTOR, ROD_ROWS, ROD_SLOTS, ROW,
                      VIRTUAL, VIRTUAL_NODES, VROWS, HostScalars)
-from .options import FEM_AUTO_FREE, CondOptions
+from .options import FEM_AUTO_FREE, CondOptions, default_tol
 from .targets import cond_targets
 from .virtual import cond_compliance_shift, cond_gains, cond_nodalize, cond_pack_virtual
 
@@ -257,8 +257,8 @@ class CondSolver:
 
         Stop (docs/COND.md, "Residual and stopping"): the answer's SAP eq. 32 momentum error e_m at most
         ``momentum_tol``, checked each time θ falls below the inner tol (then tightened from the e_m
-        found); an answer that meets it has its targets shifted by the virtual dampers' compliance
-        and is solved again, up to ``compliance_passes`` times; ``extra["stop"]`` says how the solve
+        found); an answer that meets it (or whose θ is below the default tol) has its targets shifted
+        by the virtual dampers' compliance and is solved again, up to ``compliance_passes`` times; ``extra["stop"]`` says how the solve
         ended: "converged", "cap" (``max_iter`` reached)
         or "diverged" (a non-finite θ)."""
         o = self.options
@@ -279,6 +279,7 @@ class CondSolver:
         t_loop = time.perf_counter()
         p = _Progress(*self._accelerators(nvx))
         tol, target, checks = o.tol, o.momentum_tol, 0
+        shift_tol = min(o.tol, default_tol(o.acceleration))       # θ at which a shift need not wait for e_m
         if target is not None and self._em_ratio is not None:     # the θ the last solve's e_m/θ predicts
             tol = min(tol, EM_MARGIN * target / self._em_ratio)
         while True:
@@ -293,14 +294,17 @@ class CondSolver:
                 self._em_ratio = e_m / p.theta
             if not p.converged or p.it >= o.max_iter:
                 break
-            if target is not None and e_m > target:
+            shift = p.shifts < o.compliance_passes and nvx > 0
+            if target is not None and e_m > target and not (shift and tol <= shift_tol):
                 # θ < tol but e_m above its tolerance: go on from here with the θ that e_m/θ predicts
                 tol *= min(max(EM_MARGIN * target / e_m, EM_MIN_FACTOR), EM_MARGIN)
                 continue
-            if p.shifts >= o.compliance_passes or not nvx:
+            if not shift:
                 break
-            # an accurate answer: shift the targets by the virtual dampers' compliance and solve again
-            # (a shift from a loose answer leaves its error in the targets), unless the shift is below
+            # an answer that meets e_m, or θ below the acceleration's default tol: shift the targets by
+            # the virtual dampers' compliance and solve again (a shift from a loose answer leaves its
+            # error in the targets; on the gripper's stalled steps shifting at the default tol ended
+            # at a lower e_m than holding the shifts back until e_m was met), unless the shift is below
             # the per-row accuracy (θ's scale: the velocity scale, or 1 m/s for the absolute θ)
             change = float(cond_compliance_shift(self._Cf, self._Ci, self._VNf, self._VNi, self._blockstep, self.n0,
                                                  nc))
