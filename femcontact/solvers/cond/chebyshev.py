@@ -25,6 +25,11 @@ ADAPT_MARGIN = 1.5         # adapted ϱ = 1 − margin (1 − x): below the esti
 RHO_DECAY = 1.25           # the recycled ϱ starts a step at 1 − decay (1 − ϱ_prev)
 
 
+def chebyshev_weight(first: bool, rho: float, nu: float) -> float:
+    """Alg. 3 line 8: ν = 2/(2 − ϱ²) on the first accelerated iteration, else 4/(4 − ϱ² ν_prev)."""
+    return 2.0 / (2.0 - rho * rho) if first else 4.0 / (4.0 - rho * rho * nu)
+
+
 class ChebyshevSchedule:
     """ν and ϱ for one solve.
 
@@ -58,10 +63,8 @@ class ChebyshevSchedule:
         rho = self.rho
         if not self.enabled or rho is None or l < self.accel_from:
             self.nu = 1.0
-        elif l == self.accel_from:
-            self.nu = 2.0 / (2.0 - rho * rho)
         else:
-            self.nu = 4.0 / (4.0 - rho * rho * self.nu)
+            self.nu = chebyshev_weight(l == self.accel_from, rho, self.nu)
         return self.nu
 
     def may_stop(self, l: int) -> bool:
@@ -150,12 +153,7 @@ class PaperChebyshevSchedule:
 
     def weight(self, l: int) -> float:
         rho = 0.0 if self.rho is None else self.rho
-        if l < self.start:
-            self.nu = 1.0
-        elif l == self.start:
-            self.nu = 2.0 / (2.0 - rho * rho)
-        else:
-            self.nu = 4.0 / (4.0 - rho * rho * self.nu)
+        self.nu = 1.0 if l < self.start else chebyshev_weight(l == self.start, rho, self.nu)
         return self.nu
 
     def may_stop(self, l: int) -> bool:
