@@ -258,9 +258,9 @@ class CondSolver:
         Stop (docs/COND.md, "Residual and stopping"): the answer's SAP eq. 32 momentum error e_m at most
         ``momentum_tol``, checked each time θ falls below the inner tol (then tightened from the e_m
         found); an answer that meets it (or whose θ is below the default tol) has its targets shifted
-        by the virtual dampers' compliance and is solved again, up to ``compliance_passes`` times; ``extra["stop"]`` says how the solve
-        ended: "converged", "cap" (``max_iter`` reached)
-        or "diverged" (a non-finite θ)."""
+        by the virtual dampers' compliance and is solved again, up to ``compliance_passes`` times.
+        ``extra["stop"]`` says how the solve ended: "converged", "cap" (``max_iter`` reached) or
+        "diverged" (a non-finite θ)."""
         o = self.options
         if int(problem.contacts.count) == 0 and o.contact_free == "linear":
             return solve_without_contacts(problem)      # the step's linear solve: its own residual, no e_m
