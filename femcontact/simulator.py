@@ -51,6 +51,7 @@ class StepStats:
     ms_solve: float = 0.0
     ms_total: float = 0.0
     e_m: Optional[float] = None  # the contact solver's final momentum error (SAP eq. 32), where it reports one
+    converged: bool = True      # the solve met its stop (False: e.g. COND at max_iter, SolveStats.extra["stop"])
 
 
 @dataclass
@@ -360,7 +361,8 @@ class Simulator:
         self.timers["detection"] += t1b - t1
         self.timers["solve"] += t2 - t1b
         st = StepStats(s.step, s.time, lin.iterations, lin.residual, n_contacts, 1e3 * (t1b - t1),
-                       1e3 * (t1 - t0), 1e3 * (t2 - t1b), 1e3 * (t3 - t0), getattr(lin, "extra", {}).get("momentum_error"))
+                       1e3 * (t1 - t0), 1e3 * (t2 - t1b), 1e3 * (t3 - t0), getattr(lin, "extra", {}).get("momentum_error"),
+                       bool(lin.converged))
         self.last_solve = lin
         self.stats.append(st)
         return st

@@ -107,3 +107,28 @@ def test_quick_pgs_convergence_history(quick):
     t = {r["solver"]: r for r in rows(quick / "pgs_convergence.csv")}
     assert float(t["pgs"]["iterations"]) == len(pgs) and float(t["cond"]["iterations"]) == len(cond)
     assert float(t["pgs"]["residual_last"]) == pytest.approx(pgs[-1])
+
+
+def test_bad_rows_option_is_a_clear_error(capsys, tmp_path):
+    assert main(["bench", "--rows", "mat_drag/13", "--out", str(tmp_path)]) == 1
+    assert "unknown Table I row 'mat_drag/13'" in capsys.readouterr().err
+
+
+def test_quick_accuracy_table_holds_each_rule_to_its_e_m(tmp_path):
+    """``--table accuracy``: COND on a Table I row under each stop rule; the e_m rules' steps end at
+    or below their tolerance (unless at the cap, which ``converged`` shows), a tighter tolerance costs
+    more iterations, and the paper's absolute-θ rule reports the e_m it reached."""
+    from femcontact.bench.run import ACCURACY_RULES
+
+    assert main(["bench", "--quick", "--table", "accuracy", "--out", str(tmp_path), "--no-progress",
+                 "--no-plots"]) == 0
+    t = {r["rule"]: r for r in rows(tmp_path / "accuracy.csv")}
+    assert list(t) == [label for label, _ in ACCURACY_RULES]
+    for label, options in ACCURACY_RULES:
+        r = t[label]
+        assert int(r["dof"]) == mat_dofs(6) and float(r["iterations"]) >= 1 and float(r["e_m"]) > 0
+        tol = options.get("momentum_tol", 1e-4)
+        if tol is not None and float(r["converged"]) == 1.0:
+            assert float(r["e_m_max"]) <= tol, label
+    for acc in ("anderson", "paper chebyshev"):
+        assert float(t[f"{acc}, e_m ≤ 1e-6"]["iterations"]) > float(t[f"{acc}, e_m ≤ 1e-3"]["iterations"])

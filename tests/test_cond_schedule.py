@@ -110,6 +110,30 @@ def test_stall_after_adaptation_backs_off():
     assert s.ceiling == pytest.approx(1.0 - 1.5 * 0.01)
 
 
+def test_paper_schedule_reestimates_rho_every_iteration():
+    """Alg. 3 as printed: ν = 1 before l_s, then the recurrence with ϱ = min(‖Δˡ‖/‖Δˡ⁻¹‖, 1) of the
+    latest two step norms (eq. 34, line 14), whatever the norms do; nothing carried to the next solve."""
+    norms = [1.0, 0.5, 0.4, 0.36, 0.3, 0.33, 0.2, 0.1]
+    s = cb.PaperChebyshevSchedule(3)
+    nus, rhos = [], []
+    for l, dn in enumerate(norms):
+        nus.append(s.weight(l))
+        s.record(l, dn, dn)
+        rhos.append(s.rho)
+    assert rhos[0] is None
+    assert rhos[1:] == pytest.approx([min(norms[k] / norms[k - 1], 1.0) for k in range(1, len(norms))])
+    assert rhos[5] == 1.0                                        # a growing norm: ϱ = 1 (the min in eq. 34)
+    assert nus[:3] == [1.0] * 3
+    nu = 2.0 / (2.0 - rhos[2] ** 2)
+    assert nus[3] == pytest.approx(nu)                           # l = l_s: ϱ of the iteration before
+    for l in range(4, len(norms)):
+        nu = 4.0 / (4.0 - rhos[l - 1] ** 2 * nu)
+        assert nus[l] == pytest.approx(nu)
+    assert s.may_stop(5) and s.carry(True) is None and s.restarts == s.adaptations == 0
+    assert isinstance(cb.make_schedule("chebyshev", "paper", 8, None, True, 0.9), cb.PaperChebyshevSchedule)
+    assert not cb.make_schedule("anderson", "adaptive", 8, None, True, None).enabled
+
+
 def test_layout_columns_are_contiguous_and_typed():
     for table in (layout.CONTACT, layout.CONTACT_NODES, layout.VIRTUAL, layout.VIRTUAL_NODES, layout.ROW,
                   layout.ROD_ROWS, layout.ROD_SLOTS, layout.ROD_BLOCKS, layout.ROD_FACTOR):

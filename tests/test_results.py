@@ -3,6 +3,7 @@ known answers: a rigid sphere resting on the ground carries m g and sticks, a bo
 μ m g against its motion and slips, a soft cube's frames hold the positions the Simulator had."""
 from __future__ import annotations
 
+import csv
 import shutil
 
 import meshio
@@ -161,7 +162,16 @@ def test_steps_csv_and_joints_when_present(run, tmp_path):
 
 def test_plot_without_steps_and_the_cli(run, tmp_path, capsys):
     fig = fc.plot(run["out"], contacts="ball")
-    assert len(fig.axes) == 2                                   # COND without momentum_tol records no e_m: no e_m panel
+    assert len(fig.axes) == 3                                   # COND reports e_m on every step (issue 32): e_m panel
+    assert "e_m" in fig.axes[2].get_ylabel()
+    no_em = tmp_path / "no_em"                                  # a run whose solver reported no e_m: no e_m panel
+    shutil.copytree(run["out"], no_em)
+    with open(no_em / "steps.csv") as f:
+        table = list(csv.reader(f))
+    k = table[0].index("e_m")
+    (no_em / "steps.csv").write_text("\n".join(",".join(r[:k] + [""] + r[k + 1:] if i else r)
+                                               for i, r in enumerate(table)) + "\n")
+    assert len(fc.plot(no_em, contacts="ball").axes) == 2
     assert "ball" in fig.axes[0].get_title()
     stick = [line for line in fig.axes[1].lines if line.get_label() == "stick"][0]
     np.testing.assert_array_equal(stick.get_ydata(), fc.read(run["out"]).stick_slip("ball")[:, 0])

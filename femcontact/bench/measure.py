@@ -63,9 +63,10 @@ class Recorder:
 
 
 def solver_options(solver: str, acceleration: Optional[str] = None, **options) -> dict:
-    """Options of a measured solver: COND's ``acceleration`` (ignored by the others) and any common
-    option (tol, max_iter, warm_start); the rest stay the solver's defaults."""
-    opts = {k: v for k, v in options.items() if v is not None}
+    """Options of a measured solver: COND's ``acceleration`` (ignored by the others) and the options
+    given (a None is passed on: COND's ``momentum_tol=None`` turns its e_m stop off); the rest stay
+    the solver's defaults."""
+    opts = dict(options)
     if solver == "cond" and acceleration is not None:
         opts["acceleration"] = acceleration
     return opts
@@ -115,7 +116,7 @@ def measure(settled: Settled, solver: str, steps: int, options: Optional[dict] =
             history: bool = False) -> dict:
     """From the settled state, run one warm-up and ``steps`` measured steps under ``solver`` with
     ``options``; return the row: DOF, mean and max contacts, dynamics (assembly), detection and
-    solver ms per step, mean iterations, ms per iteration, converged share, median e_m, and (with
+    solver ms per step, mean iterations, ms per iteration, converged share, median and largest e_m, and (with
     ``history``) each measured step's residual history."""
     case = settled.case
     options = dict(options or {})
@@ -145,7 +146,8 @@ def measure(settled: Settled, solver: str, steps: int, options: Optional[dict] =
            "detection_ms": float(np.mean([x.ms_detection for x in st])),
            "solver_ms": solve_ms, "iterations": iters, "ms_per_iteration": solve_ms / max(iters, 1.0),
            "converged": float(np.mean([x["converged"] for x in r])),
-           "e_m": float(np.median(em)) if em else float("nan"), "steps": steps,
+           "e_m": float(np.median(em)) if em else float("nan"), "e_m_max": float(max(em)) if em else float("nan"),
+           "steps": steps,
            "settle_s": settled.settle}
     row["constraints"] = 3 * row["max_contacts"]
     if history:

@@ -8,6 +8,10 @@ Per iteration l the solver asks :meth:`ChebyshevSchedule.weight` for ν (the com
 previous step ended with (recycled, decaying), and corrected from the accelerated rate every
 24 iterations (``adapt``); a divergent or stalled acceleration backs off. docs/COND.md derives the
 formulas and records the measurements behind the constants.
+
+:class:`PaperChebyshevSchedule` (``chebyshev_schedule="paper"``) is Alg. 3 as printed: ϱ from
+eq. 34 on the last two step norms, re-estimated after every iteration (line 14), nothing else.
+``make_schedule`` picks one from the options.
 """
 from __future__ import annotations
 
@@ -19,6 +23,11 @@ RHO_ADAPT_MAX = 0.9995     # ϱ adapted from the accelerated rate stays below th
 ADAPT_SETTLE, ADAPT_WINDOW = 8, 24   # iterations after a (re)start before the rate check; its window
 ADAPT_MARGIN = 1.5         # adapted ϱ = 1 − margin (1 − x): below the estimated eigenvalue x
 RHO_DECAY = 1.25           # the recycled ϱ starts a step at 1 − decay (1 − ϱ_prev)
+
+
+def chebyshev_weight(first: bool, rho: float, nu: float) -> float:
+    """Alg. 3 line 8: ν = 2/(2 − ϱ²) on the first accelerated iteration, else 4/(4 − ϱ² ν_prev)."""
+    return 2.0 / (2.0 - rho * rho) if first else 4.0 / (4.0 - rho * rho * nu)
 
 
 class ChebyshevSchedule:
@@ -54,10 +63,8 @@ class ChebyshevSchedule:
         rho = self.rho
         if not self.enabled or rho is None or l < self.accel_from:
             self.nu = 1.0
-        elif l == self.accel_from:
-            self.nu = 2.0 / (2.0 - rho * rho)
         else:
-            self.nu = 4.0 / (4.0 - rho * rho * self.nu)
+            self.nu = chebyshev_weight(l == self.accel_from, rho, self.nu)
         return self.nu
 
     def may_stop(self, l: int) -> bool:
@@ -127,3 +134,44 @@ class ChebyshevSchedule:
         if not self.adapt:
             return self.rho_prev
         return self.rho if (converged and self.rho is not None) else None
+
+
+class PaperChebyshevSchedule:
+    """Alg. 3 literally: ν = 1 for l < l_s (``start``), ν = 2/(2 − ϱ²) at l_s, νₗ₊₁ = 4/(4 − ϱ² νₗ)
+    after, with ϱ = min(‖Δˡ‖/‖Δˡ⁻¹‖, 1) (eq. 34) recomputed after every iteration (line 14) from
+    the (accelerated) step norms. No restarts, no adaptation, nothing carried between solves.
+    The same interface as :class:`ChebyshevSchedule`."""
+
+    restarts = adaptations = 0
+
+    def __init__(self, start: int):
+        self.start = int(start)
+        self.rho: Optional[float] = None
+        self.estimate: Optional[float] = None
+        self.nu = 1.0
+        self._last: Optional[float] = None       # ‖Δˡ⁻¹‖
+
+    def weight(self, l: int) -> float:
+        rho = 0.0 if self.rho is None else self.rho
+        self.nu = 1.0 if l < self.start else chebyshev_weight(l == self.start, rho, self.nu)
+        return self.nu
+
+    def may_stop(self, l: int) -> bool:
+        return True
+
+    def record(self, l: int, theta: float, dn: float) -> None:
+        if self._last is not None and self._last > 0.0:
+            self.rho = self.estimate = min(dn / self._last, 1.0)      # eq. 34
+        self._last = dn
+
+    def carry(self, converged: bool) -> None:
+        return None
+
+
+def make_schedule(acceleration: str, schedule: str, start: int, rho: Optional[float], adapt: bool,
+                  rho_prev: Optional[float]):
+    """The ν schedule of one acceleration run: the paper's (``schedule="paper"``) or the adaptive one
+    (also the ν = 1 of Anderson and none: ``enabled`` only under Chebyshev)."""
+    if acceleration == "chebyshev" and schedule == "paper":
+        return PaperChebyshevSchedule(start)
+    return ChebyshevSchedule(acceleration == "chebyshev", start, rho, adapt=adapt, rho_prev=rho_prev)

@@ -4,12 +4,17 @@ operator "strict" | "proximal" (Alg. 2; proximal regularization Ω = ω I, COND 
 units of J v̂ per λ); step "frobenius" | "bb" (§IV-C.1 / §IV-C.2); recycle: steps a Frobenius W is
 reused; fem_step "auto" | "jacobi" | "block3" | "chebyshev" with fem_sweeps (the step of the FEM rows no contact
 touches, ``iterate.py``); acceleration "anderson" (default with step "frobenius") | "chebyshev" (default with "bb") |
-"none" with chebyshev_start, rho, rho_adapt (Alg. 3,
-eq. 34; ``chebyshev.py``) or anderson_history (AA(m), ``anderson.py``; Frobenius step only);
-under_relaxation u; tol (None: ``DEFAULT_TOL`` of the acceleration, at least ``F32_TOL_FLOOR`` in float32) and max_iter (stopping, Alg. 1
-line 13); momentum_tol (None: off): also stop only once the SAP eq. 32 momentum error e_m is below it
-(checked on the host when θ < tol; tol is then divided by 10 until it is, or max_iter); check_every (iterations between reads of the residual: None = every one on the CPU, 8
-on a GPU; Chebyshev needs every θ); warm_start; restitution,
+"none" with chebyshev_schedule "adaptive" | "paper" (Alg. 3 as printed: ϱ from eq. 34 every
+iteration), chebyshev_start, rho, rho_adapt (Alg. 3, eq. 34; ``chebyshev.py``) or anderson_history
+(AA(m), ``anderson.py``; Frobenius step only); under_relaxation u.
+Stopping: momentum_tol (default ``DEFAULT_MOMENTUM_TOL`` = 1e-4; None: off) is the accuracy of the
+answer, SAP eq. 32's momentum error e_m, evaluated on the host; θ (the step norm, Alg. 1 line 13:
+theta "relative" to the step's velocity scale, or "absolute" in m/s as in the paper) is the inner
+criterion: e_m is first evaluated when θ < tol (None: ``DEFAULT_TOL`` of the acceleration, at least
+``F32_TOL_FLOOR`` in float32), and while it is above momentum_tol the iteration goes on with a tighter
+tol, up to max_iter iterations in all (then the solve reports stop "cap"). check_every (iterations
+between reads of the residual: None = every one on the CPU, 8 on a GPU; Chebyshev needs every θ);
+warm_start; restitution,
 recovery, max_recovery_speed (normal targets, ``targets.py``); virtual_gain, rigid_gain
 (virtual-node gains, ``virtual.py``); compliance_passes (re-solves with the targets shifted by the
 virtual dampers' compliance, ``virtual.cond_compliance_shift``); contact_free "linear" | "iterate": a step without contacts is
@@ -38,8 +43,18 @@ FEM_AUTO_FREE = 0.75
 # θ is the accelerated step under Chebyshev but the plain fixed-point residual under Anderson and
 # "none"; these thresholds give about the same SAP eq. 32 momentum error (docs/COND.md, "Anderson")
 DEFAULT_TOL = {"chebyshev": 1e-6, "anderson": 1e-7, "none": 1e-7}
+# the accuracy every COND answer is held to by default: SAP eq. 32's e_m (docs/COND.md, "Residual and stopping")
+DEFAULT_MOMENTUM_TOL = 1e-4
+CHEBYSHEV_SCHEDULES = ("adaptive", "paper")
+THETA_NORMS = ("relative", "absolute")
 # in float32 θ stalls at ~1e-7..1e-6 on stiff contact (round-off of the step norm): no default below
 F32_TOL_FLOOR = 1e-6
+
+
+def default_tol(acceleration: str) -> float:
+    """The θ threshold ``tol`` defaults to under ``acceleration`` (floored in float32)."""
+    tol = DEFAULT_TOL[acceleration]
+    return max(tol, F32_TOL_FLOOR) if backend.ensure_init()["precision"] == "f32" else tol
 
 
 @dataclass
@@ -54,10 +69,12 @@ class CondOptions:
     chebyshev_start: int = 8
     rho: Optional[float] = None
     rho_adapt: bool = True
+    chebyshev_schedule: str = "adaptive"
     anderson_history: int = 8
     under_relaxation: float = 0.9
     tol: Optional[float] = None
-    momentum_tol: Optional[float] = None
+    theta: str = "relative"
+    momentum_tol: Optional[float] = DEFAULT_MOMENTUM_TOL
     max_iter: int = 500
     check_every: Optional[int] = None
     warm_start: bool = True
@@ -108,8 +125,15 @@ class CondOptions:
         if self.fem_step not in ("jacobi", "auto") and self.step != "frobenius":
             raise ParameterError(f"COND option fem_step={self.fem_step!r} needs step='frobenius'")
         num("fem_sweeps", 1, FEM_SWEEPS_MAX, integer=True)
+        if self.chebyshev_schedule not in CHEBYSHEV_SCHEDULES:
+            raise ParameterError(f"COND option chebyshev_schedule must be one of "
+                                 f"{', '.join(map(repr, CHEBYSHEV_SCHEDULES))}, got {self.chebyshev_schedule!r}")
+        if self.theta not in THETA_NORMS:
+            raise ParameterError(f"COND option theta must be one of {', '.join(map(repr, THETA_NORMS))}, "
+                                 f"got {self.theta!r}")
         if self.acceleration is None:      # Anderson needs the fixed map of the Frobenius step
-            self.acceleration = "anderson" if self.step == "frobenius" else "chebyshev"
+            paper = self.chebyshev_schedule == "paper"
+            self.acceleration = "anderson" if self.step == "frobenius" and not paper else "chebyshev"
         if self.acceleration not in ACCELERATIONS:
             raise ParameterError(f"COND option acceleration must be one of {', '.join(map(repr, ACCELERATIONS))}, "
                                  f"got {self.acceleration!r}")
@@ -123,13 +147,18 @@ class CondOptions:
         num("recycle", 1, integer=True)
         num("chebyshev_start", 2, integer=True)
         num("anderson_history", 1, HISTORY_MAX, integer=True)
+        if self.chebyshev_schedule == "paper":
+            if self.acceleration != "chebyshev":
+                raise ParameterError(f"COND option chebyshev_schedule='paper' needs acceleration='chebyshev', "
+                                     f"got {self.acceleration!r}")
+            if self.rho is not None:
+                raise ParameterError("COND option chebyshev_schedule='paper' estimates ϱ every iteration (eq. 34): "
+                                     "it takes no fixed rho")
         if self.rho is not None:
             num("rho", 0.0, 1.0, lo_open=True, hi_open=True)
         num("under_relaxation", 0.0, 1.0, lo_open=True)
         if self.tol is None:
-            self.tol = DEFAULT_TOL[self.acceleration]
-            if backend.ensure_init()["precision"] == "f32":
-                self.tol = max(self.tol, F32_TOL_FLOOR)
+            self.tol = default_tol(self.acceleration)
         num("tol", 0.0, lo_open=True)
         if self.momentum_tol is not None:
             num("momentum_tol", 0.0, lo_open=True)

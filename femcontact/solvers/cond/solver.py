@@ -2,13 +2,15 @@
 
 ``solve`` = set up the step (virtual nodes and gains, W, block steps, start values, normal
 targets), iterate (``cond_iterate`` with Anderson mixing or under the Chebyshev schedule) until
-the relative step norm ``θ = ‖v̂ˡ⁺¹ − v̂ˡ‖ / max(‖v̂ˡ⁺¹‖, ‖D⁻¹b‖) < tol``, shift the targets by
-the virtual dampers' compliance and iterate again (``compliance_passes``), finish (v̂ = v̂**, λ,
-impulses, status).
+the relative step norm ``θ = ‖v̂ˡ⁺¹ − v̂ˡ‖ / max(‖v̂ˡ⁺¹‖, ‖D⁻¹b‖) < tol``,
+finish (v̂ = v̂**, λ, impulses, status), evaluate SAP eq. 32's e_m and, while it is above
+``momentum_tol``, go on with a tighter tol (the same acceleration run continued); then shift the
+targets by the virtual dampers' compliance and solve again (``compliance_passes``).
 ``memory()`` / ``restore()`` carry everything that one solve hands to the next.
 """
 import math
 import time
+from dataclasses import dataclass
 from typing import Optional
 
 import numpy as np
@@ -23,14 +25,40 @@ from ..projection import PROXIMAL, STRICT
 from ..sap import momentum_error
 from . import blocks, step_matrix
 from .anderson import AndersonMixer
-from .chebyshev import ChebyshevSchedule
+from .chebyshev import make_schedule
 from .groups import block_tables
 from .iterate import cond_finish, cond_iterate, cond_pattern, cond_start
 from .layout import (CONTACT, CONTACT_NODES, HAS_BLOCKS, HAS_RODS, ITER_F, ITER_I, ROD_BLOCKS, ROD_FACTOR, ROD_ROWS,
                      ROD_SLOTS, ROW, VIRTUAL, VIRTUAL_NODES, VROWS)
-from .options import FEM_AUTO_FREE, CondOptions
+from .options import FEM_AUTO_FREE, CondOptions, default_tol
 from .targets import cond_targets
 from .virtual import cond_compliance_shift, cond_gains, cond_nodalize, cond_pack_virtual
+
+# e_m stop: the next inner tol is tol · EM_MARGIN · momentum_tol / e_m (e_m ∝ θ near the solution),
+# at least EM_MIN_FACTOR and at most EM_MARGIN times the last
+EM_MARGIN, EM_MIN_FACTOR = 0.7, 0.01
+
+
+@dataclass
+class _Progress:
+    """Where a solve stands: iterations in all, the last θ, the BB step α, compliance shifts made,
+    and the current acceleration run (ν schedule, Anderson mixer, its iterations ``l``, and the
+    iteration that met the last θ test, not yet handed to them: (θ, ‖Δ‖))."""
+
+    sched: object
+    mixer: Optional[AndersonMixer]
+    it: int = 0
+    l: int = 0
+    theta: float = math.inf
+    alpha: float = 1.0
+    shifts: int = 0
+    converged: bool = False
+    pending: Optional[tuple] = None
+    shifted: bool = False            # the targets were shifted after the current run's last iteration
+
+    def restart(self, sched, mixer) -> None:
+        """A new acceleration run (after a compliance shift)."""
+        self.sched, self.mixer, self.l, self.pending, self.shifted = sched, mixer, 0, None, False
 
 
 class CondSolver:
@@ -93,6 +121,7 @@ class CondSolver:
         self._steps_since_w: Optional[int] = None
         self._steps_since_scale: Optional[int] = None
         self._rho_prev: Optional[float] = None     # ϱ the last solve ended with (adaptive Chebyshev)
+        self._em_ratio: Optional[float] = None     # e_m / θ at the last solve's last e_m check
         self._last_nc = self._last_nv = 0
         # diagnostics of the last solve
         self.history: list[float] = []   # residual θ per iteration
@@ -176,7 +205,8 @@ class CondSolver:
 
     def memory(self) -> dict:
         """Everything a solve leaves for the next: the recycled Frobenius/Gershgorin sums of A
-        (and their spectral scale), the recycling and power-estimate counters, the Chebyshev ϱ,
+        (and their spectral scale), the recycling and power-estimate counters, the Chebyshev ϱ, the
+        e_m/θ ratio that predicts the next solve's inner tol,
         and the last solve's λ and virtual velocities (what ``lambdas``/``virtual_velocities``
         return). Counters that are unset are -1, an unset ϱ is NaN."""
         n0 = self.n0
@@ -187,6 +217,7 @@ class CondSolver:
             "steps_since_w": float(-1 if self._steps_since_w is None else self._steps_since_w),
             "steps_since_scale": float(-1 if self._steps_since_scale is None else self._steps_since_scale),
             "rho_prev": float("nan") if self._rho_prev is None else float(self._rho_prev),
+            "em_ratio": float("nan") if self._em_ratio is None else float(self._em_ratio),
             "lambdas": self.lambdas(), "virtual_velocities": self.virtual_velocities(),
         }
 
@@ -206,6 +237,8 @@ class CondSolver:
         self._steps_since_scale = None if s < 0 else s
         r = float(memory["rho_prev"])
         self._rho_prev = None if math.isnan(r) else r
+        r = float(memory.get("em_ratio", math.nan))          # (absent from checkpoints made before it)
+        self._em_ratio = None if math.isnan(r) else r
         lam, vv = np.asarray(memory["lambdas"]), np.asarray(memory["virtual_velocities"])
         nc, nv = len(lam), len(vv)
         if nc > self._ccap:
@@ -222,10 +255,17 @@ class CondSolver:
 
     # ------------------------------------------------------------------ the step
     def solve(self, problem: StepProblem) -> SolveStats:
-        """Solve one step (StepProblem); v̂ is written to problem.v_hat, impulses and status to the contacts."""
+        """Solve one step (StepProblem); v̂ is written to problem.v_hat, impulses and status to the contacts.
+
+        Stop (docs/COND.md, "Residual and stopping"): the answer's SAP eq. 32 momentum error e_m at most
+        ``momentum_tol``, checked each time θ falls below the inner tol (then tightened from the e_m
+        found); an answer that meets it (or whose θ is below the default tol) has its targets shifted
+        by the virtual dampers' compliance and is solved again, up to ``compliance_passes`` times.
+        ``extra["stop"]`` says how the solve ended: "converged", "cap" (``max_iter`` reached) or
+        "diverged" (a non-finite θ)."""
         o = self.options
         if int(problem.contacts.count) == 0 and o.contact_free == "linear":
-            return solve_without_contacts(problem)
+            return solve_without_contacts(problem)      # the step's linear solve: its own residual, no e_m
         t_start = time.perf_counter()
         c = problem.contacts
         nc, nv = int(c.count), int(c.n_virtual)
@@ -238,24 +278,49 @@ class CondSolver:
         A = problem.A
         self._update_w(A, problem.fixed)
         scale2 = self._setup(problem, nc, nv, nvx)
-        vscale = max(math.sqrt(max(scale2, 0.0)), 1e-12)
+        vscale = max(math.sqrt(max(scale2, 0.0)), 1e-12) if o.theta == "relative" else 0.0
         self.history = []
         t_loop = time.perf_counter()
-        it, alpha, shifts, tol, e_m = 0, 1.0, 0, o.tol, None
+        p = _Progress(*self._accelerators(nvx))
+        tol, target, checks = o.tol, o.momentum_tol, 0
+        shift_tol = min(o.tol, default_tol(o.acceleration))       # θ at which a shift need not wait for e_m
+        if target is not None and self._em_ratio is not None:     # the θ the last solve's e_m/θ predicts
+            tol = min(tol, EM_MARGIN * target / self._em_ratio)
         while True:
-            sched, mixer, it, theta, converged, alpha, shifts = self._passes(A, nvx, nc, vscale, tol, it, alpha,
-                                                                             shifts)
-            self._iter_f.set(alpha_end=alpha)
+            if p.shifted:                   # the targets moved since the run began: a new run
+                p.restart(*self._accelerators(nvx))
+            self._iterate(A, nvx, nc, vscale, p, tol)
+            self._iter_f.set(alpha_end=p.alpha)
             comp = cond_finish(self.V, self._W, self._Cf, self._Ci, problem.v_hat, self.lam, c.cf, c.ci,
                                self._iter_f.sync(), self._iter_i.sync())
-            if o.momentum_tol is None:
-                break
             e_m = momentum_error(problem)
-            if e_m <= o.momentum_tol or not converged or it >= o.max_iter:
-                converged = e_m <= o.momentum_tol      # the accuracy asked for, whatever θ reached
+            checks += 1
+            if p.converged and p.theta > 0.0:
+                self._em_ratio = e_m / p.theta
+            if not p.converged or p.it >= o.max_iter:
                 break
-            tol *= 0.1                   # θ converged, e_m not yet: go on from here, 10x tighter
+            shift = p.shifts < o.compliance_passes and nvx > 0
+            if target is not None and e_m > target and not (shift and tol <= shift_tol):
+                # θ < tol but e_m above its tolerance: go on from here with the θ that e_m/θ predicts
+                tol *= min(max(EM_MARGIN * target / e_m, EM_MIN_FACTOR), EM_MARGIN)
+                continue
+            if not shift:
+                break
+            # an answer that meets e_m, or θ below the acceleration's default tol: shift the targets by
+            # the virtual dampers' compliance and solve again (a shift from a loose answer leaves its
+            # error in the targets; on the gripper's stalled steps shifting at the default tol ended
+            # at a lower e_m than holding the shifts back until e_m was met), unless the shift is below
+            # the per-row accuracy (θ's scale: the velocity scale, or 1 m/s for the absolute θ)
+            change = float(cond_compliance_shift(self._Cf, self._Ci, self._VNf, self._VNi, self._blockstep,
+                                                 self._iter_i.sync()))
+            p.shifts += 1
+            p.shifted = True
+            if change <= tol * (vscale or 1.0) / math.sqrt(self.n0 + nvx):
+                break
+        converged = p.converged and math.isfinite(p.theta) and (target is None or e_m <= target)
+        stop = "converged" if converged else "diverged" if not math.isfinite(p.theta) else "cap"
         loop_s = time.perf_counter() - t_loop
+        sched, mixer = p.sched, p.mixer
         self._rho_prev = sched.carry(converged)
         self.rho_estimate = sched.estimate
         self._last_nc, self._last_nv = nc, nv
@@ -265,65 +330,62 @@ class CondSolver:
         extra = {"contacts": nc, "virtual_nodes": nv, "complementarity_normal": comp_n,
                  "cone_violation": comp_c, "acceleration": o.acceleration, "chebyshev_rho": rho,
                  "chebyshev_restarts": sched.restarts, "chebyshev_adaptations": sched.adaptations,
-                 "anderson_restarts": mixer.restarts if mixer is not None else 0, "compliance_shifts": shifts,
-                 "alpha": alpha, "fem_rows": self.fem_rows,
-                 "ms": 1e3 * (time.perf_counter() - t_start), "us_per_iteration": 1e6 * loop_s / max(it, 1)}
-        if e_m is not None:
-            extra.update(momentum_error=e_m, final_tol=tol)
-        return SolveStats(it, theta, converged and math.isfinite(theta), extra)
+                 "anderson_restarts": mixer.restarts if mixer is not None else 0, "compliance_shifts": p.shifts,
+                 "alpha": p.alpha, "fem_rows": self.fem_rows, "stop": stop, "momentum_error": e_m,
+                 "momentum_checks": checks, "final_tol": tol,
+                 "ms": 1e3 * (time.perf_counter() - t_start), "us_per_iteration": 1e6 * loop_s / max(p.it, 1)}
+        return SolveStats(p.it, p.theta, converged, extra)
 
-    def _passes(self, A, nvx: int, nc: int, vscale: float, tol: float, it: int, alpha: float, shifts: int):
-        """Iterate to θ < tol, then shift the targets by the virtual dampers' compliance and iterate
-        again, up to ``compliance_passes`` times: (schedule, mixer, iterations so far, θ, converged,
-        α, shifts so far)."""
+    def _accelerators(self, nvx: int):
+        """A fresh ν schedule and Anderson mixer (None unless acceleration='anderson') for one run."""
         o = self.options
-        cheb = o.acceleration == "chebyshev"
-        while True:
-            sched = ChebyshevSchedule(cheb, o.chebyshev_start, o.rho,
-                                      adapt=o.rho_adapt and o.step == "frobenius", rho_prev=self._rho_prev)
-            mixer = self._anderson(nvx)
-            n_it, theta, converged, alpha = self._iterate(A, nvx, nc, alpha, vscale, sched, mixer, o.max_iter - it,
-                                                          tol)
-            it += n_it
-            if not converged or shifts >= o.compliance_passes or it >= o.max_iter or not nvx:
-                return sched, mixer, it, theta, converged, alpha, shifts
-            change = float(cond_compliance_shift(self._Cf, self._Ci, self._VNf, self._VNi, self._blockstep,
-                                                 self._iter_i.sync()))
-            shifts += 1
-            if change <= tol * vscale / math.sqrt(self.n0 + nvx):    # below the per-row accuracy
-                return sched, mixer, it, theta, converged, alpha, shifts
+        sched = make_schedule(o.acceleration, o.chebyshev_schedule, o.chebyshev_start, o.rho,
+                              o.rho_adapt and o.step == "frobenius", self._rho_prev)
+        return sched, self._anderson(nvx)
 
-    def _iterate(self, A, nvx: int, nc: int, alpha: float, vscale: float, sched: ChebyshevSchedule,
-                 mixer: Optional[AndersonMixer], max_iter: int, tol: float) -> tuple[int, float, bool, float]:
-        """Iterate until θ < tol (or ``max_iter``): returns (iterations, θ, converged, α).
+    def _iterate(self, A, nvx: int, nc: int, vscale: float, p: "_Progress", tol: float) -> None:
+        """Iterate until θ < tol or ``max_iter`` iterations in all, going on from ``p`` (updated).
 
-        The iteration norms stay on the device in the ring ``_stats`` and are read every
+        θ = ‖v̂ˡ⁺¹ − v̂ˡ‖ / max(‖v̂ˡ⁺¹‖, vscale), or ‖v̂ˡ⁺¹ − v̂ˡ‖ where vscale is 0 (absolute). The
+        iteration norms stay on the device in the ring ``_stats`` and are read every
         ``check_every`` iterations (every one under Chebyshev, whose schedule needs each θ); the
         test then looks at the last θ read, so a solve may run up to check_every − 1 iterations
-        past the first θ < tol."""
+        past the first θ < tol. The iteration that met the test is handed to the schedule and the
+        mixer only if the solve goes on (``_Progress.pending``), as if tol had been tighter."""
         k = self._check_every
-        theta, it, last = math.inf, 0, 0
-        for it in range(1, max_iter + 1):
-            l = it - 1
-            self.iterate_once(A, nvx, nc, alpha if it == 1 else -1.0, sched.weight(l), l % k)
-            if it % k == 0 or it == max_iter:
+        sched, mixer = p.sched, p.mixer
+        if p.pending is not None:
+            sched.record(p.l - 1, *p.pending)
+            if mixer is not None:
+                mixer.advance(self.V, self.n0 + nvx)
+            p.pending = None
+        budget = self.options.max_iter - p.it
+        theta, dn, last = p.theta, 0.0, p.l
+        for it in range(1, budget + 1):
+            l = p.l
+            self.iterate_once(A, nvx, nc, p.alpha if it == 1 else -1.0, sched.weight(l), l % k)
+            p.l += 1
+            p.it += 1
+            if p.l % k == 0 or it == budget:
                 stats = backend.read(self._stats)
-                for j in range(last, it):           # the iterations since the last read, in order
-                    dv2, vv2, alpha = (float(x) for x in stats[j % k, :3])
+                for j in range(last, p.l):          # the iterations since the last read, in order
+                    dv2, vv2, p.alpha = (float(x) for x in stats[j % k, :3])
                     dn = math.sqrt(max(dv2, 0.0))
-                    theta = dn / max(math.sqrt(max(vv2, 0.0)), vscale)
+                    theta = dn / max(math.sqrt(max(vv2, 0.0)), vscale) if vscale else dn
                     self.history.append(theta)
                     if not math.isfinite(theta):
-                        return it, theta, False, alpha
+                        p.theta, p.converged = theta, False
+                        return
                     if j < l:
                         sched.record(j, theta, dn)
-                last = it
+                last = p.l
                 if theta < tol and sched.may_stop(l):
-                    return it, theta, True, alpha
+                    p.theta, p.converged, p.pending = theta, True, (theta, dn)
+                    return
                 sched.record(l, theta, dn)
             if mixer is not None:
                 mixer.advance(self.V, self.n0 + nvx)
-        return it, theta, False, alpha
+        p.theta, p.converged = theta, False
 
     def _anderson(self, nvx: int) -> Optional[AndersonMixer]:
         """The AA(m) mixer for this solve (None unless acceleration='anderson'), history cleared."""
