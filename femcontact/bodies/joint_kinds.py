@@ -166,6 +166,7 @@ class JointKind(ABC):
         self.limit: Optional[Limit] = None
 
     def geometry(self, conf: Configuration) -> Geometry:
+        """Anchors, levers, axes and the anchors' drift over the step at ``conf``."""
         A_, B_, dt = self.A, self.B, conf.dt
         (cA, RA), (cB, RB) = conf.pose(A_), conf.pose(B_)
         rA = RA @ self.anchor_A if not A_.world else np.zeros(3)
@@ -184,15 +185,6 @@ class JointKind(ABC):
     @abstractmethod
     def rows(self, g: Geometry, dt: float) -> list:
         """The joint's Rows at geometry ``g`` (errors with the step's drift)."""
-
-    def coordinate(self, g: Geometry, last: float) -> Optional[tuple]:
-        """(what the joint keeps, s with position0, j per block) of a joint with a coordinate; None."""
-        return None
-
-    # ------------------------------------------------------------------ for tests and tools
-    def energy(self, conf: Configuration) -> float:
-        """``Σ ½ eᵀ K e`` over the rows (the drift counts: take ``conf`` at rest for the potential)."""
-        return sum(0.5 * float(r.e @ r.K @ r.e) for r in self.rows(self.geometry(conf), conf.dt))
 
     def residual_and_stiffness(self, conf: Configuration) -> RowSums:
         """The joint's residual ``−Σ Jᵀ K e`` (``.vector``) and stiffness ``Σ Jᵀ K J`` (``.matrix``)."""
@@ -233,6 +225,11 @@ class CoordinateJoint(JointKind):
     @abstractmethod
     def k_coordinate(self) -> float:
         """Stiffness of the rows along the coordinate (N/m or N m/rad): limits and mimic rows use it."""
+
+    @abstractmethod
+    def coordinate(self, g: Geometry, last: float) -> tuple:
+        """(what the joint keeps between steps, given ``last`` of the step before; the coordinate
+        ``s`` with ``position0``; its rows ``j``, one (1, 3) per block) at geometry ``g``."""
 
     @abstractmethod
     def gravity_lever(self, axis: np.ndarray, centre: np.ndarray, anchor: np.ndarray) -> np.ndarray:

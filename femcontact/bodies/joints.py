@@ -230,7 +230,7 @@ class JointSystem:
         conf = Configuration(x, v, R, dt)
         sums = RowSums()
         self.actuation, self._actuation_until = {}, t + dt
-        coords: dict = {}            # joint name -> (coordinate, its Jacobian rows)
+        coords: dict = {}            # joint -> (its coordinate, the coordinate's rows)
         angles = state.host.get(HINGE_ANGLES)
         angles = np.zeros(len(self.joints)) if angles is None or len(angles) != len(self.joints) else np.array(angles)
         for i, joint in enumerate(self.joints):
@@ -238,16 +238,15 @@ class JointSystem:
             sums.add_rows(joint.blocks, joint.rows(g, dt), coef.a_k + coef.a_kb * joint.beta, coef.b_f)
             if isinstance(joint, CoordinateJoint):
                 angles[i], s, j = joint.coordinate(g, angles[i])
-                coords[joint.spec.name] = (s, j)
+                coords[joint] = (s, j)
                 self._coordinate_terms(i, control, sums, x, g, s, j, coordinate_rate(j, joint.blocks, v),
                                        coef, t, dt)
         state.host[HINGE_ANGLES] = angles
         for mimic in self.mimics:        # e = s − m s_leader − offset, a stiff joint-space spring
-            sums.add_rows(mimic.blocks, mimic.rows(*coords[mimic.follower.spec.name], *coords[mimic.leader.spec.name]),
+            sums.add_rows(mimic.blocks, mimic.rows(*coords[mimic.follower], *coords[mimic.leader]),
                           coef.a_k + coef.a_kb * mimic.beta, coef.b_f)
-        pose = conf.pose
         parts = [sums.arrays()]
-        parts += [self._attachment_terms(at, x, pose, coef) for at in self.attach]
+        parts += [self._attachment_terms(at, x, conf.pose, coef) for at in self.attach]
         parts += [self._orientation_terms(o, R, coef) for o in self.orient]
         self._scatter(parts, A, b)
 
