@@ -5,14 +5,10 @@ Every joint contributes ``ψ = ½ eᵀ K e`` with a constraint error ``e(q)`` wh
 ``A += (a_k + a_kb β) Jᵀ K J`` and ``b += −b_f Jᵀ K e(q_k)`` (``β`` = the joint's damping time,
 which removes the stiff joint mode without touching the motion the joint allows).
 
-Errors and Jacobians (world frame; body A may be the world; ``r = p − x_com``):
+Errors and Jacobians (world frame; body A may be the world; ``r = p − x_com``): the joints' rows
+(position, orientation, hinge alignment) are those of ``bodies/joint_kinds.py``, one class per kind;
+the attachments' are
 
-- position (ball, hinge, weld; prismatic across its axis): ``e = p_B − p_A`` of the two anchor
-  points, ``J = [−I, [r_A]×, I, −[r_B]×]`` on ``(v_A, ω_A, v_B, ω_B)``;
-- orientation (weld, prismatic): ``e = log(R_B R_relᵀ R_Aᵀ)`` (rotation vector), ``J = [−I, I]`` on
-  ``(ω_A, ω_B)``;
-- hinge alignment: ``e = a_A × a_B`` of the axis seen by each body, ``J = [−P, P]`` with
-  ``P = I − a aᵀ`` (rank 2: rotation about the axis is free);
 - attachment of FEM or rod nodes to a rigid body or the world: ``e = x_i − p_A(i)`` per node; to a
   material point of an FEM body: ``e = x_i − Σ_k w_k x_k`` (barycentric weights of the containing
   tet or the nearest surface triangle), ``J = [I, −w_1 I, …, −w_4 I]``;
