@@ -22,7 +22,7 @@ from fdcheck import central_jacobian, scaled_error
 from femcontact.assembly.integrator import coefficients
 from femcontact.bodies.joint_kinds import (JOINT_CLASSES, Configuration, Limit, MimicCoupling, RowSums,
                                            residual_and_stiffness)
-from femcontact.contact import shapes
+from femcontact.geometry import shapes
 from femcontact.spec.joint import JOINT_KINDS, Mimic
 
 KINDS = ["ball", "weld", "hinge", "prismatic"]
