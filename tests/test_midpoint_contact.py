@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 import femcontact as fc
+from fdcheck import central_jacobian
 from femcontact.errors import SimulationError
 from femcontact.solvers import make_contact_solver
 
@@ -202,22 +203,15 @@ def test_weighted_models_match_finite_differences_and_the_physical_law(kind):
     c0 = rng.normal(0, 0.005, (c, 3))
     v = rng.normal(0, 0.02, (c, 3))
 
-    def f(v):            # the cost as a function of the end-of-step contact velocity
-        return cm.evaluate(theta * v + c0, hessian=False)[0]
+    def f(v):            # the cost and the applied impulse as functions of the end-of-step contact velocity
+        cost, g, _, _ = cm.evaluate(theta * v + c0, hessian=False)
+        return cost, theta * g
 
     _, gt, Gt, _ = cm.evaluate(theta * v + c0)
     gamma = theta * gt                                            # applied (physical) impulse
     H = theta[:, :, None] * Gt * theta[:, None, :]
-    h = 1e-7
-    fd_g = np.zeros((c, 3))
-    fd_H = np.zeros((c, 3, 3))
-    for i in range(3):
-        e = np.zeros(3)
-        e[i] = h
-        fd_g[:, i] = (f(v + e) - f(v - e)) / (2 * h)
-        gp = theta * cm.evaluate(theta * (v + e) + c0)[1]
-        gm = theta * cm.evaluate(theta * (v - e) + c0)[1]
-        fd_H[:, :, i] = -(gp - gm) / (2 * h)
+    fd_g, fd_gamma = central_jacobian(f, v, 1e-7)
+    fd_H = -fd_gamma
     sg = np.abs(gamma).max(axis=1, keepdims=True) + 1e-12
     assert np.quantile((np.abs(fd_g + gamma) / sg).max(axis=1), 0.99) < 1e-5
     sH = np.abs(H).max(axis=(1, 2), keepdims=True) + 1e-12

@@ -5,14 +5,10 @@ Every joint contributes ``ψ = ½ eᵀ K e`` with a constraint error ``e(q)`` wh
 ``A += (a_k + a_kb β) Jᵀ K J`` and ``b += −b_f Jᵀ K e(q_k)`` (``β`` = the joint's damping time,
 which removes the stiff joint mode without touching the motion the joint allows).
 
-Errors and Jacobians (world frame; body A may be the world; ``r = p − x_com``):
+Errors and Jacobians (world frame; body A may be the world; ``r = p − x_com``): the joints' rows
+(position, orientation, hinge alignment) are those of ``bodies/joint_kinds.py``, one class per kind;
+the attachments' are
 
-- position (ball, hinge, weld; prismatic across its axis): ``e = p_B − p_A`` of the two anchor
-  points, ``J = [−I, [r_A]×, I, −[r_B]×]`` on ``(v_A, ω_A, v_B, ω_B)``;
-- orientation (weld, prismatic): ``e = log(R_B R_relᵀ R_Aᵀ)`` (rotation vector), ``J = [−I, I]`` on
-  ``(ω_A, ω_B)``;
-- hinge alignment: ``e = a_A × a_B`` of the axis seen by each body, ``J = [−P, P]`` with
-  ``P = I − a aᵀ`` (rank 2: rotation about the axis is free);
 - attachment of FEM or rod nodes to a rigid body or the world: ``e = x_i − p_A(i)`` per node; to a
   material point of an FEM body: ``e = x_i − Σ_k w_k x_k`` (barycentric weights of the containing
   tet or the nearest surface triangle), ``J = [I, −w_1 I, …, −w_4 I]``;
@@ -34,8 +30,10 @@ rotation rows) of the two sides, so the joint error under a load F is about ``F 
 an attached rod node (segment) adds ``100 EA/l`` (``100 EI/l``) of its segment, so the attachment
 is at most 1 % as compliant as one rod segment however light the node.
 
-Joints are few; they are evaluated on the host with numpy (vectorized over attachment nodes)
-and scattered into ``A`` and ``b`` by one kernel.
+Each joint kind is a class of ``bodies/joint_kinds.py`` giving its rows, residual and stiffness;
+``JointSystem`` finds their blocks, adds coordinates (limits, drives, efforts, gravity
+compensation, mimic couplings) and assembles. Joints are few; they are evaluated on the host with
+numpy (vectorized over attachment nodes) and scattered into ``A`` and ``b`` by one kernel.
 """
 from typing import Optional
 
@@ -48,16 +46,10 @@ from ..errors import ParameterError
 from ..math.quaternion import quat_to_matrix
 from ..spec.drive import Drive  # noqa: F401 (re-exported: its old home)
 from ..spec.joint import JOINT_KINDS, Attachment, JointSpec, locate_points, make_joint  # noqa: F401 (likewise)
+from .joint_kinds import (JOINT_CLASSES, STIFFNESS_FACTOR, Configuration, CoordinateJoint, Hinge, MimicCoupling,
+                          RowSums, Side, skew)
 
-STIFFNESS_FACTOR = 1e4
 HINGE_ANGLES = "hinge_angles"     # State.host key: each hinge's unwrapped angle at the last assembly
-
-
-def _skew(r: np.ndarray) -> np.ndarray:
-    """(..., 3) -> (..., 3, 3) cross-product matrices."""
-    z = np.zeros(r.shape[:-1])
-    return np.stack([np.stack([z, -r[..., 2], r[..., 1]], -1), np.stack([r[..., 2], z, -r[..., 0]], -1),
-                     np.stack([-r[..., 1], r[..., 0], z], -1)], -2)
 
 
 @ti.kernel
@@ -72,21 +64,6 @@ def scatter_joint_terms(slots: ti.types.ndarray(), mats: ti.types.ndarray(), row
     for k in range(rows.shape[0]):
         if rows[k] >= 0:
             b[rows[k]] += vecs[k]
-
-
-class _Side:
-    """One side of a joint: a rigid body (blocks lin, lin+1; quaternion index k) or the world."""
-
-    def __init__(self, model, name: Optional[str]):
-        self.world = name is None
-        if self.world:
-            self.k, self.lin, self.mass, self.inertia = -1, -1, np.inf, np.inf
-            return
-        self.k = model.rigid_index(name)
-        spec = model.rigid_specs[self.k]
-        self.lin = int(model.rigid_lin[self.k])
-        self.mass = spec.mass if not spec.kinematic else np.inf
-        self.inertia = float(np.linalg.eigvalsh(spec.inertia)[0]) if not spec.kinematic else np.inf
 
 
 def _pair_terms(J: list, blk: list, k: np.ndarray, e: np.ndarray, sk: float, b_f: float):
@@ -109,6 +86,11 @@ def _pair_terms(J: list, blk: list, k: np.ndarray, e: np.ndarray, sk: float, b_f
 def _side_blocks(side) -> list:
     """The (linear, angular) blocks of a rigid side; none for the world or an FEM point target."""
     return [] if side is None or side.world else [side.lin, side.lin + 1]
+
+
+def coordinate_rate(j: list, blocks: list, v: np.ndarray) -> float:
+    """``ṡ = Σ_a j_a v_a`` of a coordinate with rows ``j`` on ``blocks`` (the world's blocks skipped)."""
+    return sum(float((jj @ v[blk])[0]) for jj, blk in zip(j, blocks) if blk >= 0)
 
 
 class _RodEnds:
@@ -148,7 +130,6 @@ class JointSystem:
         dt = model.dt
         x0 = model.rest_positions
         R0 = [s.rotation for s in model.rigid_specs]
-        self.items = []
         pairs_r, pairs_c = [], []
 
         def couple(blocks):
@@ -158,32 +139,12 @@ class JointSystem:
                     pairs_r.append(a)
                     pairs_c.append(c)
 
-        for j in joints:
-            A, B = _Side(model, j.parent), _Side(model, j.child)
-            loc = []
-            for side in (A, B):
-                if side.world:
-                    loc.append((j.anchor.copy(), j.axis.copy(), np.eye(3)))
-                else:
-                    R = R0[side.k]
-                    loc.append((R.T @ (j.anchor - x0[side.lin]), R.T @ j.axis, R))
-            m = j.ref_mass or min(A.mass, B.mass)
-            inertia = j.ref_inertia or min(A.inertia, B.inertia)
-            k_lin = j.stiffness or STIFFNESS_FACTOR * m / dt**2
-            k_rot = j.stiffness or STIFFNESS_FACTOR * inertia / dt**2
-            perp = np.cross(j.axis, [1.0, 0, 0] if abs(j.axis[0]) < 0.9 else [0, 1.0, 0])
-            perp /= np.linalg.norm(perp)
-            self.items.append(dict(kind=j.kind, A=A, B=B, loc=loc, k_lin=k_lin, k_rot=k_rot,
-                                   beta=j.damping or dt, spec=j,
-                                   R_rel=loc[0][2].T @ loc[1][2],
-                                   perp_A=(loc[0][2].T @ perp), perp_B=(loc[1][2].T @ perp)))
-            couple([A.lin, A.lin + 1 if not A.world else -1, B.lin, B.lin + 1])
+        self.joints = [JOINT_CLASSES[j.kind](model, j, x0, R0, dt) for j in joints]
+        for joint in self.joints:
+            couple(joint.blocks)
         self._setup_robot_terms(model)
-        for it in self.items:            # a mimic row couples the blocks of both joints
-            if it["mimic"] is not None:
-                L = it["mimic"]
-                couple([b for side in (it["A"], it["B"], L["A"], L["B"]) for b in (side.lin, side.lin + 1)
-                        if not side.world])
+        for mimic in self.mimics:          # a mimic row couples the blocks of both joints
+            couple(mimic.blocks)
         self.attach, self.orient = [], []
         for a in attachments:
             body = model.body(a.body)
@@ -199,7 +160,7 @@ class JointSystem:
                 local = np.zeros((len(nodes), 3))
                 m_t = 1.0 / np.where(w > 0, w * w / mass[tn], 0.0).sum(1)     # mass seen at the point
             else:
-                side = _Side(model, a.rigid)
+                side = Side(model, a.rigid)
                 blocks, coefs = nodes[:, None], np.ones((len(nodes), 1))
                 local = x0[nodes].copy() if side.world else (x0[nodes] - x0[side.lin]) @ R0[side.k]
                 m_t = side.mass
@@ -210,7 +171,7 @@ class JointSystem:
                 couple([*row, *(_side_blocks(side))])
             if len(a.segments):             # rod segments welded in orientation (docs/THEORY.md §2, weld row)
                 spec, seg_q, seg_blk, seg_I, kr_seg = rod.segments(np.asarray(a.segments, np.int64))
-                side = _Side(model, a.rigid)
+                side = Side(model, a.rigid)
                 Rseg0 = model.rot_q0_np[seg_q]
                 Rs0 = quat_to_matrix(Rseg0)
                 R_rel = Rs0 if side.world else np.einsum("ji,njk->nik", R0[side.k], Rs0)   # R_A0ᵀ R_seg0
@@ -221,29 +182,29 @@ class JointSystem:
                 for blk in seg_blk:
                     couple([blk, side.lin + 1 if not side.world else -1])
         self.coupling_pairs = (np.array(pairs_r, np.int64), np.array(pairs_c, np.int64))
-        self.count = len(self.items) + len(self.attach) + len(self.orient)
+        self.count = len(self.joints) + len(self.attach) + len(self.orient)
         self._cap = (0, 0)     # sizes of the scatter transfer arrays (allocated by _scatter)
         self.actuation: dict = {}   # joint name -> the last step's actuator force terms (actuator_forces)
         self._actuation_until = -1.0
 
     def _setup_robot_terms(self, model) -> None:
-        """Per joint: its mimic leader's item and the (rigid index, mass) of the bodies it carries
-        (gravity compensation); a clear error for a mimic of a joint that does not exist."""
-        by_name = {it["spec"].name: it for it in self.items}
-        for it in self.items:
-            spec = it["spec"]
-            it["carried"] = [(model.rigid_index(name), model.rigid_specs[model.rigid_index(name)].mass)
-                             for name in spec.subtree]
-            it["mimic"] = None
+        """Per joint the (rigid index, mass) of the bodies it carries (gravity compensation), and the
+        mimic couplings; a clear error for a mimic of a joint that does not exist."""
+        by_name = {joint.spec.name: joint for joint in self.joints}
+        self.carried = [[(model.rigid_index(name), model.rigid_specs[model.rigid_index(name)].mass)
+                         for name in joint.spec.subtree] for joint in self.joints]
+        self.mimics: list[MimicCoupling] = []
+        for joint in self.joints:
+            spec = joint.spec
             if spec.mimic is None:
                 continue
             leader = by_name.get(spec.mimic.leader)
-            if leader is None or leader["kind"] not in ("hinge", "prismatic"):
+            if not isinstance(leader, CoordinateJoint):
                 raise ParameterError(f"joint {spec.name!r} mimics {spec.mimic.leader!r}, which is not a hinge or "
                                      f"prismatic joint of the scene (joints: {sorted(by_name)})")
-            if spec.kind not in ("hinge", "prismatic"):
+            if not isinstance(joint, CoordinateJoint):
                 raise ParameterError(f"joint {spec.name!r}: only hinge and prismatic joints can mimic another")
-            it["mimic"] = leader
+            self.mimics.append(MimicCoupling(joint, leader))
 
     # ------------------------------------------------------------------ per step
     def after_advance(self, state) -> None:
@@ -255,122 +216,50 @@ class JointSystem:
         return 0.0
 
     def assemble(self, state, control, A, b, coef, t: float, dt: float) -> None:
-        """Add every joint's ``(a_k + a_kb β) Jᵀ K J`` to A and ``−b_f Jᵀ K e`` (+ drive terms, the
-        drives as ``control`` holds them now) to b."""
+        """Add every joint's ``(a_k + a_kb β) Jᵀ K J`` to A and ``−b_f Jᵀ K e`` (+ coordinate terms:
+        limits, the drives as ``control`` holds them now, efforts, gravity compensation; mimic rows) to b."""
         n, n_rot = self.model.n_nodes, self.model.n_rot     # read through host views (no copy kernels)
         x = backend.read(state.x, n).astype(np.float64, copy=False)
         v = backend.read(state.v, n).astype(np.float64, copy=False)
         R = (quat_to_matrix(backend.read(state.q, n_rot).astype(np.float64, copy=False)) if n_rot
              else np.zeros((0, 3, 3)))
-        terms: dict = {}
-        rhs: dict = {}
+        conf = Configuration(x, v, R, dt)
+        sums = RowSums()
         self.actuation, self._actuation_until = {}, t + dt
-        coords: dict = {}            # joint name -> (coordinate, its Jacobian rows, their blocks)
-
-        def pose(side):
-            if side.world:
-                return np.zeros(3), np.eye(3)
-            return x[side.lin], R[side.k]
-
-        def add_rows(blocks, Js, K, e, scale_k, scale_b, extra_b=None):
-            """Js: list of (3 x 3) (or (1 x 3)) blocks of J per block in ``blocks``; K: (r, r)."""
-            for a, Ja in zip(blocks, Js):
-                if a < 0:
-                    continue
-                fa = -scale_b * (Ja.T @ (K @ e))
-                if extra_b is not None:
-                    fa = fa + Ja.T @ extra_b
-                rhs[a] = rhs.get(a, 0.0) + fa
-                for c, Jc in zip(blocks, Js):
-                    if c >= 0:
-                        terms[(a, c)] = terms.get((a, c), 0.0) + scale_k * (Ja.T @ K @ Jc)
-
+        coords: dict = {}            # joint -> (its coordinate, the coordinate's rows)
         angles = state.host.get(HINGE_ANGLES)
-        angles = np.zeros(len(self.items)) if angles is None or len(angles) != len(self.items) else np.array(angles)
-        for i, it in enumerate(self.items):
-            A_, B_ = it["A"], it["B"]
-            (cA, RA), (cB, RB) = pose(A_), pose(B_)
-            (aA, axA, _), (aB, axB, _) = it["loc"]
-            rA = RA @ aA if not A_.world else np.zeros(3)
-            rB = RB @ aB
-            pA = cA + rA if not A_.world else aA
-            pB = cB + rB
-            blocks = [A_.lin, A_.lin + 1 if not A_.world else -1, B_.lin, B_.lin + 1]
-            sk = coef.a_k + coef.a_kb * it["beta"]
-            kind = it["kind"]
-            wA = RA @ axA if not A_.world else axA
-            wB = RB @ axB
-            I3 = np.eye(3)
-            Z = np.zeros((3, 3))
-            Jpos = [-I3, _skew(rA), I3, -_skew(rB)]
-            e_pos = pB - pA
-            # the rows are linear in v̂, but the anchors turn with the bodies: over the step the error
-            # also gains ½ dt² (ω_B×(ω_B×r_B) − ω_A×(ω_A×r_A)) (centripetal drift, rate-squared); the
-            # spring sees it now, so a fast-turning joint stays closed to O(dt³)
-            omA = np.zeros(3) if A_.world else v[A_.lin + 1]
-            omB = v[B_.lin + 1]
-            drift = 0.5 * dt * dt * (np.cross(omB, np.cross(omB, rB)) - np.cross(omA, np.cross(omA, rA)))
-            if kind in ("ball", "hinge", "weld"):
-                add_rows(blocks, Jpos, it["k_lin"] * I3, e_pos + drift, sk, coef.b_f)
-            if kind == "prismatic":
-                P = I3 - np.outer(wA, wA)
-                add_rows(blocks, [P @ J for J in Jpos], it["k_lin"] * I3, P @ (e_pos + drift), sk, coef.b_f)
-            if kind in ("weld", "prismatic"):
-                E = RB @ it["R_rel"].T @ RA.T if not A_.world else RB @ it["R_rel"].T
-                from scipy.spatial.transform import Rotation     # scipy.spatial: ~0.3 s of start-up
-                e_rot = Rotation.from_matrix(E).as_rotvec()
-                # log(exp(dt ω_B) E exp(−dt ω_A)): the second-order (BCH) part ½ dt² ω_A×ω_B
-                add_rows(blocks, [Z, -I3, Z, I3], it["k_rot"] * I3, e_rot + 0.5 * dt * dt * np.cross(omA, omB), sk,
-                         coef.b_f)
-            if kind == "hinge":
-                P = I3 - np.outer(wA, wA)
-                # second-order change of a_A × a_B as both axes turn (−½ dt² ṡ ω_A×a when aligned)
-                tA, tB = np.cross(omA, wA), np.cross(omB, wB)
-                drift = dt * dt * (0.5 * np.cross(np.cross(omA, tA), wB) + 0.5 * np.cross(wA, np.cross(omB, tB))
-                                   + np.cross(tA, tB))
-                add_rows(blocks, [Z, -P, Z, P], it["k_rot"] * I3, np.cross(wA, wB) + drift, sk, coef.b_f)
-            spec = it["spec"]
-            if kind in ("hinge", "prismatic"):
-                if kind == "hinge":
-                    uA = RA @ it["perp_A"] if not A_.world else it["perp_A"]
-                    uB = RB @ it["perp_B"]
-                    s = float(np.arctan2(np.cross(uA, uB) @ wA, uA @ uB))
-                    s = angles[i] = s + 2 * np.pi * np.round((angles[i] - s) / (2 * np.pi))   # unwrapped
-                    j = [np.zeros((1, 3)), -wA[None], np.zeros((1, 3)), wA[None]]
-                else:
-                    s = float(wA @ e_pos)
-                    j = [wA[None] @ J for J in Jpos]
-                s += spec.position0
-                sdot = sum(float((jj @ v[blk])[0]) for jj, blk in zip(j, blocks) if blk >= 0)
-                coords[spec.name] = (s, j, blocks)
-                gravity = -self._gravity_effort(it, x, pB, wA) if control.gravity_compensated(spec.name) else 0.0
-                const, slope = self._coordinate_terms(spec, control.joint_drive(spec.name), s, sdot, j, blocks,
-                                                      add_rows, coef, t, dt, it["k_lin"]
-                                                      if kind == "prismatic" else it["k_rot"], gravity)
-                effort = control.joint_effort(spec.name, t)
-                if effort != 0.0:
-                    add_rows(blocks, j, np.zeros((1, 1)), np.zeros(1), 0.0, 0.0, extra_b=np.array([coef.b_f * effort]))
-                self.actuation[spec.name] = (const + effort, slope, j, blocks)
+        angles = np.zeros(len(self.joints)) if angles is None or len(angles) != len(self.joints) else np.array(angles)
+        for i, joint in enumerate(self.joints):
+            g = joint.geometry(conf)
+            sums.add_rows(joint.blocks, joint.rows(g, dt), coef.a_k + coef.a_kb * joint.beta, coef.b_f)
+            if isinstance(joint, CoordinateJoint):
+                angles[i], s, j = joint.coordinate(g, angles[i])
+                coords[joint] = (s, j)
+                self._coordinate_terms(i, control, sums, x, g, s, j, coordinate_rate(j, joint.blocks, v),
+                                       coef, t, dt)
         state.host[HINGE_ANGLES] = angles
-        for it in self.items:
-            if it["mimic"] is not None:      # e = s − m s_leader − offset, a stiff joint-space spring
-                mim = it["spec"].mimic
-                s, j, blocks = coords[it["spec"].name]
-                sl, jl, bl = coords[mim.leader]
-                e = np.array([s - mim.multiplier * sl - mim.offset])
-                k = it["k_lin"] if it["kind"] == "prismatic" else it["k_rot"]
-                add_rows(list(blocks) + list(bl), list(j) + [-mim.multiplier * jj for jj in jl], k * np.ones((1, 1)),
-                         e, coef.a_k + coef.a_kb * it["beta"], coef.b_f)
-        rows, cols, mats, b_rows, b_vecs = [], [], [], [], []
-        for (a, c), M in terms.items():
-            rows.append(a), cols.append(c), mats.append(M)
-        for a, f in rhs.items():
-            b_rows.append(a), b_vecs.append(f)
-        parts = [(np.array(rows, np.int64), np.array(cols, np.int64), np.array(mats, float).reshape(-1, 3, 3),
-                  np.array(b_rows, np.int64), np.array(b_vecs, float).reshape(-1, 3))]
-        parts += [self._attachment_terms(at, x, pose, coef) for at in self.attach]
+        for mimic in self.mimics:        # e = s − m s_leader − offset, a stiff joint-space spring
+            sums.add_rows(mimic.blocks, mimic.rows(*coords[mimic.follower], *coords[mimic.leader]),
+                          coef.a_k + coef.a_kb * mimic.beta, coef.b_f)
+        parts = [sums.arrays()]
+        parts += [self._attachment_terms(at, x, conf.pose, coef) for at in self.attach]
         parts += [self._orientation_terms(o, R, coef) for o in self.orient]
         self._scatter(parts, A, b)
+
+    def _coordinate_terms(self, i: int, control, sums: RowSums, x: np.ndarray, g, s: float, j: list, sdot: float,
+                          coef, t: float, dt: float) -> None:
+        """Joint i's limit, drive with gravity compensation, and feedforward effort on its coordinate
+        ``s`` (rows ``j``, rate ``sdot``); records the actuator's force of the step (``actuator_forces``)."""
+        joint = self.joints[i]
+        spec, blocks = joint.spec, joint.blocks
+        gravity = -self._gravity_effort(i, x, g.pB, g.wA) if control.gravity_compensated(spec.name) else 0.0
+        if joint.limit is not None:
+            joint.limit.add_to(sums, blocks, j, s, sdot, coef, dt)
+        const, slope = self._drive_terms(control.joint_drive(spec.name), s, sdot, j, blocks, sums, coef, t, gravity)
+        effort = control.joint_effort(spec.name, t)
+        if effort != 0.0:
+            sums.add(blocks, j, np.zeros((1, 1)), np.zeros(1), 0.0, 0.0, extra_b=np.array([coef.b_f * effort]))
+        self.actuation[spec.name] = (const + effort, slope, j, blocks)
 
     @staticmethod
     def _attachment_terms(at: dict, x: np.ndarray, pose, coef):
@@ -389,7 +278,7 @@ class JointSystem:
             c, Rs = pose(side)
             r = at["local"] @ Rs.T
             e = e - (c + r)
-            J += [-eye, _skew(r)]
+            J += [-eye, skew(r)]
             blk += [np.full(n, side.lin), np.full(n, side.lin + 1)]
         return _pair_terms(J, blk, k, e, coef.a_k + coef.a_kb * at["beta"], coef.b_f)
 
@@ -412,48 +301,39 @@ class JointSystem:
             blk.append(np.full(n, side.lin + 1))
         return _pair_terms(J, blk, o["k"], e, coef.a_k + coef.a_kb * o["beta"], coef.b_f)
 
-    def _gravity_effort(self, it: dict, x: np.ndarray, anchor: np.ndarray, axis: np.ndarray) -> float:
-        """Generalized force of gravity on the joint coordinate from the bodies it carries:
+    def _gravity_effort(self, i: int, x: np.ndarray, anchor: np.ndarray, axis: np.ndarray) -> float:
+        """Generalized force of gravity on joint i's coordinate from the bodies it carries:
         ``Σ m_b g · (a × (c_b − p))`` (hinge about axis a through p) or ``Σ m_b g · a`` (prismatic)."""
         g = self.model.gravity
         total = 0.0
-        for k, m in it["carried"]:
+        for k, m in self.carried[i]:
             c = x[int(self.model.rigid_lin[k])]
-            lever = axis if it["kind"] == "prismatic" else np.cross(axis, c - anchor)
-            total += m * float(g @ lever)
+            total += m * float(g @ self.joints[i].gravity_lever(axis, c, anchor))
         return total
 
-    def _coordinate_terms(self, spec, d, s, sdot, j, blocks, add_rows, coef, t, dt, k_limit, gravity=0.0):
-        """Limit rows, and the actuator's drive plus gravity compensation ``gravity`` (N or N m), whose sum
-        is capped at the drive's max_force. Returns the actuator force of the step as ``(c, g)``:
-        ``c + g ṡ̂`` with ``ṡ̂`` the solved coordinate rate (the implicit PD terms are linear in it)."""
+    @staticmethod
+    def _drive_terms(d, s: float, sdot: float, j: list, blocks: list, sums: RowSums, coef, t: float,
+                     gravity: float) -> tuple[float, float]:
+        """The actuator's drive plus gravity compensation ``gravity`` (N or N m), whose sum is capped at
+        the drive's max_force. Returns the actuator force of the step as ``(c, g)``: ``c + g ṡ̂`` with
+        ``ṡ̂`` the solved coordinate rate (the implicit PD terms are linear in it)."""
         one = np.ones((1, 1))
-        if spec.limits is not None:
-            lo, hi = spec.limits
-            s_next = s + dt * sdot          # speculative: engage a step before the limit is crossed
-            if s_next < lo or s_next > hi:
-                over = min(s - lo, 0.0) if s_next < lo else max(s - hi, 0.0)
-                # a stiff damper toward the rate that ends the step at rest on the limit (v_{k+1} = 0:
-                # ṡ̂ = −(v_old/v_hat) ṡ_k, docs/THEORY.md §1) plus 20 % recovery of any overshoot: inelastic
-                rate = -(coef.v_old / coef.v_hat) * sdot - 0.2 * over / dt
-                c = k_limit * dt
-                add_rows(blocks, j, c * one, np.zeros(1), coef.a_kb, 0.0, extra_b=np.array([coef.a_kb * c * rate]))
         if d is None:
             if gravity != 0.0:
-                add_rows(blocks, j, 0.0 * one, np.zeros(1), 0.0, 0.0, extra_b=np.array([coef.b_f * gravity]))
+                sums.add(blocks, j, 0.0 * one, np.zeros(1), 0.0, 0.0, extra_b=np.array([coef.b_f * gravity]))
             return gravity, 0.0
         target, vel = d.values(t)
         force = -d.kd * (sdot - vel) - (0.0 if target is None else d.kp * (s - target)) + gravity
         if d.max_force is not None and abs(force) > d.max_force:
             # saturated: a constant effort along the coordinate (impulse units: b_f)
             capped = float(np.sign(force) * d.max_force)
-            add_rows(blocks, j, 0.0 * one, np.zeros(1), 0.0, 0.0, extra_b=np.array([coef.b_f * capped]))
+            sums.add(blocks, j, 0.0 * one, np.zeros(1), 0.0, 0.0, extra_b=np.array([coef.b_f * capped]))
             return capped, 0.0
         kp = 0.0 if target is None else d.kp
         e = np.array([0.0 if target is None else s - target])
         # stiffness kp (a_k), damping kd (a_kb as Rayleigh damping enters A), its target rate in b
-        add_rows(blocks, j, kp * one, e, coef.a_k, coef.b_f)
-        add_rows(blocks, j, d.kd * one, np.zeros(1), coef.a_kb, 0.0,
+        sums.add(blocks, j, kp * one, e, coef.a_k, coef.b_f)
+        sums.add(blocks, j, d.kd * one, np.zeros(1), coef.a_kb, 0.0,
                  extra_b=np.array([coef.a_kb * d.kd * vel + coef.b_f * gravity]))
         # the force these rows apply: −kp (e + (a_k/b_f) ṡ̂) − kd (a_kb/b_f)(ṡ̂ − ṡ*) + gravity
         return (-kp * float(e[0]) + d.kd * vel * coef.a_kb / coef.b_f + gravity,
@@ -463,11 +343,11 @@ class JointSystem:
         """The unwrapped coordinate (rad, ``position0`` included) of hinge ``joint`` at the last
         assembly (None before the first): a reading from the poses lies within π of it."""
         angles = state.host.get(HINGE_ANGLES)
-        if angles is None or len(angles) != len(self.items):
+        if angles is None or len(angles) != len(self.joints):
             return None
-        for i, it in enumerate(self.items):
-            if it["spec"].name == joint and it["kind"] == "hinge":
-                return float(angles[i]) + it["spec"].position0
+        for i, j in enumerate(self.joints):
+            if j.spec.name == joint and isinstance(j, Hinge):
+                return float(angles[i]) + j.spec.position0
         return None
 
     def actuator_forces(self, state) -> dict:
@@ -478,11 +358,8 @@ class JointSystem:
         if not self.actuation or abs(state.time - self._actuation_until) > 1e-9 * self.model.dt:
             return {}
         v_hat = backend.read(state.v_hat, self.model.n_nodes).astype(np.float64, copy=False)
-        out = {}
-        for name, (const, slope, j, blocks) in self.actuation.items():
-            rate = sum(float((jj @ v_hat[blk])[0]) for jj, blk in zip(j, blocks) if blk >= 0)
-            out[name] = const + slope * rate
-        return out
+        return {name: const + slope * coordinate_rate(j, blocks, v_hat)
+                for name, (const, slope, j, blocks) in self.actuation.items()}
 
     def _scatter(self, parts: list, A, b) -> None:
         """Add all (row, col, 3x3) terms to A and (row, vec) terms to b with one kernel; the transfer
