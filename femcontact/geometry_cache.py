@@ -12,7 +12,9 @@ A read-only or full disk only costs the recomputation.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
+import importlib.metadata
 import os
 import threading
 from pathlib import Path
@@ -58,6 +60,16 @@ def content_key(*parts) -> str:
     h = hashlib.sha256()
     _update(h, (FORMAT, *parts))
     return h.hexdigest()
+
+
+@functools.lru_cache(maxsize=None)
+def library_version(dist: str) -> str:
+    """The installed version of distribution ``dist`` ("" if absent), once per process: for the keys of
+    products a library makes (a new trimesh may make another mesh)."""
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return ""
 
 
 def entry_path(kind: str, key: str) -> Path:

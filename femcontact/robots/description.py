@@ -10,7 +10,6 @@ origins and other vectors as float arrays, absent parts as None.
 """
 from __future__ import annotations
 
-import importlib.metadata
 import json
 from pathlib import Path
 from types import SimpleNamespace
@@ -72,13 +71,6 @@ def _plain(obj):
     return obj
 
 
-def _version(dist: str) -> str:
-    try:
-        return importlib.metadata.version(dist)
-    except importlib.metadata.PackageNotFoundError:
-        return ""
-
-
 def _parse(path: Path) -> dict:
     try:
         import yourdfpy
@@ -98,6 +90,6 @@ def read_urdf(path: Path) -> SimpleNamespace:
         data = Path(path).read_bytes()
     except OSError as exc:
         raise ParameterError(f"cannot read URDF {path}: {exc}") from None
-    key = geometry_cache.content_key(VERSION, _version("yourdfpy"), data)
+    key = geometry_cache.content_key(VERSION, geometry_cache.library_version("yourdfpy"), data)
     entry = geometry_cache.cached("urdf", key, ["json"], lambda: {"json": np.array(json.dumps(_parse(path)))})
     return _plain(json.loads(str(entry["json"])))

@@ -1,7 +1,7 @@
 """URDF robots as rigid bodies and joints: the host side of ``Scene.add_robot``.
 
 A URDF is read with ``yourdfpy`` (its collision meshes with ``trimesh``; the optional extra
-``femcontact[robots]``). The mapping:
+``femcontact[robots]``; ``robots/description.py``). The mapping:
 
 - links joined by ``fixed`` joints are merged into one rigid body (masses, centres of mass and
   inertias combined exactly; a massless frame link such as a tool centre point costs nothing);
@@ -20,9 +20,11 @@ A URDF is read with ``yourdfpy`` (its collision meshes with ``trimesh``; the opt
 
 Limits of this version: a hinge's coordinate is unwrapped step by step (a continuous joint may
 turn any number of times; it must turn less than π in one step); floating and planar
-joints are refused; the first load of a mesh samples its SDF (about 1 s of CPU for the Panda's ten
-links) on background threads while the caller goes on (the Simulator's contact tables wait for
-it), later loads read it from the cache (about 0.15 s).
+joints are refused; the first load of a URDF parses it (yourdfpy), makes its collision meshes (trimesh)
+and samples their SDF grids (about 1 s of CPU for the Panda's ten links, on background threads while
+the caller goes on: the Simulator's contact tables wait for it); all of these land in the geometry
+cache (``femcontact.geometry_cache``, keyed by content), so a later process reads them back without
+importing yourdfpy or trimesh.
 
 Output (``robots/output.py``, ``Simulator.run(out=...)``): ``<robot>_joints.csv`` and the links'
 meshes (``Robot.link_meshes``: collision, or visual with ``link_geometry = "visual"``) as pieces.
@@ -408,15 +410,8 @@ def _pieces_key(pieces: list, resolve, *parts) -> Optional[str]:
             scale = None if g.mesh.scale is None else np.asarray(g.mesh.scale, float)
             item = ("mesh", str(Path(g.mesh.filename).suffix).lower(), data, scale)
         desc.append((item, np.asarray(T, float)))
-    versions = tuple(_dist_version(d) for d in ("trimesh", "manifold3d"))
+    versions = tuple(geometry_cache.library_version(d) for d in ("trimesh", "manifold3d"))
     return geometry_cache.content_key(MESH_VERSION, versions, parts, desc)
-
-
-def _dist_version(dist: str) -> str:
-    try:
-        return importlib.metadata.version(dist)
-    except importlib.metadata.PackageNotFoundError:
-        return ""
 
 
 def _collision_shape(pieces: list, resolve, what: str):
