@@ -245,6 +245,26 @@ def test_rigid_box_face_between_fem_vertices_gives_rigid_point_contacts(depth):
 
 
 # ------------------------------------------------------------------ nodalization
+def test_the_fem_fem_pass_runs_only_when_two_fem_bodies_may_touch():
+    """Only passes that can find contacts are listed (their kernels alone compile and launch): one FEM
+    cube under a rigid box has no FEM-FEM pass (``BodyPass``: vertices of one FEM body against another
+    one's tets), and forced in it adds no contact; two FEM cubes have it."""
+    from femcontact.contact.pipeline import BodyPass
+
+    scene = fc.Scene(contact_margin=0.004)
+    cube(scene, size=0.1, res=1, name="A")
+    scene.add_rigid_body(shapes.Box((0.01, 0.01, 0.01)), density=1000.0, position=(0.002, 0.001, 0.057), name="box")
+    model, state, cs, det, n = detect(scene)
+    assert det.tables.has_bodies and n == 9
+    assert not any(isinstance(p, BodyPass) for p in det.passes)
+    det.passes.insert(2, BodyPass(det.tables, det.buffers))
+    forced = ContactSet(model.n_nodes, capacity=256, virtual_capacity=256)
+    assert det.collide(state, forced, scene.dt) == n
+    for name, values in cs.to_numpy().items():
+        np.testing.assert_array_equal(forced.to_numpy()[name], values)
+    assert any(isinstance(p, BodyPass) for p in detect(two_cubes()[0])[3].passes)
+
+
 def test_nodalization_keeps_the_surrogate_delassus_diagonal():
     """Detection emits solver-neutral contacts (a shared FEM vertex stays one node in both of its
     contacts); COND nodalizes them (``cond_nodalize``) so that no node is in two contacts and

@@ -139,7 +139,7 @@ def test_a_first_load_samples_the_mesh_sdf_in_the_background_and_caches_it(tmp_p
     shape = scene.body("pendulum.base").shape
     ref = fc.shapes.TriangleMesh(shape.vertices, shape.faces, resolution=24)
     np.testing.assert_array_equal(shape.grid, ref.grid)
-    assert list((tmp_path / "cache_sdf").glob("*.npz"))
+    assert list((tmp_path / "cache" / "geometry").glob("sdf-*.npz"))       # under the kernel cache root
     again = fc.Scene()
     again.add_robot(path)
     np.testing.assert_array_equal(again.body("pendulum.base").shape.grid, ref.grid)

@@ -8,8 +8,8 @@ the list, so only their kernels compile:
 
 1. ``ObstaclePass`` — FEM surface vertices against SDF entities (obstacles, rigid bodies);
 2. ``RigidProxyPass`` — rigid bodies' proxies against SDF entities;
-3. ``BodyPass`` — FEM surface vertices inside / near other FEM bodies (hashed tets, triangles),
-   ``SelfPass`` — and near their own body's surface (self-contact);
+3. ``BodyPass`` — FEM surface vertices inside / near other FEM bodies (hashed tets, triangles; only
+   when two FEM bodies may touch), ``SelfPass`` — and near their own body's surface (self-contact);
 4. ``RigidInFemPass`` — rigid surface samples inside / near FEM bodies;
 5. ``RodSdfPass``, ``RodPairPass``, ``RodFemPass`` — rods against SDF entities, rods, FEM bodies.
 
@@ -214,7 +214,8 @@ class CollisionPipeline:
         if t.n_prox:
             self.passes.append(RigidProxyPass(t, b, poses=self.fused_poses))
         if t.has_bodies:
-            self.passes.append(BodyPass(t, b))
+            if t.fem_pairs:           # its contacts are between two FEM bodies: none without such a pair
+                self.passes.append(BodyPass(t, b))
             if t.n_self:
                 self.passes.append(SelfPass(t, b))
             if t.n_samp:

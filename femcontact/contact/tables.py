@@ -149,6 +149,10 @@ class DetectionTables:
         rigid body (rigid–rigid pairs are the proxies', rods' the rod passes')."""
         fem_or_rigid = [i for i, b in enumerate(model.bodies) if b.kind in ("fem", "rigid")]
         self.has_bodies = self.any_pair(self.fem_bodies, fem_or_rigid)      # a self-contact body touches itself
+        fem = self.fem_bodies
+        between = self.pair_row_np[np.ix_(fem, fem)] >= 0
+        np.fill_diagonal(between, False)
+        self.fem_pairs = bool(between.any())         # two different FEM bodies may touch (``BodyPass``)
         self.h = max(2.0 * self.margin, self.mean_edge, 1e-9)
         t = cd.surf_tris
         self.tri_items = np.concatenate([t, t[:, 2:]], axis=1).astype(np.int32)

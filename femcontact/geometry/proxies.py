@@ -138,9 +138,17 @@ def _vertex_cones(shape, p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     fn = np.cross(v[f[:, 1]] - v[f[:, 0]], v[f[:, 2]] - v[f[:, 0]])
     un = fn / np.linalg.norm(fn, axis=1, keepdims=True)
     g, c = np.zeros_like(p), np.ones(len(p))
-    for i, q in enumerate(p):
-        at = np.flatnonzero(np.isclose(v[f], q, atol=1e-12 * (1 + np.abs(q).max())).all(2).any(1))
-        n = fn[at].sum(0)
-        g[i] = n / np.linalg.norm(n)
-        c[i] = max((un[at] @ g[i]).min(), 0.0)
+    # the faces at p[i]: those with a corner at p[i] (np.isclose per coordinate); matched vertex by
+    # vertex (a face corner is a vertex), in blocks, then through a vertex -> faces incidence list
+    corner_of = np.argsort(f.ravel(), kind="stable")
+    starts = np.searchsorted(f.ravel()[corner_of], np.arange(len(v) + 1))
+    atol = 1e-12 * (1 + np.abs(p).max(1))
+    for lo in range(0, len(p), 256):
+        near = np.isclose(v[None], p[lo:lo + 256, None], atol=atol[lo:lo + 256, None, None]).all(2)
+        for i, row in enumerate(near, lo):
+            at = np.unique(np.concatenate([corner_of[starts[w]:starts[w + 1]] for w in np.flatnonzero(row)]
+                                          + [np.zeros(0, np.int64)]) // 3)
+            n = fn[at].sum(0)
+            g[i] = n / np.linalg.norm(n)
+            c[i] = max((un[at] @ g[i]).min(), 0.0)
     return g, c

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
-from scipy.spatial.transform import Rotation
 
+from .. import geometry_cache
 from ..errors import ParameterError
 from ..spec.validation import as_rotation_matrix
 
@@ -40,28 +40,87 @@ class JointTrajectory:
         return (self.q[k + 1] - self.q[k]) / (self.t[k + 1] - self.t[k])
 
 
-def point_jacobian(robot, q: dict, link: str, point: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(world point (3,), link rotation (3, 3), J (6, n)) of ``point`` (link frame) at joint positions
-    ``q`` (dict): rows linear then angular velocity, columns ``robot.joints`` (a mimic's motion goes to
-    its leader's column times its multiplier)."""
-    fk = robot.forward_kinematics(q)
-    T = fk[link]
-    p = T[:3, :3] @ point + T[:3, 3]
-    column = {j: i for i, j in enumerate(robot.joints)}
-    J = np.zeros((6, len(robot.joints)))
-    for name in robot.chain(link):
-        j = robot.all_joints[name]
-        F = fk[j.parent] @ j.origin
-        axis = F[:3, :3] @ j.axis
-        scale, col = 1.0, name
-        if j.mimic is not None:
-            scale, col = j.mimic[1], j.mimic[0]
-        if j.kind == "prismatic":
-            J[:3, column[col]] += scale * axis
-        else:
-            J[:3, column[col]] += scale * np.cross(axis, p - F[:3, 3])
-            J[3:, column[col]] += scale * axis
-    return p, T[:3, :3], J
+IK_VERSION = 1          # of the solver below: in the geometry cache's key of a path
+
+
+class KinematicChain:
+    """The joints from a robot's base to ``link``, ready for many forward-kinematics evaluations of one
+    point of that link: each joint frame ``fk[parent] @ origin`` and its motion, as ``Robot.
+    forward_kinematics`` composes them (hinges by Rodrigues' formula), with the actuated joints'
+    positions ``x`` (array over ``robot.joints``; a mimic's position is ``m x[leader] + offset``)."""
+
+    def __init__(self, robot, link: str):
+        parent = {child: (jname, origin, up) for up, kids in robot.tree.items() for jname, origin, child in kids}
+        column = {j: i for i, j in enumerate(robot.joints)}
+        steps = []
+        while link in parent:
+            jname, origin, link = parent[link]
+            j = robot.all_joints.get(jname)
+            if j is None:
+                steps.append((origin[:3, :3], origin[:3, 3], None))
+                continue
+            leader, scale, offset = (j.urdf_name, 1.0, 0.0) if j.mimic is None else j.mimic
+            K = np.array([[0.0, -j.axis[2], j.axis[1]], [j.axis[2], 0.0, -j.axis[0]], [-j.axis[1], j.axis[0], 0.0]])
+            steps.append((origin[:3, :3], origin[:3, 3], (j.kind == "prismatic", j.axis, K, K @ K,
+                                                          column[leader], scale, offset)))
+        self.steps = steps[::-1]
+        self.R0, self.p0 = robot.base_pose[:3, :3], robot.base_pose[:3, 3]
+        self.n = len(robot.joints)
+
+    def pose_and_jacobian(self, x: np.ndarray, point: np.ndarray, jacobian: bool = True):
+        """(world point (3,), link rotation (3, 3), J (6, n) or None): rows linear then angular
+        velocity of the point, columns ``robot.joints`` (a mimic's motion goes to its leader's column
+        times its multiplier)."""
+        R, p = self.R0, self.p0
+        frames = []
+        for R_o, p_o, joint in self.steps:
+            p = p + R @ p_o
+            R = R @ R_o
+            if joint is None:
+                continue
+            prismatic, axis, K, K2, col, scale, offset = joint
+            q = scale * x[col] + offset
+            if jacobian:
+                frames.append((prismatic, R @ axis, p, col, scale))
+            if prismatic:
+                p = p + R @ (axis * q)
+            else:
+                R = R @ (np.eye(3) + np.sin(q) * K + (1.0 - np.cos(q)) * K2)
+        tip = R @ point + p
+        if not jacobian:
+            return tip, R, None
+        J = np.zeros((6, self.n))
+        for prismatic, axis, origin, col, scale in frames:
+            if prismatic:
+                J[:3, col] += scale * axis
+            else:
+                r = tip - origin
+                J[:3, col] += scale * np.array([axis[1] * r[2] - axis[2] * r[1], axis[2] * r[0] - axis[0] * r[2],
+                                                axis[0] * r[1] - axis[1] * r[0]])
+                J[3:, col] += scale * axis
+        return tip, R, J
+
+
+def rotation_vector(R: np.ndarray) -> np.ndarray:
+    """Rotation vector (axis times angle in [0, π]) of the rotation matrix R, through its unit
+    quaternion (the largest of its four components first: accurate at every angle)."""
+    (a, b, c), (d, e, f), (g, h, i) = R.tolist()
+    trace = a + e + i
+    k = max(range(4), key=(a, e, i, trace).__getitem__)
+    if k == 3:
+        w, x, y, z = 1.0 + trace, h - f, c - g, d - b
+    elif k == 0:
+        w, x, y, z = h - f, 1.0 + a - e - i, b + d, c + g
+    elif k == 1:
+        w, x, y, z = c - g, b + d, 1.0 - a + e - i, f + h
+    else:
+        w, x, y, z = d - b, c + g, f + h, 1.0 - a - e + i
+    if w < 0:
+        w, x, y, z = -w, -x, -y, -z
+    s = np.sqrt(x * x + y * y + z * z)
+    if s == 0.0:
+        return np.zeros(3)
+    return (2.0 * np.arctan2(s, w) / s) * np.array([x, y, z])
 
 
 def cartesian_path(robot, link: str, path: Callable, duration: float, *, point=(0.0, 0.0, 0.0),
@@ -70,7 +129,8 @@ def cartesian_path(robot, link: str, path: Callable, duration: float, *, point=(
     """Joint trajectory moving ``point`` (link frame, m) of ``link`` along ``path(t)`` for t in
     [0, duration]: ``path(t)`` returns a world position (3,), or (position, rotation) to also hold
     an orientation (3x3, quaternion wxyz or scipy Rotation). ``q_start``: joint positions at t = 0
-    (default: the robot's build pose)."""
+    (default: the robot's build pose). A path solved before (the same robot kinematics, goals and
+    options) is read from the geometry cache (``femcontact.geometry_cache``)."""
     if not (np.isfinite(duration) and duration > 0 and step > 0):
         raise ParameterError(f"cartesian_path: duration and step must be positive, got {duration!r}, {step!r}")
     if link not in robot.link_body:
@@ -78,29 +138,38 @@ def cartesian_path(robot, link: str, path: Callable, duration: float, *, point=(
     point = np.asarray(point, float)
     q = robot.positions(q_start)
     home = np.array([q[j] for j in robot.joints])
-    lo = np.array([robot.all_joints[j].limits[0] if robot.all_joints[j].limits else -np.inf for j in robot.joints])
-    hi = np.array([robot.all_joints[j].limits[1] if robot.all_joints[j].limits else np.inf for j in robot.joints])
     n = int(np.ceil(duration / step))
     ts = np.linspace(0.0, duration, n + 1)
+    goals = [path(t) for t in ts]
+    with_rot = np.array([isinstance(g, tuple) for g in goals])
+    x_goal = np.array([np.asarray(g[0] if r else g, float).reshape(3) for g, r in zip(goals, with_rot)])
+    R_goal = np.array([as_rotation_matrix(g[1]) if r else np.eye(3) for g, r in zip(goals, with_rot)])
+    key = geometry_cache.content_key(IK_VERSION, np.__version__, robot.kinematics_key(), link, point, home,
+                                     ts, x_goal, R_goal, with_rot, damping, iterations, null_gain)
+    solved = geometry_cache.cached("ik", key, ["q", "error"], lambda: _solve(
+        robot, KinematicChain(robot, link), point, home, x_goal, R_goal, with_rot, damping, iterations, null_gain))
+    return JointTrajectory(list(robot.joints), ts, solved["q"], float(solved["error"]))
+
+
+def _solve(robot, chain: KinematicChain, point, home, x_goal, R_goal, with_rot, damping, iterations,
+           null_gain) -> dict:
+    """Damped least squares along the sampled goals (module docstring): {q (samples, joints), error (m)}."""
+    lo = np.array([robot.all_joints[j].limits[0] if robot.all_joints[j].limits else -np.inf for j in robot.joints])
+    hi = np.array([robot.all_joints[j].limits[1] if robot.all_joints[j].limits else np.inf for j in robot.joints])
+    x = home.copy()
     out, worst = [], 0.0
-    for t in ts:
-        goal = path(t)
-        with_rot = isinstance(goal, tuple)
-        x_goal = np.asarray(goal[0] if with_rot else goal, float)
-        R_goal = Rotation.from_matrix(as_rotation_matrix(goal[1])) if with_rot else None
+    for xg, Rg, rot in zip(x_goal, R_goal, with_rot):
         for _ in range(iterations):
-            p, R, J = point_jacobian(robot, q, link, point)
-            e = x_goal - p
-            if with_rot:
-                e = np.r_[e, (R_goal * Rotation.from_matrix(R).inv()).as_rotvec()]
+            p, R, J = chain.pose_and_jacobian(x, point)
+            e = xg - p
+            if rot:
+                e = np.r_[e, rotation_vector(Rg @ R.T)]
             else:
                 J = J[:3]
-            x = np.array([q[j] for j in robot.joints])
             Jp = J.T @ np.linalg.inv(J @ J.T + damping**2 * np.eye(len(e)))
             dq = Jp @ e + null_gain * (np.eye(len(x)) - Jp @ J) @ (home - x)
             x = np.clip(x + dq, lo, hi)
-            q = robot.positions(dict(zip(robot.joints, x)))
-        p, _, _ = point_jacobian(robot, q, link, point)
-        worst = max(worst, float(np.linalg.norm(p - x_goal)))
-        out.append([q[j] for j in robot.joints])
-    return JointTrajectory(list(robot.joints), ts, np.array(out), worst)
+        p, _, _ = chain.pose_and_jacobian(x, point, jacobian=False)
+        worst = max(worst, float(np.linalg.norm(p - xg)))
+        out.append(x)
+    return {"q": np.array(out).reshape(len(out), len(home)), "error": np.array(worst)}

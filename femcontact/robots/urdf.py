@@ -1,7 +1,7 @@
 """URDF robots as rigid bodies and joints: the host side of ``Scene.add_robot``.
 
 A URDF is read with ``yourdfpy`` (its collision meshes with ``trimesh``; the optional extra
-``femcontact[robots]``). The mapping:
+``femcontact[robots]``; ``robots/description.py``). The mapping:
 
 - links joined by ``fixed`` joints are merged into one rigid body (masses, centres of mass and
   inertias combined exactly; a massless frame link such as a tool centre point costs nothing);
@@ -20,9 +20,11 @@ A URDF is read with ``yourdfpy`` (its collision meshes with ``trimesh``; the opt
 
 Limits of this version: a hinge's coordinate is unwrapped step by step (a continuous joint may
 turn any number of times; it must turn less than π in one step); floating and planar
-joints are refused; the first load of a mesh samples its SDF (about 1 s of CPU for the Panda's ten
-links) on background threads while the caller goes on (the Simulator's contact tables wait for
-it), later loads read it from the cache (about 0.15 s).
+joints are refused; the first load of a URDF parses it (yourdfpy), makes its collision meshes (trimesh)
+and samples their SDF grids (about 1 s of CPU for the Panda's ten links, on background threads while
+the caller goes on: the Simulator's contact tables wait for it); all of these land in the geometry
+cache (``femcontact.geometry_cache``, keyed by content), so a later process reads them back without
+importing yourdfpy or trimesh.
 
 Output (``io/robot_output.py``, ``Simulator.run(out=...)``): ``<robot>_joints.csv`` and the links'
 meshes (``Robot.link_meshes``: collision, or visual with ``link_geometry = "visual"``) as pieces.
@@ -32,10 +34,8 @@ NAME), then the folders in ``package_dirs`` and ``ROS_PACKAGE_PATH``. Nothing is
 """
 from __future__ import annotations
 
-import hashlib
 import importlib.metadata
 import os
-import threading
 import warnings
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -45,6 +45,7 @@ from typing import Callable, Mapping, Optional, Sequence, Union
 import numpy as np
 from scipy.spatial.transform import Rotation
 
+from .. import geometry_cache
 from ..errors import ParameterError
 from ..geometry.mass import check_inertia
 from ..geometry.shapes import Box, Cylinder, Sphere, TriangleMesh
@@ -52,6 +53,7 @@ from ..spec.drive import Drive
 from ..spec.joint import Mimic, make_joint
 from ..spec.rigid import RigidBodySpec
 from ..spec.validation import as_rotation_matrix, positive, vec3
+from .description import read_urdf
 from .ik import JointTrajectory, cartesian_path
 
 # robots shipped by installable packages: name -> (distribution, URDF inside it)
@@ -65,9 +67,11 @@ KNOWN_END_EFFECTORS = {"panda": ("panda_hand", "panda_leftfinger", "panda_rightf
 PANDA_READY = (0.0, -0.785398, 0.0, -2.356194, 0.0, 1.570796, 0.785398, 0.04)
 JOINT_TYPES = ("revolute", "continuous", "prismatic", "fixed")
 MESH_RESOLUTION = 24
-# in the SDF cache's key: grids sampled by an older sample_grid (version 1 took only the 24 nearest
-# centroids' triangles: up to 33 mm off near long thin ones on the Panda) are not served again
+# in the geometry cache's keys: grids sampled by an older sample_grid (version 1 took only the 24 nearest
+# centroids' triangles: up to 33 mm off near long thin ones on the Panda) are not served again; the same
+# for meshes made by an older _collision_shape / link_meshes
 SDF_VERSION = 2
+MESH_VERSION = 1
 
 Gains = Union[float, Sequence[float], Mapping[str, float], None]
 
@@ -184,6 +188,14 @@ class Robot:
                 out.append(jname)
         return out[::-1]
 
+    def kinematics_key(self) -> str:
+        """Content key of everything ``forward_kinematics`` and ``positions`` read (the geometry cache's
+        key of an IK path includes it)."""
+        tree = sorted((link, [(j, np.asarray(o, float), c) for j, o, c in kids]) for link, kids in self.tree.items())
+        joints = [(j.urdf_name, j.kind, j.parent, j.child, j.origin, j.axis, j.limits, j.mimic)
+                  for j in self.all_joints.values()]
+        return geometry_cache.content_key(self.base_link, self.base_pose, list(self.joints), tree, joints)
+
     def cartesian_path(self, link: str, path, duration: float, **options) -> JointTrajectory:
         """Joint trajectory that moves a point of ``link`` along ``path(t)`` (differential IK:
         ``femcontact.robots.ik.cartesian_path``, which lists the options)."""
@@ -291,8 +303,6 @@ class Robot:
             raise ParameterError(f"robot {self.name!r}: link_geometry must be 'collision' or 'visual', "
                                  f"got {self.link_geometry!r}")
         if self._link_meshes is None or self._link_meshes[0] != self.link_geometry:
-            import trimesh
-
             out = {}
             for link, (visuals, collisions) in self.geometry.items():
                 order = (("visual", visuals),) if self.link_geometry == "visual" else ()
@@ -300,19 +310,30 @@ class Robot:
                     if not pieces:
                         continue
                     try:
-                        with warnings.catch_warnings():
-                            warnings.simplefilter("ignore")
-                            meshes = [_piece_mesh(g, T, self.resolve, f"robot {self.name!r}: link {link!r}")
-                                      for g, T in pieces]
-                        mesh = trimesh.util.concatenate(meshes)
-                        mesh.merge_vertices()
+                        mesh = self._merged_mesh(pieces, f"robot {self.name!r}: link {link!r}")
                     except (ParameterError, ValueError, ImportError):
                         continue
-                    if len(mesh.faces):
-                        out[link] = (np.asarray(mesh.vertices, float), np.asarray(mesh.faces, np.int64), source)
+                    if len(mesh["faces"]):
+                        out[link] = (mesh["vertices"], mesh["faces"], source)
                         break
             self._link_meshes = (self.link_geometry, out)
         return self._link_meshes[1]
+
+    def _merged_mesh(self, pieces: list, what: str) -> dict:
+        """The pieces [(geometry, T_link_piece)] as one mesh {vertices, faces}: made by trimesh once,
+        then read from the geometry cache."""
+        def merge() -> dict:
+            import trimesh
+
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                meshes = [_piece_mesh(g, T, self.resolve, what) for g, T in pieces]
+            mesh = trimesh.util.concatenate(meshes)
+            mesh.merge_vertices()
+            return {"vertices": np.asarray(mesh.vertices, float), "faces": np.asarray(mesh.faces, np.int64)}
+
+        key = _pieces_key(pieces, self.resolve, "link mesh")
+        return merge() if key is None else geometry_cache.cached("linkmesh", key, ["vertices", "faces"], merge)
 
     def link_surfaces(self, sim) -> dict[str, tuple[np.ndarray, np.ndarray]]:
         """Every link with geometry (``link_meshes``) in its pose now: {link: (world vertices, triangles)}."""
@@ -369,8 +390,33 @@ def _piece_mesh(geometry, T: np.ndarray, resolve, what: str):
     return m
 
 
+def _pieces_key(pieces: list, resolve, *parts) -> Optional[str]:
+    """Content key of geometry pieces [(geometry, T)]: each one's primitive parameters or mesh file
+    bytes and scale, its transform, plus ``parts`` and the versions of the libraries that process them;
+    None when a mesh file cannot be read (the caller then reports it)."""
+    desc = []
+    for g, T in pieces:
+        if g.box is not None:
+            item = ("box", np.asarray(g.box.size, float))
+        elif g.sphere is not None:
+            item = ("sphere", float(g.sphere.radius))
+        elif g.cylinder is not None:
+            item = ("cylinder", float(g.cylinder.radius), float(g.cylinder.length))
+        else:
+            try:
+                data = resolve(g.mesh.filename).read_bytes()
+            except OSError:
+                return None
+            scale = None if g.mesh.scale is None else np.asarray(g.mesh.scale, float)
+            item = ("mesh", str(Path(g.mesh.filename).suffix).lower(), data, scale)
+        desc.append((item, np.asarray(T, float)))
+    versions = tuple(geometry_cache.library_version(d) for d in ("trimesh", "manifold3d"))
+    return geometry_cache.content_key(MESH_VERSION, versions, parts, desc)
+
+
 def _collision_shape(pieces: list, resolve, what: str):
-    """(shape, T_body_shape) for a body's collision pieces [(geometry, T_body_piece)]; None if none."""
+    """(shape, T_body_shape) for a body's collision pieces [(geometry, T_body_piece)]; None if none.
+    A mesh (or several pieces) is processed by trimesh once, then read from the geometry cache."""
     if not pieces:
         return None
     if len(pieces) == 1:
@@ -381,58 +427,53 @@ def _collision_shape(pieces: list, resolve, what: str):
             return Sphere(float(g.sphere.radius)), T
         if g.cylinder is not None:
             return Cylinder(float(g.cylinder.radius), float(g.cylinder.length) / 2), T
-    meshes = [_piece_mesh(g, T, resolve, what) for g, T in pieces]
-    import trimesh
 
-    mesh = meshes[0]
-    if len(meshes) > 1:
-        try:
-            mesh = trimesh.boolean.union(meshes)
-        except Exception:          # no boolean engine, or it failed: the hull below
-            mesh = None
-    if mesh is None or not mesh.is_watertight or not mesh.is_winding_consistent or mesh.volume <= 0:
+    def closed_surface() -> dict:
+        meshes = [_piece_mesh(g, T, resolve, what) for g, T in pieces]
+        import trimesh
+
+        mesh = meshes[0]
+        if len(meshes) > 1:
+            try:
+                mesh = trimesh.boolean.union(meshes)
+            except Exception:          # no boolean engine, or it failed: the hull below
+                mesh = None
+        hull = mesh is None or not mesh.is_watertight or not mesh.is_winding_consistent or mesh.volume <= 0
+        if hull:
+            mesh = trimesh.util.concatenate(meshes).convex_hull
+        return {"vertices": np.asarray(mesh.vertices, float), "faces": np.asarray(mesh.faces, np.int64),
+                "hull": np.array(hull)}
+
+    key = _pieces_key(pieces, resolve, "collision")
+    surface = closed_surface() if key is None else geometry_cache.cached(
+        "collision", key, ["vertices", "faces", "hull"], closed_surface)
+    if bool(surface["hull"]):
         warnings.warn(f"{what}: its collision geometry is not one closed surface; using its convex hull",
                       stacklevel=4)
-        mesh = trimesh.util.concatenate(meshes).convex_hull
-    return triangle_mesh(mesh.vertices, mesh.faces), np.eye(4)
-
-
-def _sdf_cache_dir() -> Path:
-    taichi = os.environ.get("FEMCONTACT_CACHE_DIR")
-    return Path(taichi + "_sdf") if taichi else Path.home() / ".cache" / "femcontact" / "sdf"
+    return triangle_mesh(surface["vertices"], surface["faces"]), np.eye(4)
 
 
 def triangle_mesh(vertices, faces, resolution: int = MESH_RESOLUTION) -> TriangleMesh:
-    """``TriangleMesh(vertices, faces, resolution)`` with its signed-distance grid cached on disk by
-    the mesh's content (next to the kernel cache), so a robot's second load skips the sampling; a
-    grid not in the cache is sampled by background threads while the caller goes on (the
+    """``TriangleMesh(vertices, faces, resolution)`` with its signed-distance grid in the geometry cache
+    (``femcontact.geometry_cache``, keyed by the mesh's content), so a robot's second load skips the
+    sampling; a grid not in the cache is sampled by background threads while the caller goes on (the
     Simulator's contact tables wait for it)."""
     v = np.ascontiguousarray(vertices, float)
     f = np.ascontiguousarray(faces, np.int64)
-    key = hashlib.sha1(v.tobytes() + f.tobytes()
-                       + str((SDF_VERSION, resolution, v.shape, f.shape)).encode()).hexdigest()
-    path = _sdf_cache_dir() / f"{key}.npz"
-    try:
-        with np.load(path) as data:
-            mesh = TriangleMesh.__new__(TriangleMesh)
-            mesh.vertices, mesh.faces = v, f
-            mesh.origin, mesh.spacing = data["origin"], float(data["spacing"])
-            mesh.dims, mesh.grid = data["dims"], data["grid"]
-            if mesh.grid.shape == tuple(mesh.dims):
-                return mesh
-    except (OSError, KeyError, ValueError):
-        pass
+    key = geometry_cache.content_key(SDF_VERSION, resolution, v, f)
+    names = ["origin", "spacing", "dims", "grid"]
+    data = geometry_cache.load("sdf", key, names)
+    if data is not None and data["grid"].shape == tuple(data["dims"]):
+        mesh = TriangleMesh.__new__(TriangleMesh)
+        mesh.vertices, mesh.faces = v, f
+        mesh.origin, mesh.spacing = data["origin"], float(data["spacing"])
+        mesh.dims, mesh.grid = data["dims"], data["grid"]
+        return mesh
     mesh = TriangleMesh(v, f, resolution=resolution, sample=False)
 
     def sample_and_cache() -> np.ndarray:
         grid = mesh.sample_grid()
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp.npz")
-            np.savez(tmp, origin=mesh.origin, spacing=mesh.spacing, dims=mesh.dims, grid=grid)
-            os.replace(tmp, path)
-        except OSError:
-            pass               # a read-only cache only costs time
+        geometry_cache.store("sdf", key, dict(origin=mesh.origin, spacing=mesh.spacing, dims=mesh.dims, grid=grid))
         return grid
 
     mesh.defer(_sampler().submit(sample_and_cache))     # sampled while the scene and Simulator are built
@@ -473,20 +514,11 @@ def load_robot(scene, source: Union[str, os.PathLike], *, base_pose=None, joint_
                package_dirs: Sequence[str] = (), end_effector: Union[str, Sequence[str], None] = None) -> Robot:
     """Add the robot of URDF file ``source`` (or a ``KNOWN_ROBOTS`` name) to ``scene`` (module
     docstring); ``Scene.add_robot`` documents the arguments."""
-    try:
-        import yourdfpy
-    except ImportError:
-        raise ParameterError("URDF robots need yourdfpy: pip install 'femcontact[robots]'") from None
     source_name = str(source)
     path = robot_urdf_path(source_name) if source_name in KNOWN_ROBOTS else Path(source_name)
     if not path.is_file():
         raise ParameterError(f"URDF file {str(path)!r} not found (or give a robot name: {sorted(KNOWN_ROBOTS)})")
-    try:
-        urdf = yourdfpy.URDF.load(str(path), build_scene_graph=False, build_collision_scene_graph=False,
-                                  load_meshes=False, load_collision_meshes=False)
-    except Exception as exc:       # lxml and yourdfpy errors of a malformed file
-        raise ParameterError(f"cannot read URDF {path}: {exc}") from None
-    rob = urdf.robot
+    rob = read_urdf(path)           # parsed by yourdfpy, or read back from the geometry cache
     rname = name or rob.name or path.stem
     what = f"robot {rname!r} ({path.name})"
     if joint_positions is None and source_name == "panda":
