@@ -19,7 +19,6 @@ PENDING = {
     "contact/detection.py:detect_bodies": 27,
     "contact/rod_detection.py:detect_rod_pairs_grid": 26,
     "contact/detection.py:detect_rigid": 24,
-    "contact/detection.py:detect_self": 23,
 }
 
 

@@ -283,11 +283,12 @@ def detect_bodies(x: ti.types.ndarray(), surf: ti.types.ndarray(), n_surf: ti.i3
 
 
 @ti.kernel
-def detect_self(x: ti.types.ndarray(), rest: ti.types.ndarray(), self_surf: ti.types.ndarray(), n_self: ti.i32,
+def detect_self(x: ti.types.ndarray(), rest: ti.types.ndarray(), self_surf: ti.types.ndarray(),
+                det_f: ti.types.ndarray(), det_i: ti.types.ndarray(),
                 self_gap: ti.types.ndarray(), node_body: ti.types.ndarray(), fixed: ti.types.ndarray(),
                 pair_row: ti.types.ndarray(), tris: ti.types.ndarray(), tri_counts: ti.types.ndarray(),
-                tri_entries: ti.types.ndarray(), h: float, size: ti.i32, mus: ti.types.ndarray(),
-                axes: ti.types.ndarray(), margin: float, n_nodes: ti.i32, counters: ti.types.ndarray(),
+                tri_entries: ti.types.ndarray(), mus: ti.types.ndarray(),
+                axes: ti.types.ndarray(), counters: ti.types.ndarray(),
                 c_f: ti.types.ndarray(), c_i: ti.types.ndarray(), vn_node: ti.types.ndarray(), vn_weight: ti.types.ndarray(),
                 nrm: ti.types.ndarray()):
     """Self-contacts (module docstring, 4.): a surface vertex of a self-contact body against its own
@@ -298,8 +299,11 @@ def detect_self(x: ti.types.ndarray(), rest: ti.types.ndarray(), self_surf: ti.t
     negative once the vertex has crossed the triangle's face (behind it, straight along its outward
     normal, so the closest point is its foot in the closed triangle; a point beyond a convex edge,
     nearest the edge at a slant, counts as outside), the normal from the triangle to the vertex (the triangle's own
-    normal when crossed or touching)."""
+    normal when crossed or touching). Scalars (``det_f``/``det_i``): margin, the FEM grid's cell size and
+    bucket count, node and self-contact vertex counts."""
     KT = tri_entries.shape[1]
+    margin, h = DETECT_F.margin.get(det_f, 0), DETECT_F.fem_h.get(det_f, 0)
+    size, n_nodes, n_self = DETECT_I.fem_size.get(det_i, 0), DETECT_I.n_nodes.get(det_i, 0), DETECT_I.n_self.get(det_i, 0)
     for s in range(n_self):
         i = self_surf[s]
         bv = node_body[i]

@@ -134,8 +134,9 @@ class SelfPass(Pass):
 
     def run(self, state, dt: float, out: tuple, sdf: tuple) -> None:
         t, tg = self.t, self.b.tri_hash
-        detect_self(state.x, t.rest, t.self_surf, t.n_self, t.self_gap, t.node_body, t.fixed, t.pair_row, tg.items,
-                    tg.counts, tg.entries, tg.h, tg.size, t.mus, t.axes, t.margin, t.n_nodes, *out, self.b.normals)
+        t.set_grid(tg)
+        detect_self(state.x, t.rest, t.self_surf, t.det_f.sync(), t.det_i.sync(), t.self_gap, t.node_body, t.fixed,
+                    t.pair_row, tg.items, tg.counts, tg.entries, t.mus, t.axes, *out, self.b.normals)
 
 
 class RigidInFemPass(Pass):

@@ -14,7 +14,8 @@ generated ``ti.func`` accessors (and are filled by ``Table.upload``)::
 in ``grid``, entity (row/column of ``pair_row``), first velocity block of a rigid body (-1: obstacle).
 ``PROXY_F`` / ``PROXY_I`` (per rigid contact proxy, ``geometry.proxies.contact_proxies``): body-frame point
 and axis, radius; rigid body index, proxy kind, which entities it is tested against. ``DETECT_F`` /
-``DETECT_I``: one row of scalars (margin, dt, dedup; node, surface vertex and proxy counts).
+``DETECT_I``: one row of scalars (margin, dt, dedup, FEM grid cell; node, surface vertex, proxy and
+self-contact vertex counts, FEM grid buckets).
 """
 from __future__ import annotations
 
@@ -28,14 +29,16 @@ PROXY_I = Table("proxy_i", ti.i32, [("rigid", "s"), ("kind", "s"), ("against", "
 # a float or an int outside [-5, 256] among a kernel's arguments makes quadrants marshal every argument
 # afresh on each launch (docs/PERFORMANCE.md, issue 28), so they are one-row tables (held by
 # ``layout.HostScalars`` in ``tables.DetectionTables``):
-# the detection margin, the step, the FEM-vs-rigid-sample dedup distance; the node, FEM surface vertex and
-# rigid proxy counts
+# the detection margin, the step, the FEM-vs-rigid-sample dedup distance, the FEM hash's cell size (it
+# changes when ``collide`` coarsens the grid: set before each launch); the node, FEM surface vertex, rigid
+# proxy and self-contact vertex counts, the FEM hash's bucket count
 # the ContactSet (contacts.py): per contact its frame (rows t1, t2, n), gap, friction (μ1, μ2), the world's
 # velocity, the stiction anchors' offset, point, impulse; its sides (-1: world), contact-parameter row and
 # status. Detection writes them (emit.py), every solver reads them: two kernel arguments, not eleven.
 CONTACT_SET_F = Table("contact_set_f", float, [("frame", "m3"), ("phi", "s"), ("mu", "s", 2), ("v_world", "v3"),
                                                ("v_anchor", "v3"), ("point", "v3"), ("impulse", "v3")])
 CONTACT_SET_I = Table("contact_set_i", ti.i32, [("node_a", "s"), ("node_b", "s"), ("param", "s"), ("status", "s")])
-DETECT_F = Table("detect_f", float, [("margin", "s"), ("dt", "s"), ("dedup", "s")])
-DETECT_I = Table("detect_i", ti.i32, [("n_nodes", "s"), ("n_surf", "s"), ("n_prox", "s")])
+DETECT_F = Table("detect_f", float, [("margin", "s"), ("dt", "s"), ("dedup", "s"), ("fem_h", "s")])
+DETECT_I = Table("detect_i", ti.i32, [("n_nodes", "s"), ("n_surf", "s"), ("n_prox", "s"), ("n_self", "s"),
+                                      ("fem_size", "s")])
 

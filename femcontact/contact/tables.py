@@ -54,10 +54,10 @@ class DetectionTables:
         self._rigid_samples(model)
         self._fem_items(model, cd)
         self._rods(model, cd)
-        # the scalars of detect_rigid / detect_obstacles (schema.DETECT_F/I; dt: ``set_dt`` each step)
+        # the scalars of detect_rigid / detect_obstacles / detect_self (schema.DETECT_F/I; dt: ``set_dt`` each step)
         self.det_f, self.det_i = HostScalars(DETECT_F), HostScalars(DETECT_I)
         self.det_f.set(margin=self.margin, dedup=self.dedup)
-        self.det_i.set(n_nodes=self.n_nodes, n_surf=self.n_surf, n_prox=self.n_prox)
+        self.det_i.set(n_nodes=self.n_nodes, n_surf=self.n_surf, n_prox=self.n_prox, n_self=self.n_self)
         self._dt = None
 
     def set_dt(self, dt: float) -> None:
@@ -65,6 +65,11 @@ class DetectionTables:
         if dt != self._dt:
             self.det_f.set(dt=dt)
             self._dt = dt
+
+    def set_grid(self, fem_hash) -> None:
+        """The FEM hash's cell size and bucket count into ``det_f`` / ``det_i`` (``collide`` may coarsen it)."""
+        self.det_f.set(fem_h=fem_hash.h)
+        self.det_i.set(fem_size=fem_hash.size)
 
     def any_pair(self, a: list, b: list) -> bool:
         """True when some entity of ``a`` may touch some entity of ``b``."""
