@@ -36,6 +36,7 @@ import numpy as np
 
 from ..backend import ti
 from .. import backend
+from .schema import NODES
 
 P1, P2, P3 = 73856093, 19349663, 83492791
 MAX_CELLS_ROD = 512    # cells one box of the rod grid may cover (cell_range): 8 per axis; its boxes grow with speed
@@ -90,38 +91,42 @@ def _item_box(items: ti.template(), x: ti.template(), e):
     return lo, hi
 
 
+# columns of the body box table ``boxes`` (n_bodies, 6): the low corner, then the high corner
+BOX_LO, BOX_HI, BOX_WIDTH = 0, 3, 6
+
+
 @ti.kernel
-def body_boxes(x: ti.types.ndarray(), node_body: ti.types.ndarray(), n: ti.i32, n_bodies: ti.i32,
-               lo: ti.types.ndarray(), hi: ti.types.ndarray()):
-    """Axis-aligned box of every body: a local min/max over chunks of 64 nodes, one atomic per chunk
-    and body (nodes of a body are contiguous)."""
+def body_boxes(x: ti.types.ndarray(), nodes: ti.types.ndarray(), n: ti.i32, n_bodies: ti.i32,
+               boxes: ti.types.ndarray()):
+    """Axis-aligned box of every body (``boxes``: ``BOX_LO``, ``BOX_HI``): a local min/max over chunks of
+    64 nodes, one atomic per chunk and body (nodes of a body are contiguous)."""
     for b, k in ti.ndrange(n_bodies, 3):
-        lo[b, k] = 1e300
-        hi[b, k] = -1e300
+        boxes[b, BOX_LO + k] = 1e300
+        boxes[b, BOX_HI + k] = -1e300
     for c in range((n + 63) // 64):
         i0 = c * 64
         i1 = ti.min(i0 + 64, n)
-        b = node_body[i0]
+        b = NODES.body.get(nodes, i0)
         l = x[i0]
         u = x[i0]
         for i in range(i0, i1):
-            if node_body[i] != b:
+            if NODES.body.get(nodes, i) != b:
                 for k in ti.static(range(3)):
-                    ti.atomic_min(lo[b, k], l[k])
-                    ti.atomic_max(hi[b, k], u[k])
-                b = node_body[i]
+                    ti.atomic_min(boxes[b, BOX_LO + k], l[k])
+                    ti.atomic_max(boxes[b, BOX_HI + k], u[k])
+                b = NODES.body.get(nodes, i)
                 l = x[i]
                 u = x[i]
             l = ti.min(l, x[i])
             u = ti.max(u, x[i])
         for k in ti.static(range(3)):
-            ti.atomic_min(lo[b, k], l[k])
-            ti.atomic_max(hi[b, k], u[k])
+            ti.atomic_min(boxes[b, BOX_LO + k], l[k])
+            ti.atomic_max(boxes[b, BOX_HI + k], u[k])
 
 
 @ti.func
-def near_other_body(lo_p, hi_p, ba, node_body: ti.template(), pair_row: ti.template(), box_lo: ti.template(),
-                    box_hi: ti.template(), n_bodies, pad):
+def near_other_body(lo_p, hi_p, ba, nodes: ti.template(), pair_row: ti.template(), boxes: ti.template(),
+                    n_bodies, pad):
     """True when the box [lo_p, hi_p] of something on body ba comes within pad of a body it may touch
     (itself too when it has self-contact: ``pair_row[ba, ba] >= 0``)."""
     near = False
@@ -129,7 +134,7 @@ def near_other_body(lo_p, hi_p, ba, node_body: ti.template(), pair_row: ti.templ
         if pair_row[ba, b] >= 0:
             ok = True
             for k in ti.static(range(3)):
-                if lo_p[k] > box_hi[b, k] + pad or hi_p[k] < box_lo[b, k] - pad:
+                if lo_p[k] > boxes[b, BOX_HI + k] + pad or hi_p[k] < boxes[b, BOX_LO + k] - pad:
                     ok = False
             if ok:
                 near = True
@@ -155,13 +160,13 @@ def _enter(e, lo, hi, h, size, counts: ti.template(), entries: ti.template(), ec
 @ti.kernel
 def fill_near_bodies(items: ti.types.ndarray(), n_items: ti.i32, x: ti.types.ndarray(), h: float, size: ti.i32,
                      counts: ti.types.ndarray(), entries: ti.types.ndarray(), ecell: ti.types.ndarray(),
-                     node_body: ti.types.ndarray(), pair_row: ti.types.ndarray(), box_lo: ti.types.ndarray(),
-                     box_hi: ti.types.ndarray(), n_bodies: ti.i32, pad: float, stats: ti.types.ndarray(),
+                     nodes: ti.types.ndarray(), pair_row: ti.types.ndarray(), boxes: ti.types.ndarray(),
+                     n_bodies: ti.i32, pad: float, stats: ti.types.ndarray(),
                      stat: ti.i32, wide: ti.i32):
     """``SpatialHash.build_near_bodies``: every item near another body, by its own box."""
     for e in range(n_items):
         lo, hi = _item_box(items, x, e)
-        if near_other_body(lo, hi, node_body[items[e][0]], node_body, pair_row, box_lo, box_hi, n_bodies, pad):
+        if near_other_body(lo, hi, NODES.body.get(nodes, items[e][0]), nodes, pair_row, boxes, n_bodies, pad):
             _enter(e, lo, hi, h, size, counts, entries, ecell, stats, stat, wide)
 
 
@@ -210,13 +215,13 @@ class SpatialHash:
         self.entries = ti.ndarray(ti.i32, shape=(self.size, self.slots))
         self.ecell = ti.Vector.ndarray(3, ti.i32, shape=(self.size, self.slots))
 
-    def build_near_bodies(self, x, node_body, pair_row, box_lo, box_hi, n_bodies, pad, stats, stat, wide) -> None:
+    def build_near_bodies(self, x, nodes, pair_row, boxes, n_bodies, pad, stats, stat, wide) -> None:
         """Hash the items near another body at node positions x (vec3 ndarray); the caller checks
         stats[stat] <= slots and stats[wide] == 0 (``cell_range``)."""
         self.counts.fill(0)
         if self.n_items:
             fill_near_bodies(self.items, self.n_items, x, self.h, self.size, self.counts, self.entries, self.ecell,
-                             node_body, pair_row, box_lo, box_hi, n_bodies, pad, stats, stat, wide)
+                             nodes, pair_row, boxes, n_bodies, pad, stats, stat, wide)
 
     def build_grown(self, x, v, pad: float, dt: float, stats, stat, wide) -> None:
         """Hash every item by its grown box at positions x, speeds v; the caller checks

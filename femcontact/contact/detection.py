@@ -50,12 +50,12 @@ side only.
 (No ``from __future__ import annotations`` here: Taichi reads the annotations.)
 """
 from ..backend import ti
-from .broadphase import WIDE_FEM, bucket, cell_of, cell_range, near_other_body
+from .broadphase import BOX_HI, BOX_LO, WIDE_FEM, bucket, cell_of, cell_range, near_other_body
 from .emit import (emit, pose_of, rigid_point_node, rigid_point_reach, triangle_point_node,
                    world_side)
-from .narrowphase import BOUND, closest_on_triangle, contact_frame, in_tet, shape_sdf
+from .narrowphase import BOUND, COM, closest_on_triangle, contact_frame, in_tet, shape_sdf
 from ..math.smallmat import mTv, mv, quat_matrix
-from .schema import DETECT_F, DETECT_I, PROXY_F, PROXY_I, SDF
+from .schema import DETECT_F, DETECT_I, NODES, PARAM_F, SAMPLE_F, SAMPLE_I, PROXY_F, PROXY_I, SDF
 from ..geometry.shapes import HALFSPACE
 
 MAX_RINGS = 8          # deep-penetration search: up to margin + MAX_RINGS * h around a vertex
@@ -64,11 +64,11 @@ SLOTS = 2              # bodies A considered per vertex in D-contacts
 
 @ti.kernel
 def detect_obstacles(x: ti.types.ndarray(), surf: ti.types.ndarray(), det_f: ti.types.ndarray(),
-                     det_i: ti.types.ndarray(), node_body: ti.types.ndarray(), fixed: ti.types.ndarray(),
+                     det_i: ti.types.ndarray(), nodes: ti.types.ndarray(),
                      pair_row: ti.types.ndarray(), sdf: ti.types.ndarray(),
                      obs_f: ti.types.ndarray(),
-                     obs_pose: ti.types.ndarray(), grid: ti.types.ndarray(), mus: ti.types.ndarray(),
-                     axes: ti.types.ndarray(), s_range: ti.types.ndarray(), s_point: ti.types.ndarray(),
+                     obs_pose: ti.types.ndarray(), grid: ti.types.ndarray(), params: ti.types.ndarray(),
+                     s_range: ti.types.ndarray(), samp_f: ti.types.ndarray(),
                      counters: ti.types.ndarray(), c_f: ti.types.ndarray(), c_i: ti.types.ndarray(), vn_node: ti.types.ndarray(),
                      vn_weight: ti.types.ndarray()):
     n_obs = sdf.shape[0]                    # the SDF entities (the pass runs only when there are some)
@@ -76,10 +76,10 @@ def detect_obstacles(x: ti.types.ndarray(), surf: ti.types.ndarray(), det_f: ti.
     n_surf, n_nodes = DETECT_I.n_surf.get(det_i, 0), DETECT_I.n_nodes.get(det_i, 0)
     for s in range(n_surf):
         i = surf[s]
-        if fixed[i] == 0:
+        if NODES.fixed.get(nodes, i) == 0:
             xi = x[i]
             for o in range(n_obs):
-                row = pair_row[node_body[i], SDF.entity.get(sdf, o)]
+                row = pair_row[NODES.body.get(nodes, i), SDF.entity.get(sdf, o)]
                 if row >= 0:
                     R, c = pose_of(obs_pose, o)
                     pl = mTv(R, xi - c)
@@ -88,16 +88,16 @@ def detect_obstacles(x: ti.types.ndarray(), surf: ti.types.ndarray(), det_f: ti.
                         phi, nl = shape_sdf(kind, obs_f, o, grid, SDF.aux.get(sdf, o), pl)
                         dup = False                 # a rigid surface sample at this vertex (module doc, 3.)
                         for j in range(s_range[o, 0], s_range[o, 1]):
-                            if (c + mv(R, s_point[j]) - xi).norm() < dedup:
+                            if (c + mv(R, SAMPLE_F.point.get(samp_f, j)) - xi).norm() < dedup:
                                 dup = True
                         if phi < margin and not dup:
                             n = mv(R, nl)
                             q = xi - phi * n
                             node_a, vw = world_side(o, q, obs_pose, sdf, counters, vn_node, vn_weight,
                                                      n_nodes)
-                            F = contact_frame(n, mv(R, axes[row]))
+                            F = contact_frame(n, mv(R, PARAM_F.axis.get(params, row)))
                             nb = i
-                            emit(node_a, nb, F, phi, mus[row], vw, q, row, counters, c_f, c_i)
+                            emit(node_a, nb, F, phi, params, vw, q, row, counters, c_f, c_i)
 
 
 @ti.func
@@ -136,10 +136,10 @@ def _faces_against(x: ti.template(), tv, own):
 
 
 @ti.func
-def _body_contacts(p, bv, i, lin, com, g, cg, own, x: ti.template(), fixed: ti.template(), node_body: ti.template(),
+def _body_contacts(p, bv, i, lin, com, g, cg, own, x: ti.template(), nodes: ti.template(),
                    pair_row: ti.template(), tris: ti.template(), tri_counts: ti.template(),
                    tri_entries: ti.template(), tets: ti.template(), tet_counts: ti.template(),
-                   tet_entries: ti.template(), h, size, mus: ti.template(), axes: ti.template(), margin, n_nodes,
+                   tet_entries: ti.template(), h, size, params: ti.template(), margin, n_nodes,
                    counters: ti.template(), c_f: ti.template(), c_i: ti.template(),
                    vn_node: ti.template(), vn_weight: ti.template()):
     """D-contacts of point p on body bv against the FEM bodies A != bv (module docstring, 2.): side B
@@ -168,7 +168,7 @@ def _body_contacts(p, bv, i, lin, com, g, cg, own, x: ti.template(), fixed: ti.t
     for e in range(ti.min(tet_counts[bk], KE)):
         t = tet_entries[bk, e]
         tv = tets[t]
-        ba = node_body[tv[0]]
+        ba = NODES.body.get(nodes, tv[0])
         if ba != bv and pair_row[ba, bv] >= 0:
             if in_tet(p, x[tv[0]], x[tv[1]], x[tv[2]], x[tv[3]], 1e-9):
                 k = -1
@@ -192,7 +192,7 @@ def _body_contacts(p, bv, i, lin, com, g, cg, own, x: ti.template(), fixed: ti.t
             for e in range(ti.min(tri_counts[b2], KT)):
                 t = tri_entries[b2, e]
                 tv = tris[t]
-                ba = node_body[tv[0]]
+                ba = NODES.body.get(nodes, tv[0])
                 if ba != bv and pair_row[ba, bv] >= 0:
                     q, w = closest_on_triangle(p, x[tv[0]], x[tv[1]], x[tv[2]])
                     d = (p - q).norm()
@@ -226,13 +226,14 @@ def _body_contacts(p, bv, i, lin, com, g, cg, own, x: ti.template(), fixed: ti.t
     # 3. one D-contact per slot
     fixed_b = 0
     if i >= 0:
-        fixed_b = fixed[i]
+        fixed_b = NODES.fixed.get(nodes, i)
     else:
-        fixed_b = fixed[lin]
+        fixed_b = NODES.fixed.get(nodes, lin)
     for z in range(SLOTS):      # a runtime loop: the contact code below is inlined once, not SLOTS times
         if st[z] >= 0 and (sin[z] == 1 or sd[z] < margin):
             tv = tris[st[z]]
-            if not (fixed_b == 1 and fixed[tv[0]] == 1 and fixed[tv[1]] == 1 and fixed[tv[2]] == 1):
+            if not (fixed_b == 1 and NODES.fixed.get(nodes, tv[0]) == 1 and NODES.fixed.get(nodes, tv[1]) == 1
+                    and NODES.fixed.get(nodes, tv[2]) == 1):
                 a, b, c = x[tv[0]], x[tv[1]], x[tv[2]]
                 q, w = closest_on_triangle(p, a, b, c)
                 d = sd[z]
@@ -248,46 +249,50 @@ def _body_contacts(p, bv, i, lin, com, g, cg, own, x: ti.template(), fixed: ti.t
                 if sin[z] == 1:
                     phi = -d
                 row = pair_row[sb[z], bv]
-                F = contact_frame(n, axes[row])
+                F = contact_frame(n, PARAM_F.axis.get(params, row))
                 na = triangle_point_node(tv, w, counters, vn_node, vn_weight, n_nodes)
                 nb = 0
                 if i >= 0:
                     nb = i
                 else:
                     nb = rigid_point_node(lin, p, com, counters, vn_node, vn_weight, n_nodes)
-                emit(na, nb, F, phi, mus[row], ti.Vector([0.0, 0.0, 0.0]), q, row, counters,
+                emit(na, nb, F, phi, params, ti.Vector([0.0, 0.0, 0.0]), q, row, counters,
                       c_f, c_i)
 
 
 @ti.kernel
-def detect_bodies(x: ti.types.ndarray(), surf: ti.types.ndarray(), n_surf: ti.i32,
-                  node_body: ti.types.ndarray(), fixed: ti.types.ndarray(), pair_row: ti.types.ndarray(),
+def detect_bodies(x: ti.types.ndarray(), surf: ti.types.ndarray(), det_f: ti.types.ndarray(),
+                  det_i: ti.types.ndarray(),
+                  nodes: ti.types.ndarray(), pair_row: ti.types.ndarray(),
                   tris: ti.types.ndarray(), tri_counts: ti.types.ndarray(), tri_entries: ti.types.ndarray(),
                   tets: ti.types.ndarray(), tet_counts: ti.types.ndarray(), tet_entries: ti.types.ndarray(),
-                  h: float, size: ti.i32, box_lo: ti.types.ndarray(), box_hi: ti.types.ndarray(), n_bodies: ti.i32,
-                  mus: ti.types.ndarray(), axes: ti.types.ndarray(), margin: float,
-                  n_nodes: ti.i32, counters: ti.types.ndarray(),
+                  boxes: ti.types.ndarray(), params: ti.types.ndarray(), counters: ti.types.ndarray(),
                   c_f: ti.types.ndarray(), c_i: ti.types.ndarray(), vn_node: ti.types.ndarray(), vn_weight: ti.types.ndarray(),
                   nrm: ti.types.ndarray()):
     """FEM surface vertices against the other FEM bodies' tets (``_body_contacts``); ``nrm`` their
-    outward normals (``vertex_normals``)."""
+    outward normals (``vertex_normals``). Scalars (``det_f``/``det_i``): margin, the FEM grid's cell size
+    and bucket count, node, surface vertex and body counts."""
+    margin, h = DETECT_F.margin.get(det_f, 0), DETECT_F.fem_h.get(det_f, 0)
+    size, n_nodes = DETECT_I.fem_size.get(det_i, 0), DETECT_I.n_nodes.get(det_i, 0)
+    n_surf = DETECT_I.n_surf.get(det_i, 0)
+    n_bodies = DETECT_I.n_bodies.get(det_i, 0)
     for s in range(n_surf):
         i = surf[s]
-        bv = node_body[i]
+        bv = NODES.body.get(nodes, i)
         p = x[i]
-        if near_other_body(p, p, bv, node_body, pair_row, box_lo, box_hi, n_bodies, margin):
-            _body_contacts(p, bv, i, -1, p, p, -2.0, nrm[i], x, fixed, node_body, pair_row, tris, tri_counts, tri_entries, tets,
-                           tet_counts, tet_entries, h, size, mus, axes, margin, n_nodes, counters,
+        if near_other_body(p, p, bv, nodes, pair_row, boxes, n_bodies, margin):
+            _body_contacts(p, bv, i, -1, p, p, -2.0, nrm[i], x, nodes, pair_row, tris, tri_counts, tri_entries, tets,
+                           tet_counts, tet_entries, h, size, params, margin, n_nodes, counters,
                            c_f, c_i,
                            vn_node, vn_weight)
 
 
 @ti.kernel
-def detect_self(x: ti.types.ndarray(), rest: ti.types.ndarray(), self_surf: ti.types.ndarray(), n_self: ti.i32,
-                self_gap: ti.types.ndarray(), node_body: ti.types.ndarray(), fixed: ti.types.ndarray(),
+def detect_self(x: ti.types.ndarray(), rest: ti.types.ndarray(), self_surf: ti.types.ndarray(),
+                det_f: ti.types.ndarray(), det_i: ti.types.ndarray(),
+                self_gap: ti.types.ndarray(), nodes: ti.types.ndarray(),
                 pair_row: ti.types.ndarray(), tris: ti.types.ndarray(), tri_counts: ti.types.ndarray(),
-                tri_entries: ti.types.ndarray(), h: float, size: ti.i32, mus: ti.types.ndarray(),
-                axes: ti.types.ndarray(), margin: float, n_nodes: ti.i32, counters: ti.types.ndarray(),
+                tri_entries: ti.types.ndarray(), params: ti.types.ndarray(), counters: ti.types.ndarray(),
                 c_f: ti.types.ndarray(), c_i: ti.types.ndarray(), vn_node: ti.types.ndarray(), vn_weight: ti.types.ndarray(),
                 nrm: ti.types.ndarray()):
     """Self-contacts (module docstring, 4.): a surface vertex of a self-contact body against its own
@@ -298,11 +303,15 @@ def detect_self(x: ti.types.ndarray(), rest: ti.types.ndarray(), self_surf: ti.t
     negative once the vertex has crossed the triangle's face (behind it, straight along its outward
     normal, so the closest point is its foot in the closed triangle; a point beyond a convex edge,
     nearest the edge at a slant, counts as outside), the normal from the triangle to the vertex (the triangle's own
-    normal when crossed or touching)."""
+    normal when crossed or touching). Scalars (``det_f``/``det_i``): margin, the FEM grid's cell size and
+    bucket count, node and self-contact vertex counts."""
     KT = tri_entries.shape[1]
+    margin, h = DETECT_F.margin.get(det_f, 0), DETECT_F.fem_h.get(det_f, 0)
+    size, n_nodes = DETECT_I.fem_size.get(det_i, 0), DETECT_I.n_nodes.get(det_i, 0)
+    n_self = DETECT_I.n_self.get(det_i, 0)
     for s in range(n_self):
         i = self_surf[s]
-        bv = node_body[i]
+        bv = NODES.body.get(nodes, i)
         p, p0, gap = x[i], rest[i], self_gap[bv]
         own = nrm[i]
         best, bt = margin, -1           # nearest opposing triangle
@@ -313,7 +322,7 @@ def detect_self(x: ti.types.ndarray(), rest: ti.types.ndarray(), self_surf: ti.t
             for e in range(ti.min(tri_counts[b2], KT)):
                 t = tri_entries[b2, e]
                 tv = tris[t]
-                if node_body[tv[0]] == bv and tv[0] != i and tv[1] != i and tv[2] != i:
+                if NODES.body.get(nodes, tv[0]) == bv and tv[0] != i and tv[1] != i and tv[2] != i:
                     q, w = closest_on_triangle(p, x[tv[0]], x[tv[1]], x[tv[2]])
                     d = (p - q).norm()
                     if d < best:                    # best_any <= best
@@ -327,7 +336,8 @@ def detect_self(x: ti.types.ndarray(), rest: ti.types.ndarray(), self_surf: ti.t
             best, bt = best_any, bt_any
         if bt >= 0:
             tv = tris[bt]
-            if not (fixed[i] == 1 and fixed[tv[0]] == 1 and fixed[tv[1]] == 1 and fixed[tv[2]] == 1):
+            if not (NODES.fixed.get(nodes, i) == 1 and NODES.fixed.get(nodes, tv[0]) == 1 and NODES.fixed.get(nodes, tv[1]) == 1
+                    and NODES.fixed.get(nodes, tv[2]) == 1):
                 a, b, c = x[tv[0]], x[tv[1]], x[tv[2]]
                 q, w = closest_on_triangle(p, a, b, c)
                 fn = (b - a).cross(c - a).normalized()
@@ -339,49 +349,50 @@ def detect_self(x: ti.types.ndarray(), rest: ti.types.ndarray(), self_surf: ti.t
                 elif best > 1e-12 * h:
                     n = (p - q) / best
                 row = pair_row[bv, bv]
-                F = contact_frame(n, axes[row])
+                F = contact_frame(n, PARAM_F.axis.get(params, row))
                 na = triangle_point_node(tv, w, counters, vn_node, vn_weight, n_nodes)
-                emit(na, i, F, phi, mus[row], ti.Vector([0.0, 0.0, 0.0]), q, row, counters,
+                emit(na, i, F, phi, params, ti.Vector([0.0, 0.0, 0.0]), q, row, counters,
                      c_f, c_i)
 
 
 @ti.kernel
-def detect_rigid_in_fem(x: ti.types.ndarray(), v: ti.types.ndarray(), quat: ti.types.ndarray(), s_rigid: ti.types.ndarray(),
-                        s_point: ti.types.ndarray(), s_axis: ti.types.ndarray(), s_cos: ti.types.ndarray(),
-                        n_samp: ti.i32, rigid_lin: ti.types.ndarray(),
-                        com_local: ti.types.ndarray(), rigid_body: ti.types.ndarray(), node_body: ti.types.ndarray(),
-                        fixed: ti.types.ndarray(), pair_row: ti.types.ndarray(), tris: ti.types.ndarray(),
-                        tri_counts: ti.types.ndarray(), tri_entries: ti.types.ndarray(), tets: ti.types.ndarray(),
-                        tet_counts: ti.types.ndarray(), tet_entries: ti.types.ndarray(), h: float, size: ti.i32,
-                        box_lo: ti.types.ndarray(), box_hi: ti.types.ndarray(), n_bodies: ti.i32,
-                        mus: ti.types.ndarray(), axes: ti.types.ndarray(), margin: float, dt: float,
-                        n_nodes: ti.i32, counters: ti.types.ndarray(),
+def detect_rigid_in_fem(x: ti.types.ndarray(), v: ti.types.ndarray(), quat: ti.types.ndarray(),
+                        samp_f: ti.types.ndarray(), samp_i: ti.types.ndarray(), det_f: ti.types.ndarray(),
+                        det_i: ti.types.ndarray(), nodes: ti.types.ndarray(), pair_row: ti.types.ndarray(),
+                        tris: ti.types.ndarray(), tri_counts: ti.types.ndarray(), tri_entries: ti.types.ndarray(),
+                        tets: ti.types.ndarray(), tet_counts: ti.types.ndarray(), tet_entries: ti.types.ndarray(),
+                        boxes: ti.types.ndarray(), params: ti.types.ndarray(), counters: ti.types.ndarray(),
                         c_f: ti.types.ndarray(), c_i: ti.types.ndarray(),
                         vn_node: ti.types.ndarray(), vn_weight: ti.types.ndarray()):
     """Rigid surface samples (``geometry.proxies.surface_samples``) against the FEM bodies' tets
     (``_body_contacts``): a box corner or mesh vertex pressed between the vertices of a coarse FEM
     body, which the FEM-vertex-vs-SDF direction of ``detect_obstacles`` cannot see. A sample's
     reach grows with its speed as a proxy's does in ``detect_rigid`` (``rigid_point_reach``), so a
-    fast body pressing into a slab is caught the step before it touches."""
+    fast body pressing into a slab is caught the step before it touches. The samples: ``samp_f``/``samp_i``
+    (schema.SAMPLE_F/I); scalars (``det_f``/``det_i``): margin, dt, the FEM grid's cell size and bucket
+    count, node, body and sample counts."""
+    margin, dt, h = DETECT_F.margin.get(det_f, 0), DETECT_F.dt.get(det_f, 0), DETECT_F.fem_h.get(det_f, 0)
+    size, n_nodes = DETECT_I.fem_size.get(det_i, 0), DETECT_I.n_nodes.get(det_i, 0)
+    n_bodies, n_samp = DETECT_I.n_bodies.get(det_i, 0), DETECT_I.n_samp.get(det_i, 0)
     for j in range(n_samp):
-        k = s_rigid[j]
-        lin = rigid_lin[k]
+        k = SAMPLE_I.rigid.get(samp_i, j)
+        lin = SAMPLE_I.lin.get(samp_i, j)
         com = x[lin]
         R = quat_matrix(quat[k])
-        p = com + mv(R, s_point[j] - com_local[k])
-        bv = rigid_body[k]
+        p = com + mv(R, SAMPLE_F.point.get(samp_f, j) - SAMPLE_F.com.get(samp_f, j))
+        bv = SAMPLE_I.body.get(samp_i, j)
         reach = rigid_point_reach(v, lin, p, com, margin, dt)
-        if near_other_body(p, p, bv, node_body, pair_row, box_lo, box_hi, n_bodies, reach):
-            g = mv(R, s_axis[j])
-            _body_contacts(p, bv, -1, lin, com, g, s_cos[j], g, x, fixed, node_body, pair_row, tris, tri_counts, tri_entries, tets,
-                           tet_counts, tet_entries, h, size, mus, axes, reach, n_nodes, counters,
+        if near_other_body(p, p, bv, nodes, pair_row, boxes, n_bodies, reach):
+            g = mv(R, SAMPLE_F.axis.get(samp_f, j))
+            _body_contacts(p, bv, -1, lin, com, g, SAMPLE_F.cos.get(samp_f, j), g, x, nodes, pair_row, tris,
+                           tri_counts, tri_entries, tets, tet_counts, tet_entries, h, size, params, reach, n_nodes, counters,
                            c_f, c_i,
                            vn_node, vn_weight)
 
 
 @ti.kernel
 def rigid_boxes(obs_pose: ti.types.ndarray(), obs_f: ti.types.ndarray(), o0: ti.i32, n_rigid: ti.i32,
-                rigid_body: ti.types.ndarray(), dt: float, box_lo: ti.types.ndarray(), box_hi: ti.types.ndarray()):
+                rigid_body: ti.types.ndarray(), dt: float, boxes: ti.types.ndarray()):
     """Rigid bodies' boxes for the broadphase: shape origin ± (bounding radius + dt × the fastest
     surface point's speed bound |v| + |w| (radius + |origin - com|)), so the FEM triangles and tets
     within a fast sample's grown reach (``rigid_point_reach``) are hashed (``body_boxes`` sees
@@ -395,43 +406,49 @@ def rigid_boxes(obs_pose: ti.types.ndarray(), obs_f: ti.types.ndarray(), o0: ti.
         rad = obs_f[o, BOUND]
         grow = rad + dt * (vl.norm() + w.norm() * (rad + (c - com).norm()))
         for a in ti.static(range(3)):
-            box_lo[rigid_body[k], a] = c[a] - grow
-            box_hi[rigid_body[k], a] = c[a] + grow
+            boxes[rigid_body[k], BOX_LO + a] = c[a] - grow
+            boxes[rigid_body[k], BOX_HI + a] = c[a] + grow
 
 
 @ti.func
-def _rigid_poses(x: ti.template(), v: ti.template(), quat: ti.template(), lin: ti.template(),
-                 com_local: ti.template(), o0, n_rigid, obs_pose: ti.template()):
-    """Rows o0.. of the SDF pose table from the rigid bodies' state (rigid k has quaternion k)."""
+def _com_local(obs_f: ti.template(), o):
+    """Centre of mass of rigid SDF entity o in its shape frame (``obs_f``'s ``COM`` columns)."""
+    return ti.Vector([obs_f[o, COM], obs_f[o, COM + 1], obs_f[o, COM + 2]])
+
+
+@ti.func
+def _rigid_poses(x: ti.template(), v: ti.template(), quat: ti.template(), sdf: ti.template(),
+                 obs_f: ti.template(), o0, n_rigid, obs_pose: ti.template()):
+    """Rows o0.. of the SDF pose table from the rigid bodies' state (rigid k has quaternion k and SDF row
+    o0 + k, whose ``rigid`` column is its first velocity block)."""
     for k in range(n_rigid):
-        R = quat_matrix(quat[k])
-        com = x[lin[k]]
-        c = com - mv(R, com_local[k])
         o = o0 + k
+        lin = SDF.rigid.get(sdf, o)
+        R = quat_matrix(quat[k])
+        com = x[lin]
+        c = com - mv(R, _com_local(obs_f, o))
         for a, bb in ti.static(ti.ndrange(3, 3)):
             obs_pose[o, 3 * a + bb] = R[a, bb]
         for a in ti.static(range(3)):
             obs_pose[o, 9 + a] = c[a]
-            obs_pose[o, 12 + a] = v[lin[k]][a]
-            obs_pose[o, 15 + a] = v[lin[k] + 1][a]
+            obs_pose[o, 12 + a] = v[lin][a]
+            obs_pose[o, 15 + a] = v[lin + 1][a]
             obs_pose[o, 18 + a] = com[a]
 
 
 @ti.kernel
-def rigid_poses(x: ti.types.ndarray(), v: ti.types.ndarray(), quat: ti.types.ndarray(), lin: ti.types.ndarray(),
-                com_local: ti.types.ndarray(), o0: ti.i32, n_rigid: ti.i32, obs_pose: ti.types.ndarray()):
+def rigid_poses(x: ti.types.ndarray(), v: ti.types.ndarray(), quat: ti.types.ndarray(), sdf: ti.types.ndarray(),
+                obs_f: ti.types.ndarray(), o0: ti.i32, n_rigid: ti.i32, obs_pose: ti.types.ndarray()):
     """``_rigid_poses`` as a launch of its own (when a pass before ``detect_rigid`` reads the poses)."""
-    _rigid_poses(x, v, quat, lin, com_local, o0, n_rigid, obs_pose)
+    _rigid_poses(x, v, quat, sdf, obs_f, o0, n_rigid, obs_pose)
 
 
 @ti.kernel
 def detect_rigid(x: ti.types.ndarray(), v: ti.types.ndarray(), quat: ti.types.ndarray(),
                  proxy_f: ti.types.ndarray(), proxy_i: ti.types.ndarray(), det_f: ti.types.ndarray(),
-                 det_i: ti.types.ndarray(),
-                 rigid_lin: ti.types.ndarray(), com_local: ti.types.ndarray(),
-                 rigid_body: ti.types.ndarray(), fixed: ti.types.ndarray(), pair_row: ti.types.ndarray(),
+                 det_i: ti.types.ndarray(), nodes: ti.types.ndarray(), pair_row: ti.types.ndarray(),
                  sdf: ti.types.ndarray(), obs_f: ti.types.ndarray(), obs_pose: ti.types.ndarray(),
-                 grid: ti.types.ndarray(), mus: ti.types.ndarray(), axes: ti.types.ndarray(),
+                 grid: ti.types.ndarray(), params: ti.types.ndarray(),
                  poses: ti.template(), counters: ti.types.ndarray(),
                  c_f: ti.types.ndarray(), c_i: ti.types.ndarray(),
                  vn_node: ti.types.ndarray(), vn_weight: ti.types.ndarray()):
@@ -451,27 +468,28 @@ def detect_rigid(x: ti.types.ndarray(), v: ti.types.ndarray(), quat: ti.types.nd
     n_obs = sdf.shape[0]                    # the SDF entities: obstacles, then rigid bodies
     margin, dt = DETECT_F.margin.get(det_f, 0), DETECT_F.dt.get(det_f, 0)
     n_prox, n_nodes = DETECT_I.n_prox.get(det_i, 0), DETECT_I.n_nodes.get(det_i, 0)
+    n_rigid = DETECT_I.n_rigid.get(det_i, 0)
+    o0 = n_obs - n_rigid                    # the rigid bodies are the last n_rigid of the n_obs SDF entities
     if ti.static(poses):
-        n_rigid = rigid_lin.shape[0]        # the rigid bodies are the last n_rigid of the n_obs SDF entities
-        _rigid_poses(x, v, quat, rigid_lin, com_local, n_obs - n_rigid, n_rigid, obs_pose)
+        _rigid_poses(x, v, quat, sdf, obs_f, o0, n_rigid, obs_pose)
     for j in range(n_prox):
         k = PROXY_I.rigid.get(proxy_i, j)
-        lin = rigid_lin[k]
+        lin = SDF.rigid.get(sdf, o0 + k)
         R = quat_matrix(quat[k])
         com = x[lin]
-        p0 = com + mv(R, PROXY_F.point.get(proxy_f, j) - com_local[k])
+        p0 = com + mv(R, PROXY_F.point.get(proxy_f, j) - _com_local(obs_f, o0 + k))
         reach = rigid_point_reach(v, lin, p0, com, margin, dt)
         rad = PROXY_F.radius.get(proxy_f, j)
         p_kind, p_against = PROXY_I.kind.get(proxy_i, j), PROXY_I.against.get(proxy_i, j)
         for o in range(n_obs):
-            row = pair_row[rigid_body[k], SDF.entity.get(sdf, o)]
+            row = pair_row[SDF.entity.get(sdf, o0 + k), SDF.entity.get(sdf, o)]
             other = SDF.rigid.get(sdf, o)
             kind = SDF.kind.get(sdf, o)
             use = row >= 0 and other != lin
             if use and other >= 0:
-                use = not (fixed[lin] == 1 and fixed[other] == 1)
+                use = not (NODES.fixed.get(nodes, lin) == 1 and NODES.fixed.get(nodes, other) == 1)
             elif use:
-                use = fixed[lin] == 0
+                use = NODES.fixed.get(nodes, lin) == 0
             if use and p_against == 1 and kind != HALFSPACE:
                 use = False
             if use and p_against == 2 and kind == HALFSPACE:
@@ -516,8 +534,8 @@ def detect_rigid(x: ti.types.ndarray(), v: ti.types.ndarray(), quat: ti.types.nd
                             node_a, vw = world_side(o, q, obs_pose, sdf, counters, vn_node, vn_weight,
                                                      n_nodes)
                             nb = rigid_point_node(lin, pb, com, counters, vn_node, vn_weight, n_nodes)
-                            F = contact_frame(n, mv(Ro, axes[row]))
-                            emit(node_a, nb, F, phi, mus[row], vw, q, row, counters, c_f, c_i)
+                            F = contact_frame(n, mv(Ro, PARAM_F.axis.get(params, row)))
+                            emit(node_a, nb, F, phi, params, vw, q, row, counters, c_f, c_i)
 
 
 @ti.kernel

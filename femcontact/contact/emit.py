@@ -10,7 +10,7 @@ contact through a virtual node because its node is taken (nodalization is COND's
 """
 from ..backend import ti
 from ..math.smallmat import mv
-from .schema import CONTACT_SET_F, CONTACT_SET_I, SDF
+from .schema import CONTACT_SET_F, CONTACT_SET_I, PARAM_F, SDF
 from .contacts import OPEN
 
 
@@ -81,7 +81,7 @@ def world_side(o, q, obs_pose: ti.template(), sdf: ti.template(), counters: ti.t
 
 
 @ti.func
-def emit(node_a, node_b, R, phi_m, mu_m, vw, pt, row, counters: ti.template(), c_f: ti.template(),
+def emit(node_a, node_b, R, phi_m, params: ti.template(), vw, pt, row, counters: ti.template(), c_f: ti.template(),
           c_i: ti.template()):
     """Append a contact to the ContactSet's tables (``schema.CONTACT_SET_F`` / ``CONTACT_SET_I``; the
     counter counts past the capacity so that the pipeline grows it and reruns)."""
@@ -91,8 +91,8 @@ def emit(node_a, node_b, R, phi_m, mu_m, vw, pt, row, counters: ti.template(), c
         CONTACT_SET_I.node_b.put(c_i, m, node_b)
         CONTACT_SET_F.frame.put(c_f, m, R)
         CONTACT_SET_F.phi.put(c_f, m, phi_m)
-        CONTACT_SET_F.mu.put_at(c_f, m, 0, mu_m[0])
-        CONTACT_SET_F.mu.put_at(c_f, m, 1, mu_m[1])
+        CONTACT_SET_F.mu.put_at(c_f, m, 0, PARAM_F.mu.at(params, row, 0))
+        CONTACT_SET_F.mu.put_at(c_f, m, 1, PARAM_F.mu.at(params, row, 1))
         CONTACT_SET_F.v_world.put(c_f, m, vw)
         CONTACT_SET_F.point.put(c_f, m, pt)
         CONTACT_SET_I.param.put(c_i, m, row)

@@ -9,9 +9,10 @@ from ..math.smallmat import inv3, mTv, mv
 from ..geometry.shapes import BOX, CAPSULE, COMPOUND, CYLINDER, HALFSPACE, MESH, PART_REC, SPHERE
 
 # Column layout of the static obstacle table ``obs_f`` (O, OBS_F): the shape's 8 packed floats,
-# then its bounding radius (inf for a half-space).
-OBS_F = 9
+# then its bounding radius (inf for a half-space), then a rigid body's centre of mass in its shape frame (3).
+OBS_F = 12
 BOUND = 8
+COM = 9
 # Per-step pose table ``obs_pose`` (O, OBS_POSE) of every SDF entity (obstacles, then rigid bodies):
 # R row-major (9), shape origin c (3), v (3), omega (3), centre of mass (3; rigid bodies).
 OBS_POSE = 21

@@ -31,7 +31,7 @@ import numpy as np
 from ..backend import ti
 from ..errors import SimulationError
 from .. import backend
-from .broadphase import FAR, TARGET_SPAN, WIDE_FEM, WIDE_ROD, SpatialHash, body_boxes
+from .broadphase import BOX_WIDTH, FAR, TARGET_SPAN, WIDE_FEM, WIDE_ROD, SpatialHash, body_boxes
 from .detection import (detect_bodies, detect_obstacles, detect_rigid, detect_rigid_in_fem, detect_self,
                         rigid_boxes, rigid_poses, sdf_points, vertex_normals)
 from .narrowphase import OBS_POSE
@@ -66,8 +66,7 @@ class StepBuffers:
             size = int(2 ** int(np.clip(np.ceil(np.log2(max(n_items, 1))), 10, 20)))
             self.tri_hash = SpatialHash(t.tri_items, t.h, size)
             self.tet_hash = SpatialHash(t.tet_items, t.h, size)
-            self.box_lo = ti.ndarray(float, shape=(t.n_bodies, 3))
-            self.box_hi = ti.ndarray(float, shape=(t.n_bodies, 3))
+            self.boxes = ti.ndarray(float, shape=(t.n_bodies, BOX_WIDTH))
             self.normals = backend.vec3_array(t.n_nodes)        # FEM surface vertices' (vertex_normals)
             self.hashes += [(self.tri_hash, FILL_TRI), (self.tet_hash, FILL_TET)]
             self.grids.append(([self.tri_hash, self.tet_hash], WIDE_FEM, t.h))
@@ -98,8 +97,8 @@ class ObstaclePass(Pass):
 
     def run(self, state, dt: float, out: tuple, sdf: tuple) -> None:
         t = self.t
-        detect_obstacles(state.x, t.surf, t.det_f.sync(), t.det_i.sync(), t.node_body, t.fixed, t.pair_row, *sdf,
-                         t.grid, t.mus, t.axes, t.s_range, t.s_point, *out)
+        detect_obstacles(state.x, t.surf, t.det_f.sync(), t.det_i.sync(), t.nodes, t.pair_row, *sdf,
+                         t.grid, t.params, t.s_range, t.samp_f, *out)
 
 
 class RigidProxyPass(Pass):
@@ -113,8 +112,8 @@ class RigidProxyPass(Pass):
     def run(self, state, dt: float, out: tuple, sdf: tuple) -> None:
         t = self.t
         t.set_dt(dt)
-        detect_rigid(state.x, state.v, state.q, t.proxy_f, t.proxy_i, t.det_f.sync(), t.det_i.sync(), t.rigid_lin,
-                     t.com_local, t.rigid_body, t.fixed, t.pair_row, *sdf, t.grid, t.mus, t.axes, self.poses, *out)
+        detect_rigid(state.x, state.v, state.q, t.proxy_f, t.proxy_i, t.det_f.sync(), t.det_i.sync(), t.nodes,
+                     t.pair_row, *sdf, t.grid, t.params, self.poses, *out)
 
 
 class BodyPass(Pass):
@@ -124,9 +123,9 @@ class BodyPass(Pass):
     def run(self, state, dt: float, out: tuple, sdf: tuple) -> None:
         t, b = self.t, self.b
         tg, eg = b.tri_hash, b.tet_hash
-        detect_bodies(state.x, t.surf, t.n_surf, t.node_body, t.fixed, t.pair_row, tg.items, tg.counts, tg.entries,
-                      eg.items, eg.counts, eg.entries, tg.h, tg.size, b.box_lo, b.box_hi, t.n_bodies, t.mus, t.axes,
-                      t.margin, t.n_nodes, *out, b.normals)
+        t.set_grid(tg)
+        detect_bodies(state.x, t.surf, t.det_f.sync(), t.det_i.sync(), t.nodes, t.pair_row, tg.items,
+                      tg.counts, tg.entries, eg.items, eg.counts, eg.entries, b.boxes, t.params, *out, b.normals)
 
 
 class SelfPass(Pass):
@@ -134,8 +133,9 @@ class SelfPass(Pass):
 
     def run(self, state, dt: float, out: tuple, sdf: tuple) -> None:
         t, tg = self.t, self.b.tri_hash
-        detect_self(state.x, t.rest, t.self_surf, t.n_self, t.self_gap, t.node_body, t.fixed, t.pair_row, tg.items,
-                    tg.counts, tg.entries, tg.h, tg.size, t.mus, t.axes, t.margin, t.n_nodes, *out, self.b.normals)
+        t.set_grid(tg)
+        detect_self(state.x, t.rest, t.self_surf, t.det_f.sync(), t.det_i.sync(), t.self_gap, t.nodes,
+                    t.pair_row, tg.items, tg.counts, tg.entries, t.params, *out, self.b.normals)
 
 
 class RigidInFemPass(Pass):
@@ -144,10 +144,11 @@ class RigidInFemPass(Pass):
     def run(self, state, dt: float, out: tuple, sdf: tuple) -> None:
         t, b = self.t, self.b
         tg, eg = b.tri_hash, b.tet_hash
-        detect_rigid_in_fem(state.x, state.v, state.q, t.s_rigid, t.s_point, t.s_axis, t.s_cos, t.n_samp,
-                            t.rigid_lin, t.com_local, t.rigid_body, t.node_body, t.fixed, t.pair_row, tg.items,
-                            tg.counts, tg.entries, eg.items, eg.counts, eg.entries, tg.h, tg.size, b.box_lo, b.box_hi,
-                            t.n_bodies, t.mus, t.axes, t.margin, dt, t.n_nodes, *out)
+        t.set_dt(dt)
+        t.set_grid(tg)
+        detect_rigid_in_fem(state.x, state.v, state.q, t.samp_f, t.samp_i, t.det_f.sync(), t.det_i.sync(), t.nodes,
+                            t.pair_row, tg.items, tg.counts, tg.entries, eg.items, eg.counts, eg.entries, b.boxes,
+                            t.params, *out)
 
 
 class RodSdfPass(Pass):
@@ -155,9 +156,9 @@ class RodSdfPass(Pass):
 
     def run(self, state, dt: float, out: tuple, sdf: tuple) -> None:
         t = self.t
-        detect_rod_sdf(state.x, state.v, t.rn_node, t.rn_rad, t.rn_seg, t.n_rn, t.rs_elem, t.rs_rad, t.n_rs,
-                       t.node_body, t.fixed, t.pair_row, *sdf, t.grid, t.mus, t.axes, t.margin, dt, t.n_nodes,
-                       *out)
+        t.set_dt(dt)
+        detect_rod_sdf(state.x, state.v, t.rod_nodes, t.rn_rad, t.rs_elem, t.rs_rad, t.det_f.sync(), t.det_i.sync(),
+                       t.nodes, t.pair_row, *sdf, t.grid, t.params, *out)
 
 
 class RodPairPass(Pass):
@@ -171,12 +172,13 @@ class RodPairPass(Pass):
     def run(self, state, dt: float, out: tuple, sdf: tuple) -> None:
         t, sg = self.t, self.b.seg_hash
         if self.broadphase == "grid":
-            detect_rod_pairs_grid(state.x, state.v, t.rs_elem, t.rs_rad, t.rs_info, t.n_rs, sg.h, sg.size, sg.counts,
-                                  sg.entries, sg.ecell, sg.lo, sg.hi, t.node_body, t.fixed, t.pair_row, t.mus, t.axes,
-                                  t.margin, dt, t.n_nodes, *out)
+            t.set_dt(dt)
+            t.set_grid(rod_hash=sg)
+            detect_rod_pairs_grid(state.x, state.v, t.rs_elem, t.rs_rad, t.rs_info, t.det_f.sync(), t.det_i.sync(),
+                                  sg.counts, sg.entries, sg.ecell, sg.lo, sg.hi, t.nodes, t.pair_row, t.params, *out)
         else:
-            detect_rod_pairs(state.x, state.v, t.rs_elem, t.rs_rad, t.rs_info, t.n_rs, t.node_body, t.fixed,
-                             t.pair_row, t.mus, t.axes, t.margin, dt, t.n_nodes, *out)
+            detect_rod_pairs(state.x, state.v, t.rs_elem, t.rs_rad, t.rs_info, t.n_rs, t.nodes,
+                             t.pair_row, t.params, t.margin, dt, t.n_nodes, *out)
 
 
 class RodFemPass(Pass):
@@ -189,10 +191,10 @@ class RodFemPass(Pass):
 
     def run(self, state, dt: float, out: tuple, sdf: tuple) -> None:
         t, sg, tg = self.t, self.b.seg_hash, self.b.rod_tri_hash
-        detect_rod_fem(state.x, state.v, t.rn_node, t.rn_rad, t.rn_seg, t.n_rn, t.rs_elem, t.rs_rad, t.n_rs, t.surf,
+        detect_rod_fem(state.x, state.v, t.rod_nodes, t.rn_rad, t.n_rn, t.rs_elem, t.rs_rad, t.n_rs, t.surf,
                        t.n_surf, t.rod_tris, t.n_rod_tris, self.broadphase == "grid", sg.h, sg.size, sg.counts,
-                       sg.entries, sg.ecell, sg.vmax, tg.counts, tg.entries, tg.ecell, tg.vmax, t.node_body, t.fixed,
-                       t.pair_row, t.mus, t.axes, t.margin, dt, t.n_nodes, *out)
+                       sg.entries, sg.ecell, sg.vmax, tg.counts, tg.entries, tg.ecell, tg.vmax, t.nodes,
+                       t.pair_row, t.params, t.margin, dt, t.n_nodes, *out)
 
 
 class CollisionPipeline:
@@ -282,17 +284,17 @@ class CollisionPipeline:
         if t.n_obs:
             self.update_obstacles(state.time, dt)
         if t.n_rigid and not self.fused_poses:
-            rigid_poses(state.x, state.v, state.q, t.rigid_lin, t.com_local, t.n_obs, t.n_rigid, b.obs_pose)
+            rigid_poses(state.x, state.v, state.q, t.sdf, t.obs_f, t.n_obs, t.n_rigid, b.obs_pose)
         if t.has_bodies:
-            body_boxes(state.x, t.node_body, t.n_nodes, t.n_bodies, b.box_lo, b.box_hi)
+            body_boxes(state.x, t.nodes, t.n_nodes, t.n_bodies, b.boxes)
             vertex_normals(state.x, t.surf, t.n_surf, b.tri_hash.items, len(t.tri_items), b.normals)
             if t.n_rigid:
-                rigid_boxes(b.obs_pose, t.obs_f, t.n_obs, t.n_rigid, t.rigid_body, dt, b.box_lo, b.box_hi)
+                rigid_boxes(b.obs_pose, t.obs_f, t.n_obs, t.n_rigid, t.rigid_body, dt, b.boxes)
 
     def _build_hashes(self, state, dt: float) -> None:
         t, b = self.tables, self.buffers
         if t.has_bodies:
-            common = (t.node_body, t.pair_row, b.box_lo, b.box_hi, t.n_bodies)
+            common = (t.nodes, t.pair_row, b.boxes, t.n_bodies)
             b.tri_hash.build_near_bodies(state.x, *common, t.margin + t.h, b.counters, FILL_TRI, WIDE_FEM)
             b.tet_hash.build_near_bodies(state.x, *common, t.margin, b.counters, FILL_TET, WIDE_FEM)
         if t.rod_pairs or t.rod_fem:

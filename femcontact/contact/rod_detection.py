@@ -36,7 +36,7 @@ from ..backend import ti
 from .emit import emit, pose_of, triangle_point_node, world_side
 from .broadphase import WIDE_ROD, bucket, cell_of, cell_range
 from .narrowphase import BOUND, closest_on_triangle, contact_frame, shape_sdf
-from .schema import SDF
+from .schema import DETECT_F, DETECT_I, NODES, PARAM_F, ROD_NODES, SDF
 from ..math.smallmat import mTv, mv, skew
 
 
@@ -98,17 +98,18 @@ def _segments_closest(p1, q1, p2, q2):
 
 
 @ti.kernel
-def detect_rod_sdf(x: ti.types.ndarray(), v: ti.types.ndarray(), rn_node: ti.types.ndarray(),
-                   rn_rad: ti.types.ndarray(), rn_seg: ti.types.ndarray(), n_rn: ti.i32, rs_elem: ti.types.ndarray(), rs_rad: ti.types.ndarray(),
-                   n_rs: ti.i32, node_body: ti.types.ndarray(), fixed: ti.types.ndarray(),
-                   pair_row: ti.types.ndarray(), sdf: ti.types.ndarray(),
-                    obs_f: ti.types.ndarray(),
-                   obs_pose: ti.types.ndarray(), grid: ti.types.ndarray(), mus: ti.types.ndarray(),
-                   axes: ti.types.ndarray(), margin: float, dt: float, n_nodes: ti.i32,
+def detect_rod_sdf(x: ti.types.ndarray(), v: ti.types.ndarray(), rod_nodes: ti.types.ndarray(),
+                   rn_rad: ti.types.ndarray(), rs_elem: ti.types.ndarray(), rs_rad: ti.types.ndarray(),
+                   det_f: ti.types.ndarray(), det_i: ti.types.ndarray(), nodes: ti.types.ndarray(),
+                   pair_row: ti.types.ndarray(), sdf: ti.types.ndarray(), obs_f: ti.types.ndarray(),
+                   obs_pose: ti.types.ndarray(), grid: ti.types.ndarray(), params: ti.types.ndarray(),
                    counters: ti.types.ndarray(), c_f: ti.types.ndarray(), c_i: ti.types.ndarray(), vn_node: ti.types.ndarray(),
                    vn_weight: ti.types.ndarray()):
-    """Rod nodes (spheres) and segment interiors against SDF entities (module docstring, 1)."""
+    """Rod nodes (spheres) and segment interiors against SDF entities (module docstring, 1). Scalars
+    (``det_f``/``det_i``): margin, dt; rod node, rod segment and node counts."""
     n_obs = sdf.shape[0]                    # the SDF entities (the pass runs only when there are some)
+    margin, dt = DETECT_F.margin.get(det_f, 0), DETECT_F.dt.get(det_f, 0)
+    n_rn, n_rs, n_nodes = DETECT_I.n_rn.get(det_i, 0), DETECT_I.n_rs.get(det_i, 0), DETECT_I.n_nodes.get(det_i, 0)
     for k in range(n_rn + n_rs):
         for o in range(n_obs):
             ia = 0
@@ -116,20 +117,21 @@ def detect_rod_sdf(x: ti.types.ndarray(), v: ti.types.ndarray(), rn_node: ti.typ
             sg = 0
             rad = 0.0
             if k < n_rn:
-                ia = rn_node[k]
+                ia = ROD_NODES.node.get(rod_nodes, k)
                 ib = ia
-                sg = rn_seg[k]
+                sg = ROD_NODES.seg.get(rod_nodes, k)
                 rad = rn_rad[k]
             else:
                 ia = rs_elem[k - n_rn][0]
                 ib = rs_elem[k - n_rn][1]
                 sg = rs_elem[k - n_rn][2]
                 rad = rs_rad[k - n_rn]
-            row = pair_row[node_body[ia], SDF.entity.get(sdf, o)]
+            row = pair_row[NODES.body.get(nodes, ia), SDF.entity.get(sdf, o)]
             other = SDF.rigid.get(sdf, o)
-            use = row >= 0 and not (fixed[ia] == 1 and fixed[ib] == 1)
+            use = row >= 0 and not (NODES.fixed.get(nodes, ia) == 1 and NODES.fixed.get(nodes, ib) == 1)
             if use and other >= 0:
-                use = not (fixed[ia] == 1 and fixed[ib] == 1 and fixed[other] == 1)
+                use = not (NODES.fixed.get(nodes, ia) == 1 and NODES.fixed.get(nodes, ib) == 1
+                           and NODES.fixed.get(nodes, other) == 1)
             if use:
                 pa, pb = x[ia], x[ib]
                 reach = margin + dt * ti.max(v[ia].norm(), v[ib].norm())
@@ -189,14 +191,14 @@ def detect_rod_sdf(x: ti.types.ndarray(), v: ti.types.ndarray(), rn_node: ti.typ
                         q = p - (phi + rad) * n           # on the entity's surface
                         node_a, vw = world_side(o, q, obs_pose, sdf, counters, vn_node, vn_weight, n_nodes)
                         nb = _segment_point(ia, ib, t, sg, -rad * n, counters, vn_node, vn_weight, n_nodes)
-                        F = contact_frame(n, mv(R, axes[row]))
-                        emit(node_a, nb, F, phi, mus[row], vw, q, row, counters, c_f, c_i)
+                        F = contact_frame(n, mv(R, PARAM_F.axis.get(params, row)))
+                        emit(node_a, nb, F, phi, params, vw, q, row, counters, c_f, c_i)
 
 
 @ti.func
 def _segment_pair(i, j, x: ti.template(), v: ti.template(), rs_elem: ti.template(), rs_rad: ti.template(),
-                  rs_info: ti.template(), node_body: ti.template(), fixed: ti.template(), pair_row: ti.template(),
-                  mus: ti.template(), axes: ti.template(), margin, dt, n_nodes,
+                  rs_info: ti.template(), nodes: ti.template(), pair_row: ti.template(),
+                  params: ti.template(), margin, dt, n_nodes,
                   counters: ti.template(), c_f: ti.template(), c_i: ti.template(), vn_node: ti.template(),
                   vn_weight: ti.template()):
     """Narrow phase of segments i < j (module docstring, 2): bounding-sphere test, closest points,
@@ -208,12 +210,13 @@ def _segment_pair(i, j, x: ti.template(), v: ti.template(), rs_elem: ti.template
     ha = 0.5 * (pa1 - pa0).norm()
     va = ti.max(v[a0].norm(), v[a1].norm())
     b0, b1 = rs_elem[j][0], rs_elem[j][1]
-    row = pair_row[node_body[a0], node_body[b0]]
+    row = pair_row[NODES.body.get(nodes, a0), NODES.body.get(nodes, b0)]
     if rs_info[i][0] == rs_info[j][0]:
         row = -1
         if rs_info[i][3] >= 0 and rs_info[j][1] - rs_info[i][1] > rs_info[i][3]:
             row = 0
-    if row >= 0 and not (fixed[a0] == 1 and fixed[a1] == 1 and fixed[b0] == 1 and fixed[b1] == 1):
+    if row >= 0 and not (NODES.fixed.get(nodes, a0) == 1 and NODES.fixed.get(nodes, a1) == 1
+                         and NODES.fixed.get(nodes, b0) == 1 and NODES.fixed.get(nodes, b1) == 1):
         pb0, pb1 = x[b0], x[b1]
         rb = rs_rad[j]
         reach = margin + dt * (va + ti.max(v[b0].norm(), v[b1].norm()))
@@ -236,16 +239,16 @@ def _segment_pair(i, j, x: ti.template(), v: ti.template(), rs_elem: ti.template
                         n = (pa1 - pa0).cross(pb1 - pb0).normalized()
                     na = _segment_point(a0, a1, s, rs_elem[i][2], ra * n, counters, vn_node, vn_weight, n_nodes)
                     nb = _segment_point(b0, b1, t, rs_elem[j][2], -rb * n, counters, vn_node, vn_weight, n_nodes)
-                    F = contact_frame(n, axes[row])
-                    emit(na, nb, F, phi, mus[row], ti.Vector([0.0, 0.0, 0.0]), p + ra * n, row, counters,
+                    F = contact_frame(n, PARAM_F.axis.get(params, row))
+                    emit(na, nb, F, phi, params, ti.Vector([0.0, 0.0, 0.0]), p + ra * n, row, counters,
                           c_f, c_i)
 
 
 @ti.kernel
 def detect_rod_pairs(x: ti.types.ndarray(), v: ti.types.ndarray(), rs_elem: ti.types.ndarray(),
                      rs_rad: ti.types.ndarray(), rs_info: ti.types.ndarray(), n_rs: ti.i32,
-                     node_body: ti.types.ndarray(), fixed: ti.types.ndarray(), pair_row: ti.types.ndarray(),
-                     mus: ti.types.ndarray(), axes: ti.types.ndarray(), margin: float, dt: float, n_nodes: ti.i32,
+                     nodes: ti.types.ndarray(), pair_row: ti.types.ndarray(),
+                     params: ti.types.ndarray(), margin: float, dt: float, n_nodes: ti.i32,
                      counters: ti.types.ndarray(), c_f: ti.types.ndarray(), c_i: ti.types.ndarray(),
                      vn_node: ti.types.ndarray(), vn_weight: ti.types.ndarray()):
     """Segment–segment contacts between rods and within one rod (module docstring, 2), all pairs
@@ -253,22 +256,24 @@ def detect_rod_pairs(x: ti.types.ndarray(), v: ti.types.ndarray(), rs_elem: ti.t
     skip (-1: no self-contact))."""
     for i in range(n_rs):
         for j in range(i + 1, n_rs):
-            _segment_pair(i, j, x, v, rs_elem, rs_rad, rs_info, node_body, fixed, pair_row, mus, axes, margin, dt,
+            _segment_pair(i, j, x, v, rs_elem, rs_rad, rs_info, nodes, pair_row, params, margin, dt,
                           n_nodes, counters, c_f, c_i, vn_node, vn_weight)
 
 
 @ti.kernel
 def detect_rod_pairs_grid(x: ti.types.ndarray(), v: ti.types.ndarray(), rs_elem: ti.types.ndarray(),
-                          rs_rad: ti.types.ndarray(), rs_info: ti.types.ndarray(), n_rs: ti.i32,
-                          h: float, size: ti.i32, counts: ti.types.ndarray(), entries: ti.types.ndarray(),
+                          rs_rad: ti.types.ndarray(), rs_info: ti.types.ndarray(), det_f: ti.types.ndarray(),
+                          det_i: ti.types.ndarray(), counts: ti.types.ndarray(), entries: ti.types.ndarray(),
                           ecell: ti.types.ndarray(), lo: ti.types.ndarray(), hi: ti.types.ndarray(),
-                          node_body: ti.types.ndarray(), fixed: ti.types.ndarray(), pair_row: ti.types.ndarray(),
-                          mus: ti.types.ndarray(), axes: ti.types.ndarray(), margin: float, dt: float,
-                          n_nodes: ti.i32, counters: ti.types.ndarray(),
+                          nodes: ti.types.ndarray(), pair_row: ti.types.ndarray(),
+                          params: ti.types.ndarray(), counters: ti.types.ndarray(),
                           c_f: ti.types.ndarray(), c_i: ti.types.ndarray(), vn_node: ti.types.ndarray(), vn_weight: ti.types.ndarray()):
     """``detect_rod_pairs`` over the segment grid (``broadphase.SpatialHash``): pairs i < j whose grown
-    boxes overlap, each met once (in the cell holding the low corner of the boxes' overlap)."""
+    boxes overlap, each met once (in the cell holding the low corner of the boxes' overlap). Scalars
+    (``det_f``/``det_i``): margin, dt, the rod grid's cell size and bucket count; segment and node counts."""
     K = entries.shape[1]
+    margin, dt, h = DETECT_F.margin.get(det_f, 0), DETECT_F.dt.get(det_f, 0), DETECT_F.rod_h.get(det_f, 0)
+    n_rs, n_nodes, size = DETECT_I.n_rs.get(det_i, 0), DETECT_I.n_nodes.get(det_i, 0), DETECT_I.rod_size.get(det_i, 0)
     for i in range(n_rs):
         li, ui = lo[i], hi[i]
         c0, c1 = cell_range(li, ui, h, counters, WIDE_ROD)
@@ -280,16 +285,17 @@ def detect_rod_pairs_grid(x: ti.types.ndarray(), v: ti.types.ndarray(), rs_elem:
                 if j > i and (ecell[bk, sl] == cell).all():
                     lj, uj = lo[j], hi[j]
                     if (ti.max(li, lj) <= ti.min(ui, uj)).all() and (cell_of(ti.max(li, lj), h) == cell).all():
-                        _segment_pair(i, j, x, v, rs_elem, rs_rad, rs_info, node_body, fixed, pair_row, mus, axes,
+                        _segment_pair(i, j, x, v, rs_elem, rs_rad, rs_info, nodes, pair_row, params,
                                       margin, dt, n_nodes, counters, c_f, c_i, vn_node, vn_weight)
 
 
 @ti.func
 def _nearer_capsule(j, i, p, best, bs, bt, x: ti.template(), rs_elem: ti.template(), rs_rad: ti.template(),
-                    node_body: ti.template(), fixed: ti.template(), pair_row: ti.template()):
+                    nodes: ti.template(), pair_row: ti.template()):
     """(best gap, segment, parameter) after trying capsule j for point p of FEM node i."""
     a0, a1 = rs_elem[j][0], rs_elem[j][1]
-    if pair_row[node_body[i], node_body[a0]] >= 0 and not (fixed[i] == 1 and fixed[a0] == 1 and fixed[a1] == 1):
+    if pair_row[NODES.body.get(nodes, i), NODES.body.get(nodes, a0)] >= 0 \
+            and not (NODES.fixed.get(nodes, i) == 1 and NODES.fixed.get(nodes, a0) == 1 and NODES.fixed.get(nodes, a1) == 1):
         d = x[a1] - x[a0]
         t = ti.math.clamp((p - x[a0]).dot(d) / d.dot(d), 0.0, 1.0)
         phi = (p - (x[a0] + t * d)).norm() - rs_rad[j]
@@ -301,11 +307,11 @@ def _nearer_capsule(j, i, p, best, bs, bt, x: ti.template(), rs_elem: ti.templat
 
 
 @ti.func
-def _nearer_triangle(e, i, p, best, bt, x: ti.template(), tris: ti.template(), node_body: ti.template(),
+def _nearer_triangle(e, i, p, best, bt, x: ti.template(), tris: ti.template(), nodes: ti.template(),
                      pair_row: ti.template()):
     """(best distance, triangle) after trying surface triangle e for rod node i at p."""
     tv = tris[e]
-    if pair_row[node_body[i], node_body[tv[0]]] >= 0:
+    if pair_row[NODES.body.get(nodes, i), NODES.body.get(nodes, tv[0])] >= 0:
         q, w = closest_on_triangle(p, x[tv[0]], x[tv[1]], x[tv[2]])
         d = (p - q).norm()
         if d < best or (d == best and e < bt):
@@ -315,14 +321,14 @@ def _nearer_triangle(e, i, p, best, bt, x: ti.template(), tris: ti.template(), n
 
 
 @ti.kernel
-def detect_rod_fem(x: ti.types.ndarray(), v: ti.types.ndarray(), rn_node: ti.types.ndarray(),
-                   rn_rad: ti.types.ndarray(), rn_seg: ti.types.ndarray(), n_rn: ti.i32, rs_elem: ti.types.ndarray(), rs_rad: ti.types.ndarray(),
+def detect_rod_fem(x: ti.types.ndarray(), v: ti.types.ndarray(), rod_nodes: ti.types.ndarray(),
+                   rn_rad: ti.types.ndarray(), n_rn: ti.i32, rs_elem: ti.types.ndarray(), rs_rad: ti.types.ndarray(),
                    n_rs: ti.i32, surf: ti.types.ndarray(), n_surf: ti.i32, tris: ti.types.ndarray(), n_tris: ti.i32,
                    use_grid: ti.template(), h: float, size: ti.i32, s_counts: ti.types.ndarray(),
                    s_entries: ti.types.ndarray(), s_ecell: ti.types.ndarray(), s_vmax: ti.types.ndarray(),
                    t_counts: ti.types.ndarray(), t_entries: ti.types.ndarray(), t_ecell: ti.types.ndarray(),
-                   t_vmax: ti.types.ndarray(), node_body: ti.types.ndarray(), fixed: ti.types.ndarray(), pair_row: ti.types.ndarray(),
-                   mus: ti.types.ndarray(), axes: ti.types.ndarray(), margin: float, dt: float, n_nodes: ti.i32,
+                   t_vmax: ti.types.ndarray(), nodes: ti.types.ndarray(), pair_row: ti.types.ndarray(),
+                   params: ti.types.ndarray(), margin: float, dt: float, n_nodes: ti.i32,
                    counters: ti.types.ndarray(), c_f: ti.types.ndarray(), c_i: ti.types.ndarray(),
                    vn_node: ti.types.ndarray(), vn_weight: ti.types.ndarray()):
     """Rods against FEM bodies (module docstring, 3): FEM surface vertex vs nearest rod capsule (side A
@@ -345,10 +351,10 @@ def detect_rod_fem(x: ti.types.ndarray(), v: ti.types.ndarray(), rn_node: ti.typ
                     for sl in range(ti.min(s_counts[bk], s_entries.shape[1])):
                         if (s_ecell[bk, sl] == ti.Vector([ci, cj, ck])).all():
                             best, bs, bt = _nearer_capsule(s_entries[bk, sl], i, p, best, bs, bt, x, rs_elem,
-                                                           rs_rad, node_body, fixed, pair_row)
+                                                           rs_rad, nodes, pair_row)
             else:
                 for j in range(n_rs):
-                    best, bs, bt = _nearer_capsule(j, i, p, best, bs, bt, x, rs_elem, rs_rad, node_body, fixed,
+                    best, bs, bt = _nearer_capsule(j, i, p, best, bs, bt, x, rs_elem, rs_rad, nodes,
                                                    pair_row)
             if bs >= 0:
                 a0, a1 = rs_elem[bs][0], rs_elem[bs][1]
@@ -357,14 +363,15 @@ def detect_rod_fem(x: ti.types.ndarray(), v: ti.types.ndarray(), rn_node: ti.typ
                 if best < margin + dt * vrel.norm():
                     d = (p - q).norm()
                     n = (p - q) / ti.max(d, 1e-300)
-                    row = pair_row[node_body[i], node_body[a0]]
+                    row = pair_row[NODES.body.get(nodes, i), NODES.body.get(nodes, a0)]
                     na = _segment_point(a0, a1, bt, rs_elem[bs][2], rs_rad[bs] * n, counters, vn_node, vn_weight,
                                         n_nodes)
                     nb = i
-                    emit(na, nb, contact_frame(n, axes[row]), best, mus[row], ti.Vector([0.0, 0.0, 0.0]),
+                    emit(na, nb, contact_frame(n, PARAM_F.axis.get(params, row)), best, params,
+                         ti.Vector([0.0, 0.0, 0.0]),
                           q + rs_rad[bs] * n, row, counters, c_f, c_i)
         else:                               # rod node against the nearest FEM surface triangle
-            i = rn_node[k - n_surf]
+            i = ROD_NODES.node.get(rod_nodes, k - n_surf)
             p = x[i]
             rad = rn_rad[k - n_surf]
             best = 1e30
@@ -376,13 +383,14 @@ def detect_rod_fem(x: ti.types.ndarray(), v: ti.types.ndarray(), rn_node: ti.typ
                     bk = bucket(ci, cj, ck, size)
                     for sl in range(ti.min(t_counts[bk], t_entries.shape[1])):
                         if (t_ecell[bk, sl] == ti.Vector([ci, cj, ck])).all():
-                            best, bt = _nearer_triangle(t_entries[bk, sl], i, p, best, bt, x, tris, node_body,
+                            best, bt = _nearer_triangle(t_entries[bk, sl], i, p, best, bt, x, tris, nodes,
                                                         pair_row)
             else:
                 for e in range(n_tris):
-                    best, bt = _nearer_triangle(e, i, p, best, bt, x, tris, node_body, pair_row)
-            if bt >= 0 and not (fixed[i] == 1 and fixed[tris[bt][0]] == 1 and fixed[tris[bt][1]] == 1
-                                and fixed[tris[bt][2]] == 1):
+                    best, bt = _nearer_triangle(e, i, p, best, bt, x, tris, nodes, pair_row)
+            if bt >= 0 and not (NODES.fixed.get(nodes, i) == 1 and NODES.fixed.get(nodes, tris[bt][0]) == 1
+                                and NODES.fixed.get(nodes, tris[bt][1]) == 1
+                                and NODES.fixed.get(nodes, tris[bt][2]) == 1):
                 tv = tris[bt]
                 a, b, c = x[tv[0]], x[tv[1]], x[tv[2]]
                 q, w = closest_on_triangle(p, a, b, c)
@@ -398,9 +406,11 @@ def detect_rod_fem(x: ti.types.ndarray(), v: ti.types.ndarray(), rn_node: ti.typ
                     phi = -best - rad
                 vq = w[0] * v[tv[0]] + w[1] * v[tv[1]] + w[2] * v[tv[2]]
                 if phi < margin + dt * (v[i] - vq).norm():
-                    row = pair_row[node_body[tv[0]], node_body[i]]
+                    row = pair_row[NODES.body.get(nodes, tv[0]), NODES.body.get(nodes, i)]
                     na = triangle_point_node(tv, w, counters, vn_node, vn_weight, n_nodes)
-                    nb = _segment_point(i, i, 0.0, rn_seg[k - n_surf], -rad * n, counters, vn_node, vn_weight,
+                    nb = _segment_point(i, i, 0.0, ROD_NODES.seg.get(rod_nodes, k - n_surf), -rad * n, counters, vn_node,
+                                        vn_weight,
                                         n_nodes)
-                    emit(na, nb, contact_frame(n, axes[row]), phi, mus[row], ti.Vector([0.0, 0.0, 0.0]),
+                    emit(na, nb, contact_frame(n, PARAM_F.axis.get(params, row)), phi, params,
+                         ti.Vector([0.0, 0.0, 0.0]),
                           q, row, counters, c_f, c_i)

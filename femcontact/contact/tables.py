@@ -13,8 +13,8 @@ from ..backend import ti
 from .. import backend
 from ..geometry.proxies import contact_proxies, surface_samples
 from ..layout import HostScalars
-from .narrowphase import BOUND, OBS_F
-from .schema import DETECT_F, DETECT_I, PROXY_F, PROXY_I, SDF
+from .narrowphase import BOUND, COM, OBS_F
+from .schema import DETECT_F, DETECT_I, NODES, PARAM_F, ROD_NODES, SAMPLE_F, SAMPLE_I, PROXY_F, PROXY_I, SDF
 from ..geometry.shapes import COMPOUND, MESH
 
 DEDUP = 0.25           # FEM vertex within min(margin, DEDUP * mean edge) of a rigid sample: left to the sample
@@ -27,7 +27,6 @@ class DetectionTables:
     def __init__(self, model) -> None:
         backend.ensure_init()
         cd = model.contact
-        real = backend.np_real()
         self.obstacles = cd.obstacles
         self.mean_edge = float(cd.mean_edge)
         # common
@@ -37,15 +36,12 @@ class DetectionTables:
         self.margin = float(cd.margin)
         self.surf = backend.int_array(cd.surf_nodes)
         self.n_surf = len(cd.surf_nodes)
-        self.node_body = backend.int_array(cd.node_body)
-        self.fixed = backend.int_array(cd.fixed)
+        self.nodes = NODES.upload(self.n_nodes, body=cd.node_body, fixed=cd.fixed)     # schema.NODES
         E = max(self.n_bodies + self.n_obs, 1)
         self.pair_row_np = np.ascontiguousarray(cd.pair_row, np.int32).reshape(E, E)
         self.pair_row = ti.ndarray(ti.i32, shape=(E, E))
         self.pair_row.from_numpy(self.pair_row_np)
-        self.mus = ti.Vector.ndarray(2, float, shape=len(cd.params))
-        self.mus.from_numpy(np.ascontiguousarray(cd.params[:, :2], real))
-        self.axes = backend.vec3_array(len(cd.axes), cd.axes)
+        self.params = PARAM_F.upload(len(cd.params), mu=cd.params[:, :2], axis=cd.axes)
         kinds = [b.kind for b in model.bodies]
         self.fem_bodies = [i for i, k in enumerate(kinds) if k == "fem"]
         self.rod_bodies = [i for i, k in enumerate(kinds) if k == "rod"]
@@ -54,10 +50,12 @@ class DetectionTables:
         self._rigid_samples(model)
         self._fem_items(model, cd)
         self._rods(model, cd)
-        # the scalars of detect_rigid / detect_obstacles (schema.DETECT_F/I; dt: ``set_dt`` each step)
+        # the scalars of detect_rigid / detect_obstacles / detect_self (schema.DETECT_F/I; dt: ``set_dt`` each step)
         self.det_f, self.det_i = HostScalars(DETECT_F), HostScalars(DETECT_I)
         self.det_f.set(margin=self.margin, dedup=self.dedup)
-        self.det_i.set(n_nodes=self.n_nodes, n_surf=self.n_surf, n_prox=self.n_prox)
+        self.det_i.set(n_nodes=self.n_nodes, n_surf=self.n_surf, n_prox=self.n_prox, n_self=self.n_self,
+                       n_rigid=self.n_rigid, n_bodies=self.n_bodies, n_rn=self.n_rn, n_rs=self.n_rs,
+                       n_samp=self.n_samp)
         self._dt = None
 
     def set_dt(self, dt: float) -> None:
@@ -65,6 +63,16 @@ class DetectionTables:
         if dt != self._dt:
             self.det_f.set(dt=dt)
             self._dt = dt
+
+    def set_grid(self, fem_hash=None, rod_hash=None) -> None:
+        """The FEM and rod hashes' cell sizes and bucket counts into ``det_f`` / ``det_i`` (``collide`` may
+        coarsen a grid)."""
+        if fem_hash is not None:
+            self.det_f.set(fem_h=fem_hash.h)
+            self.det_i.set(fem_size=fem_hash.size)
+        if rod_hash is not None:
+            self.det_f.set(rod_h=rod_hash.h)
+            self.det_i.set(rod_size=rod_hash.size)
 
     def any_pair(self, a: list, b: list) -> bool:
         """True when some entity of ``a`` may touch some entity of ``b``."""
@@ -98,6 +106,8 @@ class DetectionTables:
                 grids.append(data)
                 off += data.size
         obs_f[:, BOUND] = np.where(np.isfinite(obs_f[:, BOUND]), obs_f[:, BOUND], 1e30)
+        for k, r in enumerate(rigid):
+            obs_f[self.n_obs + k, COM: COM + 3] = r.com_local
         self.rigid_body = backend.int_array(self.rigid_body_np)
         n = self.n_sdf
         self.sdf = SDF.upload(n, kind=kinds[:n, 0], aux=kinds[:n, 1], entity=entity,
@@ -105,8 +115,6 @@ class DetectionTables:
         self.obs_f = ti.ndarray(float, shape=(O, OBS_F))
         self.obs_f.from_numpy(obs_f.astype(backend.np_real()))
         self.grid = backend.scalar_array(max(off, 1), np.concatenate(grids) if grids else None)
-        self.rigid_lin = backend.int_array(model.rigid_lin)
-        self.com_local = backend.vec3_array(self.n_rigid, np.array([r.com_local for r in rigid]))
 
     def _rigid_proxies(self, model) -> None:
         """Rigid bodies' contact proxies against SDF entities (body frame, relative to the shape origin)."""
@@ -128,11 +136,17 @@ class DetectionTables:
         touch = [k for k, b in enumerate(self.rigid_body_np) if self.any_pair([int(b)], self.fem_bodies)]
         samp = [surface_samples(model.rigid_specs[k].shape) for k in touch]
         self.n_samp = sum(len(s[0]) for s in samp)
-        self.s_rigid = backend.int_array(np.concatenate([np.full(len(s[0]), k) for k, s in zip(touch, samp)])
-                                         if samp else np.zeros(0))
-        cat = (lambda i: np.concatenate([s[i] for s in samp])) if samp else (lambda i: None)
-        self.s_point, self.s_axis = backend.vec3_array(self.n_samp, cat(0)), backend.vec3_array(self.n_samp, cat(1))
-        self.s_cos = backend.scalar_array(self.n_samp, cat(2))
+        f, i = {}, {}
+        if samp:
+            per = lambda value: np.concatenate([np.full(len(s[0]), v) for v, s in zip(value, samp)])   # noqa: E731
+            f = {"point": np.concatenate([s[0] for s in samp]), "axis": np.concatenate([s[1] for s in samp]),
+                 "cos": np.concatenate([s[2] for s in samp]),
+                 "com": np.concatenate([np.tile(model.rigid_specs[k].com_local, (len(s[0]), 1))
+                                        for k, s in zip(touch, samp)])}
+            i = {"rigid": per(touch), "lin": per([model.rigid_lin[k] for k in touch]),
+                 "body": per([self.rigid_body_np[k] for k in touch])}
+        self.samp_f = SAMPLE_F.upload(self.n_samp, **f)
+        self.samp_i = SAMPLE_I.upload(self.n_samp, **i)
         rng = np.zeros((max(self.n_sdf, 1), 2), np.int32)
         B = self.n_bodies
         if B > 1 and (self.pair_row_np[:B, :B] >= 0).any():
@@ -186,9 +200,8 @@ class DetectionTables:
                                   np.full(n, skip)], axis=1))
         self.n_rn = int(sum(len(a) for a in nodes))
         self.n_rs = int(sum(len(a) for a in elem))
-        self.rn_node = backend.int_array(np.concatenate(nodes))
+        self.rod_nodes = ROD_NODES.upload(self.n_rn, node=np.concatenate(nodes), seg=np.concatenate(nseg))
         self.rn_rad = backend.scalar_array(self.n_rn, np.concatenate(nrad))
-        self.rn_seg = backend.int_array(np.concatenate(nseg))
         self.rs_elem_np = np.concatenate(elem)
         self.rs_rad_np = np.concatenate(srad)
         self.rs_elem = backend.int_array(self.rs_elem_np, width=3)
