@@ -14,7 +14,9 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import os
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -79,10 +81,13 @@ async def open_page(url: str, *, size: tuple[int, int] = (1280, 800), timeout: f
     if CHROMIUM is None:
         raise RuntimeError("no chromium executable (apt-get install chromium)")
     deadline = time.monotonic() + timeout
-    with tempfile.TemporaryDirectory() as profile:
+    # Chromium's helper processes (renderer, crashpad) may still write the profile after the browser
+    # exits: they run in the browser's own session and are killed with it, and a file they leave
+    # behind in the throwaway profile does not fail the test
+    with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as profile:
         proc = subprocess.Popen([CHROMIUM, *FLAGS, f"--user-data-dir={profile}", "--remote-debugging-port=0",
                                  f"--window-size={size[0]},{size[1]}", "about:blank"],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
         try:
             port_file = Path(profile) / "DevToolsActivePort"
             while not (port_file.is_file() and len(port_file.read_text().split()) >= 2):
@@ -101,8 +106,15 @@ async def open_page(url: str, *, size: tuple[int, int] = (1280, 800), timeout: f
                     await page.call("Page.navigate", url=url)
                     yield page
         finally:
-            proc.terminate()
-            try:
-                proc.wait(10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+            _stop(proc)
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    """End the browser (SIGTERM, 10 s to exit), then kill what is left of its session (helpers)."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGTERM)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(10)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(5)
