@@ -10,12 +10,8 @@ PACKAGE = Path(__file__).resolve().parents[1] / "femcontact"
 MAX_PARAMETERS = 20
 
 # Known debts, listed with their counts so that none can grow and so that shrinking one below the limit
-# makes this test fail until its entry is removed: these two contact passes still take their hash grids' arrays
-# (and the rod pass its rod and FEM item arrays and scalars) one each (issue 28, "Kernel arguments").
-PENDING = {
-    "contact/rod_detection.py:detect_rod_fem": 34,
-    "contact/detection.py:detect_rigid_in_fem": 22,
-}
+# makes this test fail until its entry is removed (none left: issue 30).
+PENDING: dict = {}
 
 
 def _is_kernel(decorator: ast.expr) -> bool:

@@ -141,25 +141,45 @@ def near_other_body(lo_p, hi_p, ba, nodes: ti.template(), pair_row: ti.template(
     return near
 
 
+# a hash's buckets are one i32 table ``entries`` (size, 1 + slots): column 0 the bucket's count (it may exceed
+# the slots: reported, ``_enter``), then its items; ``ecell`` (size, slots) the items' cells
 @ti.func
-def _enter(e, lo, hi, h, size, counts: ti.template(), entries: ti.template(), ecell: ti.template(),
-           stats: ti.template(), stat, wide):
+def bucket_fill(entries: ti.template(), bk):
+    """Number of items held in bucket bk (its count, capped at the slots)."""
+    return ti.min(entries[bk, 0], entries.shape[1] - 1)
+
+
+@ti.func
+def bucket_item(entries: ti.template(), bk, sl):
+    """Item in slot sl of bucket bk (sl < ``bucket_fill``)."""
+    return entries[bk, 1 + sl]
+
+
+@ti.func
+def _enter(e, lo, hi, h, size, entries: ti.template(), ecell: ti.template(), stats: ti.template(), stat, wide):
     """Enter item e in the bucket of every cell the box [lo, hi] overlaps, tagged with the cell;
     the fullest bucket's fill goes to stats[stat], a box too wide to enter to stats[wide]
     (``cell_range``)."""
     c0, c1 = cell_range(lo, hi, h, stats, wide)
     for i, j, k in ti.ndrange((c0[0], c1[0] + 1), (c0[1], c1[1] + 1), (c0[2], c1[2] + 1)):
         bk = bucket(i, j, k, size)
-        slot = ti.atomic_add(counts[bk], 1)
-        if slot < entries.shape[1]:
-            entries[bk, slot] = e
+        slot = ti.atomic_add(entries[bk, 0], 1)
+        if slot < entries.shape[1] - 1:
+            entries[bk, 1 + slot] = e
             ecell[bk, slot] = ti.Vector([i, j, k])
         ti.atomic_max(stats[stat], slot + 1)
 
 
 @ti.kernel
+def clear_buckets(entries: ti.types.ndarray()):
+    """Empty every bucket (column 0 of ``entries``)."""
+    for bk in range(entries.shape[0]):
+        entries[bk, 0] = 0
+
+
+@ti.kernel
 def fill_near_bodies(items: ti.types.ndarray(), n_items: ti.i32, x: ti.types.ndarray(), h: float, size: ti.i32,
-                     counts: ti.types.ndarray(), entries: ti.types.ndarray(), ecell: ti.types.ndarray(),
+                     entries: ti.types.ndarray(), ecell: ti.types.ndarray(),
                      nodes: ti.types.ndarray(), pair_row: ti.types.ndarray(), boxes: ti.types.ndarray(),
                      n_bodies: ti.i32, pad: float, stats: ti.types.ndarray(),
                      stat: ti.i32, wide: ti.i32):
@@ -167,13 +187,13 @@ def fill_near_bodies(items: ti.types.ndarray(), n_items: ti.i32, x: ti.types.nda
     for e in range(n_items):
         lo, hi = _item_box(items, x, e)
         if near_other_body(lo, hi, NODES.body.get(nodes, items[e][0]), nodes, pair_row, boxes, n_bodies, pad):
-            _enter(e, lo, hi, h, size, counts, entries, ecell, stats, stat, wide)
+            _enter(e, lo, hi, h, size, entries, ecell, stats, stat, wide)
 
 
 @ti.kernel
 def fill_grown(items: ti.types.ndarray(), n_items: ti.i32, rad: ti.types.ndarray(), x: ti.types.ndarray(),
-               v: ti.types.ndarray(), pad: float, dt: float, h: float, size: ti.i32, counts: ti.types.ndarray(),
-               entries: ti.types.ndarray(), ecell: ti.types.ndarray(), lo: ti.types.ndarray(),
+               v: ti.types.ndarray(), pad: float, dt: float, h: float, size: ti.i32, entries: ti.types.ndarray(),
+               ecell: ti.types.ndarray(), lo: ti.types.ndarray(),
                hi: ti.types.ndarray(), stats: ti.types.ndarray(), stat: ti.i32, wide: ti.i32,
                vmax: ti.types.ndarray()):
     """``SpatialHash.build_grown``: every item by its box grown by rad[e] + pad + dt·(its fastest node
@@ -187,12 +207,13 @@ def fill_grown(items: ti.types.ndarray(), n_items: ti.i32, rad: ti.types.ndarray
         g = rad[e] + pad + dt * s
         lo[e] = l - g
         hi[e] = u + g
-        _enter(e, l - g, u + g, h, size, counts, entries, ecell, stats, stat, wide)
+        _enter(e, l - g, u + g, h, size, entries, ecell, stats, stat, wide)
 
 
 class SpatialHash:
     """Spatial hash over a fixed item list (node indices (n, 4), i32) with cell size h (m):
-    ``entries[b, :min(counts[b], slots)]`` are the items in bucket b and ``ecell`` their cells;
+    ``entries[b, 0]`` is bucket b's count and ``entries[b, 1:1 + min(count, slots)]`` its items
+    (``bucket_fill``, ``bucket_item``), ``ecell[b, :slots]`` their cells;
     after ``build_grown``, ``lo``/``hi`` are the grown item boxes and ``vmax[0]`` the fastest item's
     speed. ``size`` buckets (a power of two)."""
 
@@ -202,7 +223,6 @@ class SpatialHash:
         self.h = float(h)
         self.size = int(size)
         self.items = backend.int_array(items, width=4)
-        self.counts = ti.ndarray(ti.i32, shape=self.size)
         if rad is not None:                  # tables of build_grown
             n = max(self.n_items, 1)
             self.rad = backend.scalar_array(n, np.asarray(rad, float) if self.n_items else None)
@@ -212,21 +232,21 @@ class SpatialHash:
 
     def alloc(self, slots: int) -> None:
         self.slots = int(slots)
-        self.entries = ti.ndarray(ti.i32, shape=(self.size, self.slots))
+        self.entries = ti.ndarray(ti.i32, shape=(self.size, 1 + self.slots))
         self.ecell = ti.Vector.ndarray(3, ti.i32, shape=(self.size, self.slots))
 
     def build_near_bodies(self, x, nodes, pair_row, boxes, n_bodies, pad, stats, stat, wide) -> None:
         """Hash the items near another body at node positions x (vec3 ndarray); the caller checks
         stats[stat] <= slots and stats[wide] == 0 (``cell_range``)."""
-        self.counts.fill(0)
+        clear_buckets(self.entries)
         if self.n_items:
-            fill_near_bodies(self.items, self.n_items, x, self.h, self.size, self.counts, self.entries, self.ecell,
+            fill_near_bodies(self.items, self.n_items, x, self.h, self.size, self.entries, self.ecell,
                              nodes, pair_row, boxes, n_bodies, pad, stats, stat, wide)
 
     def build_grown(self, x, v, pad: float, dt: float, stats, stat, wide) -> None:
         """Hash every item by its grown box at positions x, speeds v; the caller checks
         stats[stat] <= slots and stats[wide] == 0 (``cell_range``)."""
-        self.counts.fill(0)
+        clear_buckets(self.entries)
         self.vmax.fill(0)
-        fill_grown(self.items, self.n_items, self.rad, x, v, pad, dt, self.h, self.size, self.counts,
-                   self.entries, self.ecell, self.lo, self.hi, stats, stat, wide, self.vmax)
+        fill_grown(self.items, self.n_items, self.rad, x, v, pad, dt, self.h, self.size, self.entries, self.ecell,
+                   self.lo, self.hi, stats, stat, wide, self.vmax)

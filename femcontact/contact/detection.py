@@ -50,7 +50,8 @@ side only.
 (No ``from __future__ import annotations`` here: Taichi reads the annotations.)
 """
 from ..backend import ti
-from .broadphase import BOX_HI, BOX_LO, WIDE_FEM, bucket, cell_of, cell_range, near_other_body
+from .broadphase import (BOX_HI, BOX_LO, WIDE_FEM, bucket, bucket_fill, bucket_item, cell_of, cell_range,
+                         near_other_body)
 from .emit import (emit, pose_of, rigid_point_node, rigid_point_reach, triangle_point_node,
                    world_side)
 from .narrowphase import BOUND, COM, closest_on_triangle, contact_frame, in_tet, shape_sdf
@@ -137,9 +138,8 @@ def _faces_against(x: ti.template(), tv, own):
 
 @ti.func
 def _body_contacts(p, bv, i, lin, com, g, cg, own, x: ti.template(), nodes: ti.template(),
-                   pair_row: ti.template(), tris: ti.template(), tri_counts: ti.template(),
-                   tri_entries: ti.template(), tets: ti.template(), tet_counts: ti.template(),
-                   tet_entries: ti.template(), h, size, params: ti.template(), margin, n_nodes,
+                   pair_row: ti.template(), tris: ti.template(), tri_entries: ti.template(),
+                   tets: ti.template(), tet_entries: ti.template(), h, size, params: ti.template(), margin, n_nodes,
                    counters: ti.template(), c_f: ti.template(), c_i: ti.template(),
                    vn_node: ti.template(), vn_weight: ti.template()):
     """D-contacts of point p on body bv against the FEM bodies A != bv (module docstring, 2.): side B
@@ -155,7 +155,6 @@ def _body_contacts(p, bv, i, lin, com, g, cg, own, x: ti.template(), nodes: ti.t
     that side face would push it sideways, docs/THEORY.md §3): only faces of A whose outward normal
     opposes p's own outward normal ``own`` (``vertex_normals``, or the rigid sample's axis g) are taken,
     and the nearest face of any orientation only when no opposed face is within reach."""
-    KT, KE = tri_entries.shape[1], tet_entries.shape[1]
     sb = ti.Vector([-1] * SLOTS)          # body A of each slot
     sin = ti.Vector([0] * SLOTS)          # p inside A
     sd = ti.Vector([1e30] * SLOTS)        # best distance
@@ -165,8 +164,8 @@ def _body_contacts(p, bv, i, lin, com, g, cg, own, x: ti.template(), nodes: ti.t
     # 1. inside which other bodies? (tets of p's cell)
     cc = cell_of(p, h)
     bk = bucket(cc[0], cc[1], cc[2], size)
-    for e in range(ti.min(tet_counts[bk], KE)):
-        t = tet_entries[bk, e]
+    for e in range(bucket_fill(tet_entries, bk)):
+        t = bucket_item(tet_entries, bk, e)
         tv = tets[t]
         ba = NODES.body.get(nodes, tv[0])
         if ba != bv and pair_row[ba, bv] >= 0:
@@ -189,8 +188,8 @@ def _body_contacts(p, bv, i, lin, com, g, cg, own, x: ti.template(), nodes: ti.t
         c0, c1 = cell_range(p - r, p + r, h, counters, WIDE_FEM)
         for ci, cj, ck in ti.ndrange((c0[0], c1[0] + 1), (c0[1], c1[1] + 1), (c0[2], c1[2] + 1)):
             b2 = bucket(ci, cj, ck, size)
-            for e in range(ti.min(tri_counts[b2], KT)):
-                t = tri_entries[b2, e]
+            for e in range(bucket_fill(tri_entries, b2)):
+                t = bucket_item(tri_entries, b2, e)
                 tv = tris[t]
                 ba = NODES.body.get(nodes, tv[0])
                 if ba != bv and pair_row[ba, bv] >= 0:
@@ -264,8 +263,8 @@ def _body_contacts(p, bv, i, lin, com, g, cg, own, x: ti.template(), nodes: ti.t
 def detect_bodies(x: ti.types.ndarray(), surf: ti.types.ndarray(), det_f: ti.types.ndarray(),
                   det_i: ti.types.ndarray(),
                   nodes: ti.types.ndarray(), pair_row: ti.types.ndarray(),
-                  tris: ti.types.ndarray(), tri_counts: ti.types.ndarray(), tri_entries: ti.types.ndarray(),
-                  tets: ti.types.ndarray(), tet_counts: ti.types.ndarray(), tet_entries: ti.types.ndarray(),
+                  tris: ti.types.ndarray(), tri_entries: ti.types.ndarray(), tets: ti.types.ndarray(),
+                  tet_entries: ti.types.ndarray(),
                   boxes: ti.types.ndarray(), params: ti.types.ndarray(), counters: ti.types.ndarray(),
                   c_f: ti.types.ndarray(), c_i: ti.types.ndarray(), vn_node: ti.types.ndarray(), vn_weight: ti.types.ndarray(),
                   nrm: ti.types.ndarray()):
@@ -281,8 +280,8 @@ def detect_bodies(x: ti.types.ndarray(), surf: ti.types.ndarray(), det_f: ti.typ
         bv = NODES.body.get(nodes, i)
         p = x[i]
         if near_other_body(p, p, bv, nodes, pair_row, boxes, n_bodies, margin):
-            _body_contacts(p, bv, i, -1, p, p, -2.0, nrm[i], x, nodes, pair_row, tris, tri_counts, tri_entries, tets,
-                           tet_counts, tet_entries, h, size, params, margin, n_nodes, counters,
+            _body_contacts(p, bv, i, -1, p, p, -2.0, nrm[i], x, nodes, pair_row, tris, tri_entries, tets,
+                           tet_entries, h, size, params, margin, n_nodes, counters,
                            c_f, c_i,
                            vn_node, vn_weight)
 
@@ -291,8 +290,7 @@ def detect_bodies(x: ti.types.ndarray(), surf: ti.types.ndarray(), det_f: ti.typ
 def detect_self(x: ti.types.ndarray(), rest: ti.types.ndarray(), self_surf: ti.types.ndarray(),
                 det_f: ti.types.ndarray(), det_i: ti.types.ndarray(),
                 self_gap: ti.types.ndarray(), nodes: ti.types.ndarray(),
-                pair_row: ti.types.ndarray(), tris: ti.types.ndarray(), tri_counts: ti.types.ndarray(),
-                tri_entries: ti.types.ndarray(), params: ti.types.ndarray(), counters: ti.types.ndarray(),
+                pair_row: ti.types.ndarray(), tris: ti.types.ndarray(), tri_entries: ti.types.ndarray(), params: ti.types.ndarray(), counters: ti.types.ndarray(),
                 c_f: ti.types.ndarray(), c_i: ti.types.ndarray(), vn_node: ti.types.ndarray(), vn_weight: ti.types.ndarray(),
                 nrm: ti.types.ndarray()):
     """Self-contacts (module docstring, 4.): a surface vertex of a self-contact body against its own
@@ -305,7 +303,6 @@ def detect_self(x: ti.types.ndarray(), rest: ti.types.ndarray(), self_surf: ti.t
     nearest the edge at a slant, counts as outside), the normal from the triangle to the vertex (the triangle's own
     normal when crossed or touching). Scalars (``det_f``/``det_i``): margin, the FEM grid's cell size and
     bucket count, node and self-contact vertex counts."""
-    KT = tri_entries.shape[1]
     margin, h = DETECT_F.margin.get(det_f, 0), DETECT_F.fem_h.get(det_f, 0)
     size, n_nodes = DETECT_I.fem_size.get(det_i, 0), DETECT_I.n_nodes.get(det_i, 0)
     n_self = DETECT_I.n_self.get(det_i, 0)
@@ -319,8 +316,8 @@ def detect_self(x: ti.types.ndarray(), rest: ti.types.ndarray(), self_surf: ti.t
         c0, c1 = cell_range(p - margin, p + margin, h, counters, WIDE_FEM)
         for ci, cj, ck in ti.ndrange((c0[0], c1[0] + 1), (c0[1], c1[1] + 1), (c0[2], c1[2] + 1)):
             b2 = bucket(ci, cj, ck, size)
-            for e in range(ti.min(tri_counts[b2], KT)):
-                t = tri_entries[b2, e]
+            for e in range(bucket_fill(tri_entries, b2)):
+                t = bucket_item(tri_entries, b2, e)
                 tv = tris[t]
                 if NODES.body.get(nodes, tv[0]) == bv and tv[0] != i and tv[1] != i and tv[2] != i:
                     q, w = closest_on_triangle(p, x[tv[0]], x[tv[1]], x[tv[2]])
@@ -359,8 +356,8 @@ def detect_self(x: ti.types.ndarray(), rest: ti.types.ndarray(), self_surf: ti.t
 def detect_rigid_in_fem(x: ti.types.ndarray(), v: ti.types.ndarray(), quat: ti.types.ndarray(),
                         samp_f: ti.types.ndarray(), samp_i: ti.types.ndarray(), det_f: ti.types.ndarray(),
                         det_i: ti.types.ndarray(), nodes: ti.types.ndarray(), pair_row: ti.types.ndarray(),
-                        tris: ti.types.ndarray(), tri_counts: ti.types.ndarray(), tri_entries: ti.types.ndarray(),
-                        tets: ti.types.ndarray(), tet_counts: ti.types.ndarray(), tet_entries: ti.types.ndarray(),
+                        tris: ti.types.ndarray(), tri_entries: ti.types.ndarray(), tets: ti.types.ndarray(),
+                        tet_entries: ti.types.ndarray(),
                         boxes: ti.types.ndarray(), params: ti.types.ndarray(), counters: ti.types.ndarray(),
                         c_f: ti.types.ndarray(), c_i: ti.types.ndarray(),
                         vn_node: ti.types.ndarray(), vn_weight: ti.types.ndarray()):
@@ -385,7 +382,7 @@ def detect_rigid_in_fem(x: ti.types.ndarray(), v: ti.types.ndarray(), quat: ti.t
         if near_other_body(p, p, bv, nodes, pair_row, boxes, n_bodies, reach):
             g = mv(R, SAMPLE_F.axis.get(samp_f, j))
             _body_contacts(p, bv, -1, lin, com, g, SAMPLE_F.cos.get(samp_f, j), g, x, nodes, pair_row, tris,
-                           tri_counts, tri_entries, tets, tet_counts, tet_entries, h, size, params, reach, n_nodes, counters,
+                           tri_entries, tets, tet_entries, h, size, params, reach, n_nodes, counters,
                            c_f, c_i,
                            vn_node, vn_weight)
 

@@ -35,7 +35,8 @@ from .broadphase import BOX_WIDTH, FAR, TARGET_SPAN, WIDE_FEM, WIDE_ROD, Spatial
 from .detection import (detect_bodies, detect_obstacles, detect_rigid, detect_rigid_in_fem, detect_self,
                         rigid_boxes, rigid_poses, sdf_points, vertex_normals)
 from .narrowphase import OBS_POSE
-from .rod_detection import detect_rod_fem, detect_rod_pairs, detect_rod_pairs_grid, detect_rod_sdf
+from .rod_detection import (detect_fem_vertex_rod, detect_rod_node_fem, detect_rod_pairs, detect_rod_pairs_grid,
+                            detect_rod_sdf)
 from .tables import DetectionTables
 
 # counters: contacts, virtual nodes, the fullest bucket of each hash, then the widest box of the FEM
@@ -125,7 +126,7 @@ class BodyPass(Pass):
         tg, eg = b.tri_hash, b.tet_hash
         t.set_grid(tg)
         detect_bodies(state.x, t.surf, t.det_f.sync(), t.det_i.sync(), t.nodes, t.pair_row, tg.items,
-                      tg.counts, tg.entries, eg.items, eg.counts, eg.entries, b.boxes, t.params, *out, b.normals)
+                      tg.entries, eg.items, eg.entries, b.boxes, t.params, *out, b.normals)
 
 
 class SelfPass(Pass):
@@ -135,7 +136,7 @@ class SelfPass(Pass):
         t, tg = self.t, self.b.tri_hash
         t.set_grid(tg)
         detect_self(state.x, t.rest, t.self_surf, t.det_f.sync(), t.det_i.sync(), t.self_gap, t.nodes,
-                    t.pair_row, tg.items, tg.counts, tg.entries, t.params, *out, self.b.normals)
+                    t.pair_row, tg.items, tg.entries, t.params, *out, self.b.normals)
 
 
 class RigidInFemPass(Pass):
@@ -147,7 +148,7 @@ class RigidInFemPass(Pass):
         t.set_dt(dt)
         t.set_grid(tg)
         detect_rigid_in_fem(state.x, state.v, state.q, t.samp_f, t.samp_i, t.det_f.sync(), t.det_i.sync(), t.nodes,
-                            t.pair_row, tg.items, tg.counts, tg.entries, eg.items, eg.counts, eg.entries, b.boxes,
+                            t.pair_row, tg.items, tg.entries, eg.items, eg.entries, b.boxes,
                             t.params, *out)
 
 
@@ -175,7 +176,7 @@ class RodPairPass(Pass):
             t.set_dt(dt)
             t.set_grid(rod_hash=sg)
             detect_rod_pairs_grid(state.x, state.v, t.rs_elem, t.rs_rad, t.rs_info, t.det_f.sync(), t.det_i.sync(),
-                                  sg.counts, sg.entries, sg.ecell, sg.lo, sg.hi, t.nodes, t.pair_row, t.params, *out)
+                                  sg.entries, sg.ecell, sg.lo, sg.hi, t.nodes, t.pair_row, t.params, *out)
         else:
             detect_rod_pairs(state.x, state.v, t.rs_elem, t.rs_rad, t.rs_info, t.n_rs, t.nodes,
                              t.pair_row, t.params, t.margin, dt, t.n_nodes, *out)
@@ -191,10 +192,13 @@ class RodFemPass(Pass):
 
     def run(self, state, dt: float, out: tuple, sdf: tuple) -> None:
         t, sg, tg = self.t, self.b.seg_hash, self.b.rod_tri_hash
-        detect_rod_fem(state.x, state.v, t.rod_nodes, t.rn_rad, t.n_rn, t.rs_elem, t.rs_rad, t.n_rs, t.surf,
-                       t.n_surf, t.rod_tris, t.n_rod_tris, self.broadphase == "grid", sg.h, sg.size, sg.counts,
-                       sg.entries, sg.ecell, sg.vmax, tg.counts, tg.entries, tg.ecell, tg.vmax, t.nodes,
-                       t.pair_row, t.params, t.margin, dt, t.n_nodes, *out)
+        t.set_dt(dt)
+        t.set_grid(rod_hash=sg)
+        grid, det_f, det_i = self.broadphase == "grid", t.det_f.sync(), t.det_i.sync()
+        detect_fem_vertex_rod(state.x, state.v, t.surf, t.rs_elem, t.rs_rad, det_f, det_i, grid, sg.entries,
+                              sg.ecell, sg.vmax, t.nodes, t.pair_row, t.params, *out)
+        detect_rod_node_fem(state.x, state.v, t.rod_nodes, t.rn_rad, t.rod_tris, det_f, det_i, grid, tg.entries,
+                            tg.ecell, tg.vmax, t.nodes, t.pair_row, t.params, *out)
 
 
 class CollisionPipeline:

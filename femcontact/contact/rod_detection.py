@@ -6,7 +6,7 @@ point, ``J_v = [(1−t) I, t I, −[r]×]`` on the segment's two nodes and its r
 The point thus moves with the centre line and the segment's spin, ``v = (1−t) v_a + t v_b + ω × r``,
 so a cable can roll and friction sees its twist.
 
-Three kernels, run by the rod passes of the collision pipeline (``pipeline.py``) after the FEM and
+Four kernels, run by the rod passes of the collision pipeline (``pipeline.py``) after the FEM and
 rigid passes:
 
 1. ``detect_rod_sdf`` — rods against every SDF entity (obstacles, then rigid bodies, the table of
@@ -19,8 +19,8 @@ rigid passes:
    closest points of the two segments, gap ``d − r_a − r_b``, a D-contact between two segment
    points. Duplicates at a shared node are dropped (a closest point at the far end of a segment
    is left to the next segment, where it is the near end).
-3. ``detect_rod_fem`` — FEM surface vertices against rod capsules, and rod nodes against FEM
-   surface triangles (virtual node on the triangle, barycentric weights).
+3. ``detect_fem_vertex_rod`` and ``detect_rod_node_fem`` — FEM surface vertices against rod capsules, and
+   rod nodes against FEM surface triangles (virtual node on the triangle, barycentric weights).
 
 **Speculative contacts.** A pair is reported when its gap is below ``margin + dt·|v_rel|``
 (``v_rel`` the relative velocity of the two closest points at the start of the step), so two
@@ -34,7 +34,7 @@ FEM body than its speculative reach no longer finds the far surface.
 """
 from ..backend import ti
 from .emit import emit, pose_of, triangle_point_node, world_side
-from .broadphase import WIDE_ROD, bucket, cell_of, cell_range
+from .broadphase import WIDE_ROD, bucket, bucket_fill, bucket_item, cell_of, cell_range
 from .narrowphase import BOUND, closest_on_triangle, contact_frame, shape_sdf
 from .schema import DETECT_F, DETECT_I, NODES, PARAM_F, ROD_NODES, SDF
 from ..math.smallmat import mTv, mv, skew
@@ -263,7 +263,7 @@ def detect_rod_pairs(x: ti.types.ndarray(), v: ti.types.ndarray(), rs_elem: ti.t
 @ti.kernel
 def detect_rod_pairs_grid(x: ti.types.ndarray(), v: ti.types.ndarray(), rs_elem: ti.types.ndarray(),
                           rs_rad: ti.types.ndarray(), rs_info: ti.types.ndarray(), det_f: ti.types.ndarray(),
-                          det_i: ti.types.ndarray(), counts: ti.types.ndarray(), entries: ti.types.ndarray(),
+                          det_i: ti.types.ndarray(), entries: ti.types.ndarray(),
                           ecell: ti.types.ndarray(), lo: ti.types.ndarray(), hi: ti.types.ndarray(),
                           nodes: ti.types.ndarray(), pair_row: ti.types.ndarray(),
                           params: ti.types.ndarray(), counters: ti.types.ndarray(),
@@ -271,7 +271,6 @@ def detect_rod_pairs_grid(x: ti.types.ndarray(), v: ti.types.ndarray(), rs_elem:
     """``detect_rod_pairs`` over the segment grid (``broadphase.SpatialHash``): pairs i < j whose grown
     boxes overlap, each met once (in the cell holding the low corner of the boxes' overlap). Scalars
     (``det_f``/``det_i``): margin, dt, the rod grid's cell size and bucket count; segment and node counts."""
-    K = entries.shape[1]
     margin, dt, h = DETECT_F.margin.get(det_f, 0), DETECT_F.dt.get(det_f, 0), DETECT_F.rod_h.get(det_f, 0)
     n_rs, n_nodes, size = DETECT_I.n_rs.get(det_i, 0), DETECT_I.n_nodes.get(det_i, 0), DETECT_I.rod_size.get(det_i, 0)
     for i in range(n_rs):
@@ -280,8 +279,8 @@ def detect_rod_pairs_grid(x: ti.types.ndarray(), v: ti.types.ndarray(), rs_elem:
         for ci, cj, ck in ti.ndrange((c0[0], c1[0] + 1), (c0[1], c1[1] + 1), (c0[2], c1[2] + 1)):
             bk = bucket(ci, cj, ck, size)
             cell = ti.Vector([ci, cj, ck])
-            for sl in range(ti.min(counts[bk], K)):
-                j = entries[bk, sl]
+            for sl in range(bucket_fill(entries, bk)):
+                j = bucket_item(entries, bk, sl)
                 if j > i and (ecell[bk, sl] == cell).all():
                     lj, uj = lo[j], hi[j]
                     if (ti.max(li, lj) <= ti.min(ui, uj)).all() and (cell_of(ti.max(li, lj), h) == cell).all():
@@ -321,96 +320,110 @@ def _nearer_triangle(e, i, p, best, bt, x: ti.template(), tris: ti.template(), n
 
 
 @ti.kernel
-def detect_rod_fem(x: ti.types.ndarray(), v: ti.types.ndarray(), rod_nodes: ti.types.ndarray(),
-                   rn_rad: ti.types.ndarray(), n_rn: ti.i32, rs_elem: ti.types.ndarray(), rs_rad: ti.types.ndarray(),
-                   n_rs: ti.i32, surf: ti.types.ndarray(), n_surf: ti.i32, tris: ti.types.ndarray(), n_tris: ti.i32,
-                   use_grid: ti.template(), h: float, size: ti.i32, s_counts: ti.types.ndarray(),
-                   s_entries: ti.types.ndarray(), s_ecell: ti.types.ndarray(), s_vmax: ti.types.ndarray(),
-                   t_counts: ti.types.ndarray(), t_entries: ti.types.ndarray(), t_ecell: ti.types.ndarray(),
-                   t_vmax: ti.types.ndarray(), nodes: ti.types.ndarray(), pair_row: ti.types.ndarray(),
-                   params: ti.types.ndarray(), margin: float, dt: float, n_nodes: ti.i32,
-                   counters: ti.types.ndarray(), c_f: ti.types.ndarray(), c_i: ti.types.ndarray(),
-                   vn_node: ti.types.ndarray(), vn_weight: ti.types.ndarray()):
-    """Rods against FEM bodies (module docstring, 3): FEM surface vertex vs nearest rod capsule (side A
-    the rod point), and rod node vs nearest FEM surface triangle (side A the triangle point). With
-    ``use_grid`` the nearest is sought among the grid's items within ``margin + dt(|v_i| + vmax)`` of
-    the point (``broadphase.SpatialHash.build_grown``; the same item whenever the all-items search would emit a contact),
-    else among all items (the reference). Ties go to the lower index either way."""
-    for k in range(n_surf + n_rn):
-        if k < n_surf:                      # FEM vertex against the nearest capsule
-            i = surf[k]
-            p = x[i]
-            best = 1e30
-            bs = -1
-            bt = 0.0
-            if ti.static(use_grid):
-                g = 0.5 * margin + dt * (v[i].norm() + s_vmax[0])
-                c0, c1 = cell_range(p - g, p + g, h, counters, WIDE_ROD)
-                for ci, cj, ck in ti.ndrange((c0[0], c1[0] + 1), (c0[1], c1[1] + 1), (c0[2], c1[2] + 1)):
-                    bk = bucket(ci, cj, ck, size)
-                    for sl in range(ti.min(s_counts[bk], s_entries.shape[1])):
-                        if (s_ecell[bk, sl] == ti.Vector([ci, cj, ck])).all():
-                            best, bs, bt = _nearer_capsule(s_entries[bk, sl], i, p, best, bs, bt, x, rs_elem,
-                                                           rs_rad, nodes, pair_row)
-            else:
-                for j in range(n_rs):
-                    best, bs, bt = _nearer_capsule(j, i, p, best, bs, bt, x, rs_elem, rs_rad, nodes,
-                                                   pair_row)
-            if bs >= 0:
-                a0, a1 = rs_elem[bs][0], rs_elem[bs][1]
-                q = x[a0] + bt * (x[a1] - x[a0])
-                vrel = v[i] - ((1 - bt) * v[a0] + bt * v[a1])
-                if best < margin + dt * vrel.norm():
-                    d = (p - q).norm()
-                    n = (p - q) / ti.max(d, 1e-300)
-                    row = pair_row[NODES.body.get(nodes, i), NODES.body.get(nodes, a0)]
-                    na = _segment_point(a0, a1, bt, rs_elem[bs][2], rs_rad[bs] * n, counters, vn_node, vn_weight,
-                                        n_nodes)
-                    nb = i
-                    emit(na, nb, contact_frame(n, PARAM_F.axis.get(params, row)), best, params,
-                         ti.Vector([0.0, 0.0, 0.0]),
-                          q + rs_rad[bs] * n, row, counters, c_f, c_i)
-        else:                               # rod node against the nearest FEM surface triangle
-            i = ROD_NODES.node.get(rod_nodes, k - n_surf)
-            p = x[i]
-            rad = rn_rad[k - n_surf]
-            best = 1e30
-            bt = -1
-            if ti.static(use_grid):
-                g = rad + 0.5 * margin + dt * (v[i].norm() + t_vmax[0])
-                c0, c1 = cell_range(p - g, p + g, h, counters, WIDE_ROD)
-                for ci, cj, ck in ti.ndrange((c0[0], c1[0] + 1), (c0[1], c1[1] + 1), (c0[2], c1[2] + 1)):
-                    bk = bucket(ci, cj, ck, size)
-                    for sl in range(ti.min(t_counts[bk], t_entries.shape[1])):
-                        if (t_ecell[bk, sl] == ti.Vector([ci, cj, ck])).all():
-                            best, bt = _nearer_triangle(t_entries[bk, sl], i, p, best, bt, x, tris, nodes,
-                                                        pair_row)
-            else:
-                for e in range(n_tris):
-                    best, bt = _nearer_triangle(e, i, p, best, bt, x, tris, nodes, pair_row)
-            if bt >= 0 and not (NODES.fixed.get(nodes, i) == 1 and NODES.fixed.get(nodes, tris[bt][0]) == 1
-                                and NODES.fixed.get(nodes, tris[bt][1]) == 1
-                                and NODES.fixed.get(nodes, tris[bt][2]) == 1):
-                tv = tris[bt]
-                a, b, c = x[tv[0]], x[tv[1]], x[tv[2]]
-                q, w = closest_on_triangle(p, a, b, c)
-                fn = (b - a).cross(c - a).normalized()
-                inside = (p - q).dot(fn) < 0.0
-                n = fn
-                if best > 1e-12:
-                    n = (p - q) / best
-                    if inside:
-                        n = -n
-                phi = best - rad
+def detect_fem_vertex_rod(x: ti.types.ndarray(), v: ti.types.ndarray(), surf: ti.types.ndarray(),
+                          rs_elem: ti.types.ndarray(), rs_rad: ti.types.ndarray(), det_f: ti.types.ndarray(),
+                          det_i: ti.types.ndarray(), use_grid: ti.template(), s_entries: ti.types.ndarray(),
+                          s_ecell: ti.types.ndarray(), s_vmax: ti.types.ndarray(), nodes: ti.types.ndarray(),
+                          pair_row: ti.types.ndarray(), params: ti.types.ndarray(), counters: ti.types.ndarray(),
+                          c_f: ti.types.ndarray(), c_i: ti.types.ndarray(), vn_node: ti.types.ndarray(),
+                          vn_weight: ti.types.ndarray()):
+    """Rods against FEM bodies (module docstring, 3), first half: FEM surface vertex vs nearest rod capsule
+    (side A the rod point). With ``use_grid`` the nearest is sought among the segment hash's items within
+    ``margin + dt(|v_i| + vmax)`` of the vertex (``broadphase.SpatialHash.build_grown``; the same item whenever
+    the all-items search would emit a contact), else among all segments (the reference). Ties go to the lower
+    index either way. Scalars (``det_f``/``det_i``): margin, dt, the rod grid's cell size and bucket count;
+    FEM surface vertex, rod segment and node counts."""
+    margin, dt, h = DETECT_F.margin.get(det_f, 0), DETECT_F.dt.get(det_f, 0), DETECT_F.rod_h.get(det_f, 0)
+    size, n_nodes = DETECT_I.rod_size.get(det_i, 0), DETECT_I.n_nodes.get(det_i, 0)
+    n_rs, n_surf = DETECT_I.n_rs.get(det_i, 0), DETECT_I.n_surf.get(det_i, 0)
+    for k in range(n_surf):
+        i = surf[k]
+        p = x[i]
+        best = 1e30
+        bs = -1
+        bt = 0.0
+        if ti.static(use_grid):
+            g = 0.5 * margin + dt * (v[i].norm() + s_vmax[0])
+            c0, c1 = cell_range(p - g, p + g, h, counters, WIDE_ROD)
+            for ci, cj, ck in ti.ndrange((c0[0], c1[0] + 1), (c0[1], c1[1] + 1), (c0[2], c1[2] + 1)):
+                bk = bucket(ci, cj, ck, size)
+                for sl in range(bucket_fill(s_entries, bk)):
+                    if (s_ecell[bk, sl] == ti.Vector([ci, cj, ck])).all():
+                        best, bs, bt = _nearer_capsule(bucket_item(s_entries, bk, sl), i, p, best, bs, bt, x,
+                                                       rs_elem, rs_rad, nodes, pair_row)
+        else:
+            for j in range(n_rs):
+                best, bs, bt = _nearer_capsule(j, i, p, best, bs, bt, x, rs_elem, rs_rad, nodes, pair_row)
+        if bs >= 0:
+            a0, a1 = rs_elem[bs][0], rs_elem[bs][1]
+            q = x[a0] + bt * (x[a1] - x[a0])
+            vrel = v[i] - ((1 - bt) * v[a0] + bt * v[a1])
+            if best < margin + dt * vrel.norm():
+                d = (p - q).norm()
+                n = (p - q) / ti.max(d, 1e-300)
+                row = pair_row[NODES.body.get(nodes, i), NODES.body.get(nodes, a0)]
+                na = _segment_point(a0, a1, bt, rs_elem[bs][2], rs_rad[bs] * n, counters, vn_node, vn_weight,
+                                    n_nodes)
+                nb = i
+                emit(na, nb, contact_frame(n, PARAM_F.axis.get(params, row)), best, params,
+                     ti.Vector([0.0, 0.0, 0.0]), q + rs_rad[bs] * n, row, counters, c_f, c_i)
+
+
+@ti.kernel
+def detect_rod_node_fem(x: ti.types.ndarray(), v: ti.types.ndarray(), rod_nodes: ti.types.ndarray(),
+                        rn_rad: ti.types.ndarray(), tris: ti.types.ndarray(), det_f: ti.types.ndarray(),
+                        det_i: ti.types.ndarray(), use_grid: ti.template(), t_entries: ti.types.ndarray(),
+                        t_ecell: ti.types.ndarray(), t_vmax: ti.types.ndarray(), nodes: ti.types.ndarray(),
+                        pair_row: ti.types.ndarray(), params: ti.types.ndarray(), counters: ti.types.ndarray(),
+                        c_f: ti.types.ndarray(), c_i: ti.types.ndarray(), vn_node: ti.types.ndarray(),
+                        vn_weight: ti.types.ndarray()):
+    """Rods against FEM bodies (module docstring, 3), second half: rod node vs nearest FEM surface triangle
+    (side A the triangle point), over the rod-facing triangle hash with ``use_grid`` (as
+    ``detect_fem_vertex_rod``), else over all of them. Scalars (``det_f``/``det_i``): margin, dt, the rod
+    grid's cell size and bucket count; rod node, rod-facing triangle and node counts."""
+    margin, dt, h = DETECT_F.margin.get(det_f, 0), DETECT_F.dt.get(det_f, 0), DETECT_F.rod_h.get(det_f, 0)
+    size, n_nodes = DETECT_I.rod_size.get(det_i, 0), DETECT_I.n_nodes.get(det_i, 0)
+    n_rn, n_tris = DETECT_I.n_rn.get(det_i, 0), DETECT_I.n_rod_tris.get(det_i, 0)
+    for k in range(n_rn):
+        i = ROD_NODES.node.get(rod_nodes, k)
+        p = x[i]
+        rad = rn_rad[k]
+        best = 1e30
+        bt = -1
+        if ti.static(use_grid):
+            g = rad + 0.5 * margin + dt * (v[i].norm() + t_vmax[0])
+            c0, c1 = cell_range(p - g, p + g, h, counters, WIDE_ROD)
+            for ci, cj, ck in ti.ndrange((c0[0], c1[0] + 1), (c0[1], c1[1] + 1), (c0[2], c1[2] + 1)):
+                bk = bucket(ci, cj, ck, size)
+                for sl in range(bucket_fill(t_entries, bk)):
+                    if (t_ecell[bk, sl] == ti.Vector([ci, cj, ck])).all():
+                        best, bt = _nearer_triangle(bucket_item(t_entries, bk, sl), i, p, best, bt, x, tris,
+                                                    nodes, pair_row)
+        else:
+            for e in range(n_tris):
+                best, bt = _nearer_triangle(e, i, p, best, bt, x, tris, nodes, pair_row)
+        if bt >= 0 and not (NODES.fixed.get(nodes, i) == 1 and NODES.fixed.get(nodes, tris[bt][0]) == 1
+                            and NODES.fixed.get(nodes, tris[bt][1]) == 1
+                            and NODES.fixed.get(nodes, tris[bt][2]) == 1):
+            tv = tris[bt]
+            a, b, c = x[tv[0]], x[tv[1]], x[tv[2]]
+            q, w = closest_on_triangle(p, a, b, c)
+            fn = (b - a).cross(c - a).normalized()
+            inside = (p - q).dot(fn) < 0.0
+            n = fn
+            if best > 1e-12:
+                n = (p - q) / best
                 if inside:
-                    phi = -best - rad
-                vq = w[0] * v[tv[0]] + w[1] * v[tv[1]] + w[2] * v[tv[2]]
-                if phi < margin + dt * (v[i] - vq).norm():
-                    row = pair_row[NODES.body.get(nodes, tv[0]), NODES.body.get(nodes, i)]
-                    na = triangle_point_node(tv, w, counters, vn_node, vn_weight, n_nodes)
-                    nb = _segment_point(i, i, 0.0, ROD_NODES.seg.get(rod_nodes, k - n_surf), -rad * n, counters, vn_node,
-                                        vn_weight,
-                                        n_nodes)
-                    emit(na, nb, contact_frame(n, PARAM_F.axis.get(params, row)), phi, params,
-                         ti.Vector([0.0, 0.0, 0.0]),
-                          q, row, counters, c_f, c_i)
+                    n = -n
+            phi = best - rad
+            if inside:
+                phi = -best - rad
+            vq = w[0] * v[tv[0]] + w[1] * v[tv[1]] + w[2] * v[tv[2]]
+            if phi < margin + dt * (v[i] - vq).norm():
+                row = pair_row[NODES.body.get(nodes, tv[0]), NODES.body.get(nodes, i)]
+                na = triangle_point_node(tv, w, counters, vn_node, vn_weight, n_nodes)
+                nb = _segment_point(i, i, 0.0, ROD_NODES.seg.get(rod_nodes, k), -rad * n, counters, vn_node,
+                                    vn_weight, n_nodes)
+                emit(na, nb, contact_frame(n, PARAM_F.axis.get(params, row)), phi, params,
+                     ti.Vector([0.0, 0.0, 0.0]),
+                      q, row, counters, c_f, c_i)

@@ -15,8 +15,8 @@ in ``grid``, entity (row/column of ``pair_row``), first velocity block of a rigi
 ``PROXY_F`` / ``PROXY_I`` (per rigid contact proxy, ``geometry.proxies.contact_proxies``): body-frame point
 and axis, radius; rigid body index, proxy kind, which entities it is tested against. ``DETECT_F`` /
 ``DETECT_I``: one row of scalars (margin, dt, dedup, the FEM and rod grids' cells; node, surface vertex,
-proxy, self-contact vertex, rigid body, body, rod node, rod segment and rigid sample counts, the grids'
-buckets).
+proxy, self-contact vertex, rigid body, body, rod node, rod segment, rigid sample and rod-facing triangle counts,
+the grids' buckets).
 """
 from __future__ import annotations
 
@@ -39,14 +39,14 @@ SAMPLE_F = Table("sample_f", float, [("point", "v3"), ("axis", "v3"), ("cos", "s
 SAMPLE_I = Table("sample_i", ti.i32, [("rigid", "s"), ("lin", "s"), ("body", "s")])
 # per rod node: its node, the node of a segment at it (the segment's spin block, ``rod_detection``)
 ROD_NODES = Table("rod_nodes", ti.i32, [("node", "s"), ("seg", "s")])
-# scalars of the detection kernels (all but detect_rod_fem and the all-pairs rod reference):
+# scalars of the detection kernels (all but the all-pairs rod reference):
 # a float or an int outside [-5, 256] among a kernel's arguments makes quadrants marshal every argument
 # afresh on each launch (docs/PERFORMANCE.md, issue 28), so they are one-row tables (held by
 # ``layout.HostScalars`` in ``tables.DetectionTables``):
 # the detection margin, the step, the FEM-vs-rigid-sample dedup distance, the FEM and rod hashes' cell sizes
 # (they change when ``collide`` coarsens a grid: set before each launch); the node, FEM surface vertex, rigid
-# proxy, self-contact vertex, rigid body, body, rod node, rod segment and rigid surface sample counts, the FEM
-# and rod hashes' bucket counts
+# proxy, self-contact vertex, rigid body, body, rod node, rod segment, rigid surface sample and rod-facing FEM
+# triangle counts, the FEM and rod hashes' bucket counts
 # the ContactSet (contacts.py): per contact its frame (rows t1, t2, n), gap, friction (μ1, μ2), the world's
 # velocity, the stiction anchors' offset, point, impulse; its sides (-1: world), contact-parameter row and
 # status. Detection writes them (emit.py), every solver reads them: two kernel arguments, not eleven.
@@ -57,5 +57,5 @@ DETECT_F = Table("detect_f", float, [("margin", "s"), ("dt", "s"), ("dedup", "s"
 DETECT_I = Table("detect_i", ti.i32, [("n_nodes", "s"), ("n_surf", "s"), ("n_prox", "s"), ("n_self", "s"),
                                       ("fem_size", "s"), ("n_rigid", "s"),
                                       ("n_bodies", "s"), ("n_rn", "s"), ("n_rs", "s"), ("rod_size", "s"),
-                                      ("n_samp", "s")])
+                                      ("n_samp", "s"), ("n_rod_tris", "s")])
 

@@ -50,12 +50,12 @@ class DetectionTables:
         self._rigid_samples(model)
         self._fem_items(model, cd)
         self._rods(model, cd)
-        # the scalars of detect_rigid / detect_obstacles / detect_self (schema.DETECT_F/I; dt: ``set_dt`` each step)
+        # the detection kernels' scalars (schema.DETECT_F/I; dt: ``set_dt`` each step, grids: ``set_grid``)
         self.det_f, self.det_i = HostScalars(DETECT_F), HostScalars(DETECT_I)
         self.det_f.set(margin=self.margin, dedup=self.dedup)
         self.det_i.set(n_nodes=self.n_nodes, n_surf=self.n_surf, n_prox=self.n_prox, n_self=self.n_self,
                        n_rigid=self.n_rigid, n_bodies=self.n_bodies, n_rn=self.n_rn, n_rs=self.n_rs,
-                       n_samp=self.n_samp)
+                       n_samp=self.n_samp, n_rod_tris=self.n_rod_tris)
         self._dt = None
 
     def set_dt(self, dt: float) -> None:
@@ -181,7 +181,7 @@ class DetectionTables:
     def _rods(self, model, cd) -> None:
         """Rod nodes (radius, a segment at each node), segments (two nodes, the frame's spin block,
         radius, info: rod, index, last flag, self-contact skip) and the FEM triangles rods may touch."""
-        self.n_rn = self.n_rs = 0
+        self.n_rn = self.n_rs = self.n_rod_tris = 0
         self.rod_pairs = self.rod_fem = False
         if not model.rod_specs:
             return
