@@ -343,13 +343,13 @@ class Simulator:
         if not math.isfinite(lin.residual):
             raise self._diverged("the solver produced non-finite values")
         s = self.state
-        integ.advance_all(s.x, s.v, self.v_hat, self.fixed, self.v_end, self.model.rot_block, s.q,
-                          self.model.n_rot, self._coef_arr, self._speed2)
+        advance = (s.x, s.v, self.v_hat, self.fixed, self.v_end, self.model.rot_block, s.q, self.model.n_rot,
+                   self._coef_arr, self._speed2)
+        if self.anchors is None or not self.anchors.update(self.contacts, self.v_hat, lin.converged, advance):
+            integ.advance_all(*advance)         # else the anchors' update ran it in its launch
         vmax2 = float(self._speed2_view[0] if self._speed2_view is not None else self._speed2.to_numpy()[0])
         for system in self.systems:
             system.after_advance(s)
-        if self.anchors is not None:
-            self.anchors.update(self.contacts, self.v_hat, lin.converged)
         if not (vmax2 <= MAX_SPEED**2):
             raise self._diverged(f"a node speed reached {math.sqrt(vmax2):.3g} m/s")
         s.time += self.scene.dt
