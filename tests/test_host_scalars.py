@@ -81,6 +81,7 @@ def test_sphere_step_kernels_take_no_float_or_unbounded_int_and_keep_the_launch_
     first solve no launch of theirs misses quadrants' launch-context cache (a float or an int outside
     [-5, 256] among the arguments would make every launch miss)."""
     from femcontact.assembly.integrator import advance_all, assemble_inertial
+    from femcontact import fused
     from femcontact.contact import anchors
     from femcontact.contact.detection import detect_obstacles, detect_rigid
     from femcontact.solvers.cond import blocks, step_matrix, virtual
@@ -96,7 +97,7 @@ def test_sphere_step_kernels_take_no_float_or_unbounded_int_and_keep_the_launch_
                  step_matrix.cond_weights_base, step_matrix.cond_scale_rows, blocks.cond_block_diagonal,
                  blocks.cond_block_inverses, blocks.cond_fem_blocks, blocks.cond_fem_free_fraction)
     for k in (cond_iterate, anderson_step, detect_rigid, detect_obstacles, assemble_inertial, advance_all,
-              anchors.anchors_apply, anchors.anchors_update, anchors.advance_and_remember) + per_solve:
+              anchors.anchors_apply, anchors.anchors_update, fused.advance_and_remember) + per_solve:
         assert _scalar_params(k) == allowed.get(k.__name__, []), k.__name__
     if backend.RUNTIME != "quadrants":       # Taichi 1.7.4 has no launch-context cache
         return

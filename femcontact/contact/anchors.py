@@ -19,19 +19,19 @@ forgets its anchor. The offset is tangential, at most ``CREEP_SPEED``, and in st
 step's creep per step: it changes nothing where contacts slide, and its work is counted as a source by
 the energy monitor.
 
-Everything per step runs in two launches (``anchors_apply`` after detection, ``anchors_update`` or, in
-the simulator's step, ``advance_and_remember`` with the advance); nothing is read back to the host (issue 28: the host version cost ~200 µs per step).
+Everything per step runs in two launches (``anchors_apply`` after detection, ``anchors_update`` after
+the advance; in the simulator's step ``fused.advance_and_remember``, with the advance); nothing is read
+back to the host (issue 28: the host version cost ~200 µs per step).
 
 (No ``from __future__ import annotations`` here: Taichi reads the annotations.)
 """
-from typing import Optional
+from typing import Callable, Optional
 
 import numpy as np
 
 from .. import backend
 from ..backend import ti
 from ..layout import HostScalars, Table
-from ..assembly.integrator import advance_blocks
 from .emit import side_velocity
 from .contacts import ContactSet
 from .schema import CONTACT_SET_F as CF, CONTACT_SET_I as CI
@@ -215,21 +215,6 @@ def anchors_update(cf: ti.types.ndarray(), ci: ti.types.ndarray(), vn_node: ti.t
 
 
 @ti.kernel
-def advance_and_remember(x: ti.types.ndarray(), v: ti.types.ndarray(), v_hat: ti.types.ndarray(),
-                         fixed: ti.types.ndarray(), v_end: ti.types.ndarray(), rot_block: ti.types.ndarray(),
-                         quat: ti.types.ndarray(), n_rot: ti.i32, C: ti.types.ndarray(), speed2: ti.types.ndarray(),
-                         cf: ti.types.ndarray(), ci: ti.types.ndarray(), vn_node: ti.types.ndarray(),
-                         vn_weight: ti.types.ndarray(), slip_now: ti.types.ndarray(), mf: ti.types.ndarray(),
-                         mi: ti.types.ndarray(), head: ti.types.ndarray(), af: ti.types.ndarray(),
-                         mn: ti.types.ndarray()):
-    """``assembly.integrator.advance_all`` then ``remember_step`` in one launch (issue 28: a launch right
-    after the solve costs 20-60 µs on a 2-core CPU). Neither reads what the other writes: the memory
-    needs only v̂ and the contacts, not the advanced positions."""
-    advance_blocks(x, v, v_hat, fixed, v_end, rot_block, quat, n_rot, C, speed2)
-    remember_step(cf, ci, vn_node, vn_weight, v_hat, slip_now, mf, mi, head, af, mn)
-
-
-@ti.kernel
 def match_contacts(cf: ti.types.ndarray(), ci: ti.types.ndarray(),
                    vn_node: ti.types.ndarray(), mf: ti.types.ndarray(), mi: ti.types.ndarray(),
                    head: ti.types.ndarray(), mn: ti.types.ndarray(), out: ti.types.ndarray(), radius2: float):
@@ -395,7 +380,8 @@ class StictionAnchors:
         anchors_apply(contacts.cf, contacts.ci, contacts.vn_node, self.slip_now, m.mf, m.mi, m.head,
                       self.constants.sync(), m.scalars.sync())
 
-    def update(self, contacts: ContactSet, v_hat, converged: bool = True, advance: Optional[tuple] = None) -> bool:
+    def update(self, contacts: ContactSet, v_hat, converged: bool = True,
+               launch: Optional[Callable] = None) -> bool:
         """After the step: a contact that stuck (friction below ``STICK_RATIO`` of its cone, tangential
         speed below ``CREEP_SPEED``) adds its sides' tangential motion ``dt (v̂_b − v̂_a)_t``
         to its slip; one that slid or opened forgets it. ``v_hat``: the node velocities (vec3 ndarray) that
@@ -403,24 +389,21 @@ class StictionAnchors:
         their impulses). After a solve that did not converge every anchor is forgotten: its
         velocities are no measure of creep (NCP-PGS at its sweep cap left slips that the next step then
         "took back": a resting stack's interface force 1.8% off in 2 of 5 runs).
-        advance: ``assembly.integrator.advance_all``'s arguments (its v_hat the same ``v_hat``), to run it
-        in the same launch (``advance_and_remember``). Returns whether it ran (else the caller advances)."""
+        launch: runs the update kernel's arguments in place of ``anchors_update`` (the simulator's
+        ``fused.advance_and_remember``: the advance in the same launch). Returns whether a kernel ran (not
+        when no contact was applied)."""
         m = self.slips
         if not self._applied:
             m.forget()
             return False
         c = int(contacts.count)
         m.fit(c)
-        memory = (contacts.cf, contacts.ci, contacts.vn_node, contacts.vn_weight)
-        tail = (self.slip_now, m.mf, m.mi, m.head, self.constants.sync(), m.scalars.sync())
-        if advance is not None:
-            advance_and_remember(*advance, *memory, *tail)
-        else:
-            anchors_update(*memory, v_hat, *tail)
+        (launch or anchors_update)(contacts.cf, contacts.ci, contacts.vn_node, contacts.vn_weight, v_hat,
+                                   self.slip_now, m.mf, m.mi, m.head, self.constants.sync(), m.scalars.sync())
         m.remembered = c if converged else 0
         self._applied = False
         self._work_of = contacts
-        return advance is not None
+        return True
 
     def offset_work(self, contacts: ContactSet) -> float:
         """``Σ_m γ_mᵀ o_m`` of this step's contacts (``offset_power``): from ``update``'s launch when it ran
