@@ -16,6 +16,7 @@ from .assembly.sparse import BlockSparseMatrix
 from .bodies import fem
 from .control import Control
 from .energy_monitor import RODS_MIDPOINT_CAUSE, EnergyMonitor
+from . import fused
 from .errors import ParameterError, SimulationError
 from .math.quaternion import cayley_velocity, quat_to_matrix
 from .model import Model
@@ -343,13 +344,13 @@ class Simulator:
         if not math.isfinite(lin.residual):
             raise self._diverged("the solver produced non-finite values")
         s = self.state
-        integ.advance_all(s.x, s.v, self.v_hat, self.fixed, self.v_end, self.model.rot_block, s.q,
-                          self.model.n_rot, self._coef_arr, self._speed2)
+        if self.anchors is None or not self.anchors.update(self.contacts, self.v_hat, lin.converged,
+                                                           self._advance_and_remember):
+            integ.advance_all(s.x, s.v, self.v_hat, self.fixed, self.v_end, self.model.rot_block, s.q,
+                              self.model.n_rot, self._coef_arr, self._speed2)     # else in the update's launch
         vmax2 = float(self._speed2_view[0] if self._speed2_view is not None else self._speed2.to_numpy()[0])
         for system in self.systems:
             system.after_advance(s)
-        if self.anchors is not None:
-            self.anchors.update(self.contacts, self.v_hat, lin.converged)
         if not (vmax2 <= MAX_SPEED**2):
             raise self._diverged(f"a node speed reached {math.sqrt(vmax2):.3g} m/s")
         s.time += self.scene.dt
@@ -366,6 +367,12 @@ class Simulator:
         self.last_solve = lin
         self.stats.append(st)
         return st
+
+    def _advance_and_remember(self, *update) -> None:
+        """The advance and the anchors' update (its kernel arguments: ``update``) in one launch."""
+        s = self.state
+        fused.advance_and_remember(s.x, s.v, self.fixed, self.v_end, self.model.rot_block, s.q, self.model.n_rot,
+                                   self._coef_arr, self._speed2, *update)
 
     def contact_offset_work(self) -> float:
         """``Σ_m γ_mᵀ o_m`` of this step's contacts (``contact.anchors.offset_power``: their impulses times the

@@ -81,6 +81,7 @@ def test_sphere_step_kernels_take_no_float_or_unbounded_int_and_keep_the_launch_
     first solve no launch of theirs misses quadrants' launch-context cache (a float or an int outside
     [-5, 256] among the arguments would make every launch miss)."""
     from femcontact.assembly.integrator import advance_all, assemble_inertial
+    from femcontact import fused
     from femcontact.contact import anchors
     from femcontact.contact.detection import detect_obstacles, detect_rigid
     from femcontact.solvers.cond import blocks, step_matrix, virtual
@@ -89,13 +90,14 @@ def test_sphere_step_kernels_take_no_float_or_unbounded_int_and_keep_the_launch_
     from femcontact.solvers.cond.targets import cond_targets
 
     # ints that stay small in a scene of up to 256 rigid bodies, and the Anderson history
-    allowed = {"anderson_step": ["m"], "advance_all": ["n_rot"], "assemble_inertial": ["n_rot"]}
+    allowed = {"anderson_step": ["m"], "advance_all": ["n_rot"], "assemble_inertial": ["n_rot"],
+               "advance_and_remember": ["n_rot"]}
     per_solve = (cond_start, cond_targets, cond_finish, virtual.cond_gains, virtual.cond_nodalize,
                  virtual.cond_pack_virtual, virtual.cond_compliance_shift, step_matrix.cond_coupling,
                  step_matrix.cond_weights_base, step_matrix.cond_scale_rows, blocks.cond_block_diagonal,
                  blocks.cond_block_inverses, blocks.cond_fem_blocks, blocks.cond_fem_free_fraction)
     for k in (cond_iterate, anderson_step, detect_rigid, detect_obstacles, assemble_inertial, advance_all,
-              anchors.anchors_apply, anchors.anchors_update) + per_solve:
+              anchors.anchors_apply, anchors.anchors_update, fused.advance_and_remember) + per_solve:
         assert _scalar_params(k) == allowed.get(k.__name__, []), k.__name__
     if backend.RUNTIME != "quadrants":       # Taichi 1.7.4 has no launch-context cache
         return
@@ -131,6 +133,7 @@ def test_sphere_step_kernels_take_no_float_or_unbounded_int_and_keep_the_launch_
         kernel.Kernel.launch_kernel, cache.populate_launch_ctx_from_cache = orig_launch, orig_pop
     assert launches.get("cond_iterate", 0) > 0 and launches.get("detect_rigid", 0) == 3
     assert launches.get("anchors_apply", 0) == 3 and launches.get("cond_targets", 0) == 3
+    assert launches.get("advance_and_remember", 0) == 3 and launches.get("advance_all", 0) == 0
     for name in ("cond_iterate", "anderson_step", "detect_rigid", "assemble_inertial", "advance_all",
-                 "anchors_apply", "anchors_update") + tuple(k.__name__ for k in per_solve):
+                 "anchors_apply", "anchors_update", "advance_and_remember") + tuple(k.__name__ for k in per_solve):
         assert misses.get(name, 0) == 0, (name, misses)

@@ -157,6 +157,20 @@ def assemble_inertial(blocks: ti.types.ndarray(), diag: ti.types.ndarray(), mass
         assemble_rotational_block(r, rot_block, rot_inertia, quat, v, diag, blocks, b, C[C_A_M], C[C_B_M], C[C_B_F])
 
 
+@ti.func
+def advance_blocks(x: ti.template(), v: ti.template(), v_hat: ti.template(), fixed: ti.template(),
+                   v_end: ti.template(), rot_block: ti.template(), quat: ti.template(), n_rot,
+                   C: ti.template(), speed2: ti.template()):
+    """``advance_all``'s loops, for kernels that run them with more work in the same launch
+    (``contact.anchors.advance_and_remember``)."""
+    vmax = 0.0
+    for i in range(x.shape[0]):
+        ti.atomic_max(vmax, advance_node(i, x, v, v_hat, fixed, v_end, C[C_DT], C[C_V_HAT], C[C_V_OLD]))
+    for r in range(n_rot):
+        advance_rotation_block(r, rot_block, quat, v_hat, v, fixed, C[C_DT])
+    speed2[0] = vmax
+
+
 @ti.kernel
 def advance_all(x: ti.types.ndarray(), v: ti.types.ndarray(), v_hat: ti.types.ndarray(), fixed: ti.types.ndarray(),
                 v_end: ti.types.ndarray(), rot_block: ti.types.ndarray(), quat: ti.types.ndarray(), n_rot: ti.i32,
@@ -164,9 +178,4 @@ def advance_all(x: ti.types.ndarray(), v: ti.types.ndarray(), v_hat: ti.types.nd
     """``advance`` then the first n_rot blocks of ``bodies.rigid.advance_rotations`` in one launch
     (dt, c_hat, c_old from C: ``coefficient_array``). ``speed2[0]``: max |v|^2 (NaN-propagating) of the
     generic advance (an output array, not a return value: a returned f64 costs quadrants ~7 µs a launch)."""
-    vmax = 0.0
-    for i in range(x.shape[0]):
-        ti.atomic_max(vmax, advance_node(i, x, v, v_hat, fixed, v_end, C[C_DT], C[C_V_HAT], C[C_V_OLD]))
-    for r in range(n_rot):
-        advance_rotation_block(r, rot_block, quat, v_hat, v, fixed, C[C_DT])
-    speed2[0] = vmax
+    advance_blocks(x, v, v_hat, fixed, v_end, rot_block, quat, n_rot, C, speed2)

@@ -20,10 +20,13 @@ step's creep per step: it changes nothing where contacts slide, and its work is 
 the energy monitor.
 
 Everything per step runs in two launches (``anchors_apply`` after detection, ``anchors_update`` after
-the advance); nothing is read back to the host (issue 28: the host version cost ~200 µs per step).
+the advance; in the simulator's step ``fused.advance_and_remember``, with the advance); nothing is read
+back to the host (issue 28: the host version cost ~200 µs per step).
 
 (No ``from __future__ import annotations`` here: Taichi reads the annotations.)
 """
+from typing import Callable, Optional
+
 import numpy as np
 
 from .. import backend
@@ -174,11 +177,10 @@ def anchors_apply(cf: ti.types.ndarray(), ci: ti.types.ndarray(), vn_node: ti.ty
         CF.v_anchor.put(cf, m, v)
 
 
-@ti.kernel
-def anchors_update(cf: ti.types.ndarray(), ci: ti.types.ndarray(), vn_node: ti.types.ndarray(),
-                   vn_weight: ti.types.ndarray(), v_hat: ti.types.ndarray(), slip_now: ti.types.ndarray(),
-                   mf: ti.types.ndarray(), mi: ti.types.ndarray(), head: ti.types.ndarray(),
-                   af: ti.types.ndarray(), mn: ti.types.ndarray()):
+@ti.func
+def remember_step(cf: ti.template(), ci: ti.template(), vn_node: ti.template(), vn_weight: ti.template(),
+                  v_hat: ti.template(), slip_now: ti.template(), mf: ti.template(), mi: ti.template(),
+                  head: ti.template(), af: ti.template(), mn: ti.template()):
     """Remember this step's contacts: keys, where their points moved (``point + ½ dt (v_a + v_b)``) and
     their slip (``s + dt (v̂_b − v̂_a)_t`` where the contact stuck, else 0); then index them. Also
     ``Σ_m γ_mᵀ o_m`` (``offset_power``) into ``af``'s work, for the energy monitor."""
@@ -201,6 +203,15 @@ def anchors_update(cf: ti.types.ndarray(), ci: ti.types.ndarray(), vn_node: ti.t
         MEMORY_F.point.put(mf, m, CF.point.get(cf, m) + 0.5 * dt * (va + vb))
         remember_keys(m, ci, vn_node, mi, n_nodes)
     build_index(mi, head, c)
+
+
+@ti.kernel
+def anchors_update(cf: ti.types.ndarray(), ci: ti.types.ndarray(), vn_node: ti.types.ndarray(),
+                   vn_weight: ti.types.ndarray(), v_hat: ti.types.ndarray(), slip_now: ti.types.ndarray(),
+                   mf: ti.types.ndarray(), mi: ti.types.ndarray(), head: ti.types.ndarray(),
+                   af: ti.types.ndarray(), mn: ti.types.ndarray()):
+    """``remember_step`` in its own launch."""
+    remember_step(cf, ci, vn_node, vn_weight, v_hat, slip_now, mf, mi, head, af, mn)
 
 
 @ti.kernel
@@ -369,25 +380,30 @@ class StictionAnchors:
         anchors_apply(contacts.cf, contacts.ci, contacts.vn_node, self.slip_now, m.mf, m.mi, m.head,
                       self.constants.sync(), m.scalars.sync())
 
-    def update(self, contacts: ContactSet, v_hat, converged: bool = True) -> None:
+    def update(self, contacts: ContactSet, v_hat, converged: bool = True,
+               launch: Optional[Callable] = None) -> bool:
         """After the step: a contact that stuck (friction below ``STICK_RATIO`` of its cone, tangential
         speed below ``CREEP_SPEED``) adds its sides' tangential motion ``dt (v̂_b − v̂_a)_t``
         to its slip; one that slid or opened forgets it. ``v_hat``: the node velocities (vec3 ndarray) that
-        moved the positions (x += dt v̂). The contacts are ``apply``'s of this step (the solve changes only
+        move the positions (x += dt v̂). The contacts are ``apply``'s of this step (the solve changes only
         their impulses). After a solve that did not converge every anchor is forgotten: its
         velocities are no measure of creep (NCP-PGS at its sweep cap left slips that the next step then
-        "took back": a resting stack's interface force 1.8% off in 2 of 5 runs)."""
+        "took back": a resting stack's interface force 1.8% off in 2 of 5 runs).
+        launch: runs the update kernel's arguments in place of ``anchors_update`` (the simulator's
+        ``fused.advance_and_remember``: the advance in the same launch). Returns whether a kernel ran (not
+        when no contact was applied)."""
         m = self.slips
         if not self._applied:
             m.forget()
-            return
+            return False
         c = int(contacts.count)
         m.fit(c)
-        anchors_update(contacts.cf, contacts.ci, contacts.vn_node, contacts.vn_weight, v_hat, self.slip_now, m.mf,
-                       m.mi, m.head, self.constants.sync(), m.scalars.sync())
+        (launch or anchors_update)(contacts.cf, contacts.ci, contacts.vn_node, contacts.vn_weight, v_hat,
+                                   self.slip_now, m.mf, m.mi, m.head, self.constants.sync(), m.scalars.sync())
         m.remembered = c if converged else 0
         self._applied = False
         self._work_of = contacts
+        return True
 
     def offset_work(self, contacts: ContactSet) -> float:
         """``Σ_m γ_mᵀ o_m`` of this step's contacts (``offset_power``): from ``update``'s launch when it ran
