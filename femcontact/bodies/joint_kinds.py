@@ -26,16 +26,11 @@ from typing import NamedTuple, Optional
 
 import numpy as np
 
+from ..math.quaternion import cross_matrix as skew
+
 STIFFNESS_FACTOR = 1e4
 I3 = np.eye(3)
 Z3 = np.zeros((3, 3))
-
-
-def skew(r: np.ndarray) -> np.ndarray:
-    """(..., 3) -> (..., 3, 3) cross-product matrices."""
-    z = np.zeros(r.shape[:-1])
-    return np.stack([np.stack([z, -r[..., 2], r[..., 1]], -1), np.stack([r[..., 2], z, -r[..., 0]], -1),
-                     np.stack([-r[..., 1], r[..., 0], z], -1)], -2)
 
 
 class Side:

@@ -43,11 +43,11 @@ from ..backend import ti
 
 from .. import backend
 from ..errors import ParameterError
-from ..math.quaternion import quat_to_matrix
+from ..math.quaternion import cross_matrix as skew, quat_to_matrix
 from ..spec.drive import Drive  # noqa: F401 (re-exported: its old home)
 from ..spec.joint import JOINT_KINDS, Attachment, JointSpec, locate_points, make_joint  # noqa: F401 (likewise)
 from .joint_kinds import (JOINT_CLASSES, STIFFNESS_FACTOR, Configuration, CoordinateJoint, Hinge, MimicCoupling,
-                          RowSums, Side, skew)
+                          RowSums, Side)
 
 HINGE_ANGLES = "hinge_angles"     # State.host key: each hinge's unwrapped angle at the last assembly
 

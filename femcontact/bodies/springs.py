@@ -34,15 +34,8 @@ import numpy as np
 
 from .. import backend
 from ..errors import ParameterError
-from ..math.quaternion import quat_to_matrix
+from ..math.quaternion import cross_matrix as skew, quat_to_matrix
 from .joints import scatter_joint_terms
-
-
-def skew(r: np.ndarray) -> np.ndarray:
-    """(m, 3) -> (m, 3, 3) cross-product matrices ``[r]×``."""
-    z = np.zeros(len(r))
-    return np.stack([np.stack([z, -r[:, 2], r[:, 1]], -1), np.stack([r[:, 2], z, -r[:, 0]], -1),
-                     np.stack([-r[:, 1], r[:, 0], z], -1)], -2)
 
 
 class _Ends:

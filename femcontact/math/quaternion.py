@@ -1,8 +1,16 @@
 """Quaternions ``(w, x, y, z)`` and rotations on the host (numpy): products, rotation matrices, and
-the angular velocity of a Cayley step. Their kernel twins (``quat_matrix``, ``skew``) are in ``smallmat``."""
+the angular velocity of a Cayley step, and cross-product matrices. Their kernel twins (``quat_matrix``,
+``skew``) are in ``smallmat``."""
 from __future__ import annotations
 
 import numpy as np
+
+
+def cross_matrix(r: np.ndarray) -> np.ndarray:
+    """(..., 3) -> (..., 3, 3) cross-product matrices ``[r]×`` (``[r]× u = r × u``)."""
+    z = np.zeros(r.shape[:-1])
+    return np.stack([np.stack([z, -r[..., 2], r[..., 1]], -1), np.stack([r[..., 2], z, -r[..., 0]], -1),
+                     np.stack([-r[..., 1], r[..., 0], z], -1)], -2)
 
 
 def quat_mul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
