@@ -639,7 +639,7 @@ class Simulator:
         if not m.n_tets:
             return np.zeros(0)          # no FEM body: nothing to compile or launch
         out = backend.scalar_array(m.n_tets)
-        fem.von_mises_stress(self.state.x, m.tets, m.dm_inv, m.mu, m.lam, out)
+        fem.stress_and_energy(self.state.x, m.tets, m.dm_inv, m.vol, m.mu, m.lam, out)
         return out.to_numpy()[: m.n_tets].astype(np.float64)
 
     def elastic_forces(self, x: Optional[np.ndarray] = None) -> np.ndarray:
