@@ -25,6 +25,13 @@ source file of femcontact, so a changed constant (or any changed line) compiles 
 loading a stale kernel. Taichi 1.7.4 writes its offline cache only when its program shuts down,
 so ``init`` registers that shutdown at exit.
 
+Compilation: ``init`` turns the runtime's own control-flow-graph optimisation of its IR off
+(``cfg_optimization=False``: store-to-load forwarding and dead-store elimination before LLVM). It was
+two thirds of every kernel's compile time (the CPU seconds of the first launches of panda_mat_fold's
+19 kernels: 7.7 -> 2.5-2.7 s) and LLVM's own passes do the same work after it: the LLVM IR that is
+cached comes out within 1 % of the same size, and the kernels' minimum times are the same
+(docs/PERFORMANCE.md, "issue 28 closing measurements").
+
 Determinism: threads adding into shared sums (assembly of A, contacts appended through atomic
 counters) finish in an order that varies, so two runs of one scene agree only to round-off, and
 detection may order contacts (and COND nodalize them) differently. ``FEMCONTACT_DETERMINISTIC=1`` (or
@@ -307,7 +314,7 @@ def init(arch: str | None = None, precision: str | None = None, *, debug: bool =
     cache = cache_dir()
     warm = cache_is_warm()
     common = dict(default_fp=fp, default_ip=ti.i32, offline_cache=True, offline_cache_file_path=str(cache),
-                  debug=debug)
+                  debug=debug, cfg_optimization=False)       # module docstring, "Compilation"
     candidates = {"auto": ["cuda", "vulkan", "metal", "cpu"]}.get(want_arch, [want_arch])
     threads = os.environ.get("FEMCONTACT_CPU_THREADS", "").strip()
     if threads:   # e.g. one per process when a sweep runs several simulations side by side
