@@ -25,12 +25,13 @@ source file of femcontact, so a changed constant (or any changed line) compiles 
 loading a stale kernel. Taichi 1.7.4 writes its offline cache only when its program shuts down,
 so ``init`` registers that shutdown at exit.
 
-Compilation: ``init`` turns the runtime's own control-flow-graph optimisation of its IR off
-(``cfg_optimization=False``: store-to-load forwarding and dead-store elimination before LLVM). It was
-two thirds of every kernel's compile time (the CPU seconds of the first launches of panda_mat_fold's
-19 kernels: 7.7 -> 2.5-2.7 s) and LLVM's own passes do the same work after it: the LLVM IR that is
-cached comes out within 1 % of the same size, and the kernels' minimum times are the same
-(docs/PERFORMANCE.md, "issue 28 closing measurements").
+Compilation: on the CPU ``init`` turns the runtime's own control-flow-graph optimisation of its IR
+off (``cfg_optimization=False``: store-to-load forwarding and dead-store elimination before LLVM). It
+was two thirds of every kernel's compile time (the CPU seconds of the first launches of
+panda_mat_fold's 19 kernels: 7.7 -> 2.5-2.7 s) and LLVM's own passes do the same work after it: the
+LLVM IR that is cached comes out within 1 % of the same size, and the kernels' minimum times are the
+same (docs/PERFORMANCE.md, "issue 28 closing measurements"). GPU backends keep it until a GPU run
+has measured the same (tools/gpu_check.sh).
 
 Determinism: threads adding into shared sums (assembly of A, contacts appended through atomic
 counters) finish in an order that varies, so two runs of one scene agree only to round-off, and
@@ -314,7 +315,7 @@ def init(arch: str | None = None, precision: str | None = None, *, debug: bool =
     cache = cache_dir()
     warm = cache_is_warm()
     common = dict(default_fp=fp, default_ip=ti.i32, offline_cache=True, offline_cache_file_path=str(cache),
-                  debug=debug, cfg_optimization=False)       # module docstring, "Compilation"
+                  debug=debug)
     candidates = {"auto": ["cuda", "vulkan", "metal", "cpu"]}.get(want_arch, [want_arch])
     threads = os.environ.get("FEMCONTACT_CPU_THREADS", "").strip()
     if threads:   # e.g. one per process when a sweep runs several simulations side by side
@@ -331,7 +332,8 @@ def init(arch: str | None = None, precision: str | None = None, *, debug: bool =
             continue  # Metal has no float64 and Vulkan's is device-dependent: auto uses them for f32 only
         try:
             with contextlib.redirect_stdout(io.StringIO()):    # its "[Taichi] Starting on arch=..." line
-                ti.init(arch=getattr(ti, "x64" if name == "cpu" else name), log_level=ti.ERROR, **common)
+                ti.init(arch=getattr(ti, "x64" if name == "cpu" else name), log_level=ti.ERROR, **common,
+                        **({"cfg_optimization": False} if name == "cpu" else {}))  # module docstring, "Compilation"
         except Exception as exc:  # noqa: BLE001 - an unavailable backend raises various errors
             failure = exc
             continue
