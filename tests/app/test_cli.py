@@ -8,7 +8,7 @@ import pyvista as pv
 
 from femcontact.cli import main
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_help_explains_every_option(capsys):

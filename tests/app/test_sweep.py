@@ -14,8 +14,8 @@ import femcontact as fc
 from femcontact.errors import ParameterError
 from femcontact.sweep import check_scene_parameters, expand_runs, parse_params, parse_values, read_params_file
 
-ROOT = Path(__file__).resolve().parents[1]
-SCENE = ROOT / "tests" / "sweep_scene.py"
+ROOT = Path(__file__).resolve().parents[2]
+SCENE = ROOT / "tests/helpers/sweep_scene.py"
 GRID = {"friction": [0.1, 0.5, 1.0], "youngs_modulus": [1e4, 1e5, 1e6]}
 VOLATILE = ["wall_s", "run_s"]          # timings: the only columns two equal sweeps may differ in
 ENV = {**os.environ, "FEMCONTACT_ARCH": "cpu",

@@ -9,7 +9,7 @@ its own modules is not a cycle that can bite.
 Two levels are checked: modules (no cycle at all) and first-level packages (a top-level module or
 subpackage of ``femcontact/``; ``femcontact`` itself is the package root's ``__init__``), whose imports
 must follow ``LAYERS``, the one table of allowed package-to-package imports (docs/ARCHITECTURE.md
-shows it; ``python tests/test_architecture.py`` prints it and what the checks find).
+shows it; ``python tests/architecture/test_architecture.py`` prints it and what the checks find).
 """
 import ast
 import re
@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 
-PACKAGE = Path(__file__).resolve().parents[1] / "femcontact"
+PACKAGE = Path(__file__).resolve().parents[2] / "femcontact"
 
 # The allowed imports between first-level packages, bottom to top: (layer, package, the packages it may
 # import). A package may import only packages listed above it, so the table itself has no cycle, and
@@ -274,7 +274,8 @@ def test_imports_between_packages_follow_the_table():
 def test_the_architecture_doc_shows_the_table():
     """docs/ARCHITECTURE.md holds the table as format_table() writes it."""
     doc = (PACKAGE.parent / "docs" / "ARCHITECTURE.md").read_text()
-    assert format_table() in doc, "docs/ARCHITECTURE.md: paste the output of `python tests/test_architecture.py`"
+    assert format_table() in doc, \
+        "docs/ARCHITECTURE.md: paste the output of `python tests/architecture/test_architecture.py`"
 
 
 def test_every_name_the_architecture_doc_gives_exists():

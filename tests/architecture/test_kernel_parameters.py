@@ -6,7 +6,7 @@ reading the source with ``ast`` (nothing is imported): every function under ``fe
 import ast
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parents[1] / "femcontact"
+PACKAGE = Path(__file__).resolve().parents[2] / "femcontact"
 MAX_PARAMETERS = 20
 
 # Known debts, listed with their counts so that none can grow and so that shrinking one below the limit

@@ -15,7 +15,7 @@ import pytest
 from femcontact import backend
 from femcontact.errors import ParameterError
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SCENE = ROOT / "scenes" / "free_fall.py"
 
 # Runs `femcontact ARGS`, counting on quadrants each of femcontact's kernels materialized and each one whose
@@ -274,7 +274,7 @@ def test_runtime_import_never_runs_the_slow_class_probe():
             "import importlib\nki = importlib.import_module(backend.RUNTIMES[backend.RUNTIME][0] + '.lang.kernel_impl')\n"
             "assert ki._inside_class._femcontact\nprint('getframeinfo calls', len(calls))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
-                         env=dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1])))
+                         env=dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2])))
     assert out.returncode == 0, out.stderr
     assert "getframeinfo calls 0" in out.stdout, out.stdout
 

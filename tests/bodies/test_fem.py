@@ -4,7 +4,7 @@ import pytest
 from scipy.spatial.transform import Rotation
 
 import femcontact as fc
-from fdcheck import central_jacobian
+from tests.helpers.fdcheck import central_jacobian
 
 E, NU, RHO = 1e6, 0.3, 1000.0
 

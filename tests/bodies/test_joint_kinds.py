@@ -20,7 +20,7 @@ from scipy.linalg import block_diag
 from scipy.spatial.transform import Rotation
 
 import femcontact as fc
-from fdcheck import central_jacobian, scaled_error
+from tests.helpers.fdcheck import central_jacobian, scaled_error
 from femcontact.assembly.integrator import coefficients
 from femcontact.bodies.joint_kinds import (JOINT_CLASSES, Configuration, Limit, MimicCoupling, RowSums,
                                            residual_and_stiffness)

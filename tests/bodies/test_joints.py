@@ -4,9 +4,9 @@ import pytest
 from scipy.spatial.transform import Rotation
 
 import femcontact as fc
-from oscillation import measured_period
+from tests.helpers.oscillation import measured_period
 from femcontact.geometry import shapes
-from scenes_util import load_scene
+from tests.helpers.scenes_util import load_scene
 
 G = 9.81
 

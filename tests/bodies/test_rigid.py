@@ -3,9 +3,9 @@ import numpy as np
 import pytest
 
 import femcontact as fc
-from oscillation import measured_period
+from tests.helpers.oscillation import measured_period
 from femcontact.geometry import mass, shapes
-from scenes_util import load_scene, rolling_onset, thrown_sphere
+from tests.helpers.scenes_util import load_scene, rolling_onset, thrown_sphere
 
 G = 9.81
 

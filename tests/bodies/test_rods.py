@@ -7,7 +7,7 @@ from scipy.spatial.transform import Rotation
 import femcontact as fc
 from femcontact.math.quaternion import quat_to_matrix
 from femcontact.errors import ParameterError
-from scenes_util import load_scene
+from tests.helpers.scenes_util import load_scene
 
 G_ACC = 9.81
 

@@ -6,8 +6,8 @@ import pytest
 
 import femcontact as fc
 from femcontact.errors import ParameterError
-from oscillation import measured_period
-from scenes_util import load_scene
+from tests.helpers.oscillation import measured_period
+from tests.helpers.scenes_util import load_scene
 
 G = 9.81
 

@@ -9,7 +9,7 @@ import pytest
 
 import femcontact as fc
 from femcontact import geometry_cache as gc
-from scenes_util import needs_panda
+from tests.helpers.scenes_util import needs_panda
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ import pytest
 
 import femcontact as fc
 from femcontact.geometry.closest import closest_point_on_triangles
-from scenes_util import needs_panda
+from tests.helpers.scenes_util import needs_panda
 
 
 def _brute_force(mesh):

@@ -14,7 +14,7 @@ import pytest
 
 import femcontact as fc
 
-SCENES = Path(__file__).resolve().parents[1] / "scenes"
+SCENES = Path(__file__).resolve().parents[2] / "scenes"
 _loaded: dict[str, ModuleType] = {}
 
 try:                                   # the Panda's URDF and meshes: the optional extra femcontact[robots]
@@ -28,7 +28,7 @@ needs_panda = pytest.mark.skipif(not HAVE_PANDA, reason="example-robot-data (fem
 def soft_stack(solver: str, count: int = 3, options: dict | None = None, stiction: str = "anchored",
                name: str = "stack") -> fc.Scene:
     """``count`` soft 0.1 m cubes (E 1e5, ν 0.4, Rayleigh α 1, β 2e-3) stacked on frictional ground (μ 0.6),
-    each 4 mm off the one below along x, dt 1e-2, implicit Euler: the soak's stack (tests/test_soak.py)."""
+    each 4 mm off the one below along x, dt 1e-2, implicit Euler: the soak's stack (tests/physics/test_soak.py)."""
     scene = fc.Scene(dt=1e-2, gravity=(0.0, 0.0, -9.81), solver=solver, integrator="euler", name=name,
                      solver_options=dict(options or {}), stiction=stiction)
     material = fc.Material(youngs_modulus=1e5, poisson_ratio=0.4, density=1000.0, rayleigh_alpha=1.0,

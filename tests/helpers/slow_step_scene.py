@@ -1,5 +1,5 @@
 """A soft cube on the ground whose steps from ``slow_from`` s on take ``pause`` s each (its force
-function sleeps): a run stuck in a long step, for the Ctrl-C tests (tests/test_stop.py)."""
+function sleeps): a run stuck in a long step, for the Ctrl-C tests (tests/simulator/test_stop.py)."""
 import time
 
 import numpy as np

@@ -20,7 +20,7 @@ from femcontact.cli import build_parser
 from femcontact.errors import FemcontactError, MeshError, ParameterError
 from femcontact.meshes import load
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 MAT = fc.Material(1e5, 0.3, 1000.0)
 TET = np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0], [0, 0, 1.0]])
 
@@ -340,10 +340,10 @@ CASES = [
     ("cli-unknown-solver", lambda t: _cli(t, "--solver", "magic", "--steps", "1"), ParameterError,
      r"unknown solver 'magic'"),
     # sweeps (femcontact.sweep / femcontact sweep): refused before any run
-    ("sweep-unknown-parameter", lambda t: fc.sweep(ROOT / "tests" / "sweep_scene.py", {"stiffness": [1, 2]},
+    ("sweep-unknown-parameter", lambda t: fc.sweep(ROOT / "tests/helpers/sweep_scene.py", {"stiffness": [1, 2]},
                                                    out=t / "s"),
      ParameterError, r"'stiffness' is not a keyword of build\(\).*friction, youngs_modulus"),
-    ("sweep-empty-list", lambda t: fc.sweep(ROOT / "tests" / "sweep_scene.py", {"friction": []}, out=t / "s"),
+    ("sweep-empty-list", lambda t: fc.sweep(ROOT / "tests/helpers/sweep_scene.py", {"friction": []}, out=t / "s"),
      ParameterError, r"empty list"),
     ("sweep-empty-range", lambda t: parse_params(["friction=0.1:1:0"]), ParameterError, r"friction.*empty"),
 ]

@@ -4,7 +4,7 @@ valid result (checked) or one of femcontact's own errors; anything else (IndexEr
 numpy or meshio, a hang past the deadline) fails.
 
 CI runs a fixed, modest set of examples (60 per test, ``derandomize``; about 15 s in all). For a longer random
-search: ``FEMCONTACT_FUZZ_EXAMPLES=2000 FEMCONTACT_FUZZ_RANDOM=1 pytest tests/test_fuzz.py``.
+search: ``FEMCONTACT_FUZZ_EXAMPLES=2000 FEMCONTACT_FUZZ_RANDOM=1 pytest tests/inputs/test_fuzz.py``.
 No Taichi kernel runs here.
 """
 from __future__ import annotations

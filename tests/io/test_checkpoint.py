@@ -2,7 +2,7 @@
 
 Bit for bit needs a deterministic run (``FEMCONTACT_DETERMINISTIC=1``: one CPU thread; with
 threads, two uninterrupted runs already differ in round-off), so the comparison runs in a child
-process in that mode: ``python tests/test_checkpoint.py OUT.json SOLVER...``.
+process in that mode: ``python tests/io/test_checkpoint.py OUT.json SOLVER...``.
 """
 import json
 import os

@@ -17,8 +17,8 @@ from femcontact.errors import ParameterError, SimulationError
 from femcontact.io import vtk
 from femcontact.io.vtk import check_output_dir, read_pvd_entries
 
-ROOT = Path(__file__).resolve().parents[1]
-SCENE = ROOT / "tests" / "resume_scene.py"
+ROOT = Path(__file__).resolve().parents[2]
+SCENE = ROOT / "tests/helpers/resume_scene.py"
 ENV = {**os.environ, "FEMCONTACT_ARCH": "cpu", "FEMCONTACT_DETERMINISTIC": "1", "FEMCONTACT_TEST_BODY": "fem",
        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
 

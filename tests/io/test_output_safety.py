@@ -24,7 +24,7 @@ from femcontact.io.background import BackgroundWriter
 from femcontact.io.csvlog import STEPS_COLUMNS
 from femcontact.io.vtk import read_pvd_entries
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 FREE_FALL = str(ROOT / "scenes" / "free_fall.py")
 CPU = ["--arch", "cpu", "--no-progress"]
 STEPS_HEADER = "step,time,iterations,residual,e_m,contacts,ms_detection,ms_assembly,ms_solve,ms_total"
@@ -186,7 +186,7 @@ def test_cli_every_1_still_writes_every_step(tmp_path):
 
 def test_steps_csv_has_one_row_per_step_and_resume_drops_the_later_rows(tmp_path, monkeypatch):
     monkeypatch.setenv("FEMCONTACT_TEST_BODY", "rigid")
-    scene = str(ROOT / "tests" / "resume_scene.py")
+    scene = str(ROOT / "tests/helpers/resume_scene.py")
     out = tmp_path / "r"
     assert main(["run", scene, "--solver", "sap", "--steps", "4", "--checkpoint-every", "4", "--every", "2",
                  "--out", str(out), *CPU]) == 0

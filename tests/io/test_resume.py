@@ -4,7 +4,7 @@ For every solver (cond, lagged, sap) and body type (FEM, rigid, rod) a child pro
 mode runs the command line three ways: 12 steps in one go; 8 steps, extended to 10 by a resume, then
 put back to its step-8 checkpoint (the state a run killed between checkpoints leaves: frames on disk
 after the checkpoint) and resumed to 12. Final state (the last checkpoint's arrays) and every written
-file must match byte for byte. ``python tests/test_resume.py OUT.json WORKDIR [SOLVER:BODY ...]``.
+file must match byte for byte. ``python tests/io/test_resume.py OUT.json WORKDIR [SOLVER:BODY ...]``.
 """
 import json
 import os
@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 import pyvista as pv
 
-ROOT = Path(__file__).resolve().parents[1]
-SCENE = ROOT / "tests" / "resume_scene.py"
+ROOT = Path(__file__).resolve().parents[2]
+SCENE = ROOT / "tests/helpers/resume_scene.py"
 CASES = [f"{s}:{b}" for s in ("cond", "lagged", "sap") for b in ("fem", "rigid", "rod")]
 DIAGONAL = ["cond:fem", "lagged:rigid", "sap:rod"]     # every solver and every body type once
 

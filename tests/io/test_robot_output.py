@@ -17,7 +17,7 @@ import femcontact as fc
 
 pytest.importorskip("yourdfpy")                 # the optional extra femcontact[robots]; CI installs it
 from femcontact.io.vtk import read_series  # noqa: E402
-from scenes_util import needs_panda  # noqa: E402
+from tests.helpers.scenes_util import needs_panda  # noqa: E402
 
 G = 9.81
 ARM = """<?xml version="1.0"?>

@@ -23,14 +23,14 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from browser import CHROMIUM, open_page
+from tests.helpers.browser import CHROMIUM, open_page
 from femcontact.errors import FemcontactError
 from femcontact.io import viewer as V
 from femcontact.io.fields import field_label
 from femcontact.io.vtk import SeriesWriter
 from femcontact.meshes import box
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 ROD_RADIUS = 0.01
 
 
@@ -291,7 +291,7 @@ def test_run_view_without_the_extra_refuses_before_running(tmp_path, monkeypatch
     from femcontact.cli import main
 
     monkeypatch.setitem(sys.modules, "trame", None)
-    rc = main(["run", str(ROOT / "tests" / "resume_scene.py"), "--steps", "1", "--out", str(tmp_path / "o"), "--view"])
+    rc = main(["run", str(ROOT / "tests/helpers/resume_scene.py"), "--steps", "1", "--out", str(tmp_path / "o"), "--view"])
     assert rc == 1
     assert 'pip install "femcontact[view]"' in capsys.readouterr().err
     assert not (tmp_path / "o" / "run.pvd").exists()            # refused before anything ran
@@ -304,7 +304,7 @@ def test_run_view_serves_the_finished_run(tmp_path):
 
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     env.pop("DISPLAY", None)
-    proc = subprocess.Popen([sys.executable, "-m", "femcontact.cli", "run", str(ROOT / "tests" / "resume_scene.py"),
+    proc = subprocess.Popen([sys.executable, "-m", "femcontact.cli", "run", str(ROOT / "tests/helpers/resume_scene.py"),
                              "--steps", "2", "--out", str(tmp_path / "o"), "--no-progress", "--view"],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
     try:

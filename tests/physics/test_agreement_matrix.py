@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 
 import femcontact as fc
-from scenes_util import load_scene, rolling_onset, thrown_sphere
+from tests.helpers.scenes_util import load_scene, rolling_onset, thrown_sphere
 
 G = 9.81
 SOLVERS = ["cond", "lagged", "sap", "similar", "pgs", "incp"]

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import femcontact as fc
-from scenes_util import load_scene
+from tests.helpers.scenes_util import load_scene
 
 G = 9.81
 def centre(sim, name):

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import femcontact as fc
-from fdcheck import central_jacobian
+from tests.helpers.fdcheck import central_jacobian
 from femcontact.errors import SimulationError
 from femcontact.solvers import make_contact_solver
 
@@ -289,8 +289,8 @@ def test_energy_stop_is_quiet_on_every_scene(solver):
     growth/scale ≤ 0.16 everywhere, the stop is at 10)."""
     import time
 
-    from scenes_util import load_scene, scene_names
-    from test_scenes import SMOKE
+    from tests.helpers.scenes_util import load_scene, scene_names
+    from tests.scenes.test_scenes import SMOKE
 
     for name in scene_names():
         scene = load_scene(name).build(**SMOKE.get(name, ({},))[0])

@@ -22,9 +22,9 @@ import numpy as np
 import pytest
 
 import femcontact as fc
-from scenes_util import soft_stack
+from tests.helpers.scenes_util import soft_stack
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SOLVERS = ["cond", "lagged", "sap", "similar"]
 SETTLE = 300            # steps (3 s) to come to rest before the drift and energy are measured
 DRIFT = 1e-4            # m

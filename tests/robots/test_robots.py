@@ -12,8 +12,8 @@ import pytest
 
 import femcontact as fc
 from femcontact.robots import PANDA_READY
-from oscillation import measured_period
-from scenes_util import load_scene, needs_panda
+from tests.helpers.oscillation import measured_period
+from tests.helpers.scenes_util import load_scene, needs_panda
 
 yourdfpy = pytest.importorskip("yourdfpy")      # the optional extra femcontact[robots]; CI installs it
 

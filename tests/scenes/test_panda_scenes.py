@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import femcontact as fc
-from scenes_util import HAVE_PANDA, load_scene
+from tests.helpers.scenes_util import HAVE_PANDA, load_scene
 
 pytest.importorskip("yourdfpy")      # the optional extra femcontact[robots]; CI installs it
 if not HAVE_PANDA:

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 import femcontact as fc
-from scenes_util import load_scene, scene_names
+from tests.helpers.scenes_util import load_scene, scene_names
 
 G = 9.81
 
@@ -146,7 +146,7 @@ def test_cantilever_scene_static_sag_approaches_euler_bernoulli():
 def test_hinge_pendulum_scene_period_at_its_amplitude():
     """scenes/hinge_pendulum.py at its 0.3 rad: period T0 (1 + θ0²/16 + 11 θ0⁴/3072) within 0.3%
     (the amplitude correction is 0.57%; the small-amplitude period is test_joints')."""
-    from oscillation import measured_period
+    from tests.helpers.oscillation import measured_period
 
     module = load_scene("hinge_pendulum")
     theta0 = 0.3

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import femcontact as fc
-from scenes_util import load_scene
+from tests.helpers.scenes_util import load_scene
 
 G = 9.81
 SIGMA = 1e-3          # SAP's default friction regularization (the scene keeps the solver's default)

@@ -22,7 +22,7 @@ import femcontact as fc
 from femcontact import backend
 from femcontact.errors import SimulationError
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 N_SEG = 40
 
 
@@ -60,10 +60,9 @@ def _contacts(sim: fc.Simulator, mode: str) -> set:
 def test_fast_cable_contacts_are_found_in_bounded_time():
     """Segments at 500 m/s with dt = 0.05: boxes 25 m wide, 550 cells of 4.5 cm along each axis
     (10^8 cells each). The grid is coarsened for the step: the same contacts as all pairs, quickly."""
-    code = textwrap.dedent(f"""
-        import sys, time
-        sys.path.insert(0, {str(ROOT / 'tests')!r})
-        from test_stop import _cable, _coiled_fast, _contacts
+    code = textwrap.dedent("""
+        import time
+        from tests.simulator.test_stop import _cable, _coiled_fast, _contacts
         import femcontact as fc
         sim = fc.Simulator(_cable())
         _coiled_fast(sim, 500.0)
@@ -102,10 +101,8 @@ def test_driven_cable_run_ends():
     """The issue's run (cond, dt = 0.05, self-contact): it once hung in step 2 or 3; now every step ends
     in seconds (timed on a second run, once the kernels are compiled) and the run either finishes or
     stops with a SimulationError naming the step."""
-    code = textwrap.dedent(f"""
-        import sys
-        sys.path.insert(0, {str(ROOT / 'tests')!r})
-        from test_stop import _cable
+    code = textwrap.dedent("""
+        from tests.simulator.test_stop import _cable
         import femcontact as fc
         from femcontact.errors import SimulationError
         for run in range(2):                    # the first compiles the kernels as they are met, the second is timed
@@ -133,7 +130,7 @@ def _run_and_interrupt(tmp_path: Path, *extra: str) -> tuple[subprocess.Complete
     step 2 is done, in the middle of step 3; returns (result, seconds from SIGINT to exit, OUT)."""
     out = tmp_path / "slow"
     env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1")
-    cmd = [sys.executable, "-m", "femcontact", "run", str(ROOT / "tests" / "slow_step_scene.py"), "--out", str(out),
+    cmd = [sys.executable, "-m", "femcontact", "run", str(ROOT / "tests/helpers/slow_step_scene.py"), "--out", str(out),
            "--steps", "10", "--every", "1", "--no-progress", *extra]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path)
     deadline = time.monotonic() + 400

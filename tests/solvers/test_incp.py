@@ -19,7 +19,7 @@ from femcontact.contact.contacts import OPEN, SLIP, STICK
 from femcontact.solvers.incp import (ScaledContactProblem, contact_regions, edge_crossings, implicit_impulse,
                                      initial_points, project_on_cone_edge, solve_with_restarts)
 from femcontact.solvers.pgs import local_solve
-from scenes_util import load_scene
+from tests.helpers.scenes_util import load_scene
 
 RNG = np.random.default_rng(16)
 G_ACC = 9.81

@@ -15,7 +15,7 @@ import pytest
 from scipy.integrate import solve_ivp
 
 import femcontact as fc
-from fdcheck import central_jacobian
+from tests.helpers.fdcheck import central_jacobian
 from femcontact.errors import ParameterError
 from femcontact.solvers.contact_models import HuntCrossley, LaggedModel, SapModel, SimilarModel
 from femcontact.solvers.sap import friction_scaling

@@ -14,7 +14,7 @@ from femcontact.contact.contacts import OPEN, SLIP, STICK
 from femcontact.errors import ParameterError
 from femcontact.solvers import make_contact_solver
 from femcontact.solvers.pgs import local_solve
-from scenes_util import load_scene
+from tests.helpers.scenes_util import load_scene
 
 RNG = np.random.default_rng(7)
 

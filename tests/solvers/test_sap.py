@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import femcontact as fc
-from fdcheck import central_jacobian
+from tests.helpers.fdcheck import central_jacobian
 from femcontact.assembly import integrator as integ
 from femcontact.contact.contacts import OPEN, SLIP, STICK, ContactSet
 from femcontact.errors import ParameterError
@@ -459,7 +459,7 @@ def test_newton_warm_start_pays_off_in_a_resting_pile():
     line-search trials."""
     from femcontact.cli import load_scene_module
     from pathlib import Path
-    clutter = load_scene_module(Path(__file__).resolve().parents[1] / "scenes" / "clutter.py")
+    clutter = load_scene_module(Path(__file__).resolve().parents[2] / "scenes" / "clutter.py")
     sim = fc.Simulator(clutter.build(solver="lagged", per_column=2))
     sim.run(duration=1.5)
     iters, trials = [], []

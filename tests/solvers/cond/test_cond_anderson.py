@@ -6,7 +6,7 @@ import pytest
 import femcontact as fc
 from femcontact.solvers.cond.anderson import AndersonMixer
 from femcontact.solvers.cond.layout import VROWS
-from test_cond import _cube_sim, _one_step_problem, _settled_then_pushed, _com_velocity
+from tests.solvers.cond.test_cond import _cube_sim, _one_step_problem, _settled_then_pushed, _com_velocity
 
 G = 9.81
 

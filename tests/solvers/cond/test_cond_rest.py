@@ -6,13 +6,13 @@ by its damper's lag c λ_n (c = Σ 1/k_v over the contact's virtual sides); the 
 recovery, ``recovery |φ| / dt``, makes up that lag: |φ| = dt c λ_n / recovery (COND eq. 14/15 with the Euler
 normal target of docs/COND.md, "Normal target"). The stored energy of that spring, ½ K φ² with
 K = recovery k_v / dt², is not in ``Simulator.energy()``; it is what the soak stack trades with the visible
-energy when a contact changes (tests/test_soak.py, issue 15, issue 18 item 7).
+energy when a contact changes (tests/physics/test_soak.py, issue 15, issue 18 item 7).
 """
 import numpy as np
 import pytest
 
 import femcontact as fc
-from scenes_util import soft_stack
+from tests.helpers.scenes_util import soft_stack
 
 DT = 1e-2
 

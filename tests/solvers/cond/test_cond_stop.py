@@ -12,7 +12,7 @@ from femcontact.errors import ParameterError
 from femcontact.solvers.cond import CondSolver
 from femcontact.solvers.cond.options import DEFAULT_MOMENTUM_TOL
 
-from test_cond import _cube_sim
+from tests.solvers.cond.test_cond import _cube_sim
 
 G = 9.81
 
