@@ -1,0 +1,213 @@
+"""The Newton system of a large deformable body through the Schur complement of Ã on the contact DOFs
+(issue 31 item 3; Drake's ``SchurComplement`` / ``DeformableDriver``).
+
+``H = Ã + Jᵀ G J`` differs from Ã only on the k DOFs that a contact touches (J's nonzero columns, c),
+so one sparse Cholesky of Ã per step, with c ordered last, serves every Newton iteration::
+
+    P Ã Pᵀ = L Lᵀ,   L = [L_ii 0; L_ci L_cc],   S = L_cc L_ccᵀ = Ã_cc − Ã_ci Ã_ii⁻¹ Ã_ic,
+
+S being the Schur complement of Ã's interior block (the trailing block of the factor is the Cholesky
+factor of the complement when the last k columns are eliminated last). Per Newton iteration,
+``H x = r`` is solved exactly by block elimination: a forward sweep over the interior columns of L
+(``y_i = L_ii⁻¹ r_i``, and ``t_c = r_c − L_ci y_i``), the dense k x k system
+``(S + J_cᵀ G J_c) x_c = t_c`` (LAPACK Cholesky, ``newton_dense.DenseNewtonMatrix`` with S as its
+Ã), and a backward sweep ``x_i = L_ii⁻ᵀ (y_i − L_ciᵀ x_c)``. The iterates are today's full-H Newton
+iterates up to round-off; the sparse factorization moves out of the Newton loop.
+
+Factorization: CHOLMOD through cvxopt (``newton_linear``), supernodal, with the permutation given
+(``nmethods`` = 1) and no postordering (``postorder`` = False, so the contact columns stay last):
+the fill-reducing order of all DOFs (METIS nested dissection through pymetis, else AMD; computed
+once per pattern of Ã) with the contact DOFs taken out and appended. ``cholmod.getfactor`` hands
+over L (it leaves the factor symbolic, so the sweeps run on L's CSC arrays: two serial compiled
+loops, ``_forward`` / ``_backward``, ~8 ms each at 14.7k DOF where ``scipy.sparse.linalg.
+spsolve_triangular`` takes ~300 ms and a SuperLU of L ~150 ms; docs/PERFORMANCE.md). The symbolic
+analysis is kept while Ã's pattern and the contact DOFs repeat.
+
+Selection (``sap.py``, option ``linear_solver``): "schur" forces this path; "auto" takes it on the
+CPU backend from ``SCHUR_MIN_DOFS`` unknowns when the contact DOFs are at most
+``SCHUR_MAX_FRACTION`` of them and at most ``SCHUR_MAX_CONTACT_DOFS`` (the dense k³ Cholesky); the
+full-H CHOLMOD path ("cholmod", ``newton_linear.solve_newton``) stays the reference.
+"""
+import numpy as np
+import scipy.sparse as sp
+
+from ..backend import ti
+from ..errors import ParameterError, SimulationError
+from .newton_dense import ContactRows, DenseNewtonMatrix
+from .newton_linear import ORDERINGS, METIS_MIN_DOFS, cholmod_available, nested_dissection
+
+SCHUR_MIN_DOFS = 3000           # "auto": the Schur path from this many unknowns ...
+SCHUR_MAX_FRACTION = 0.25       # ... while the contact DOFs are at most this fraction of them
+SCHUR_MAX_CONTACT_DOFS = 6000   # ... and at most this many (dense k x k Cholesky per Newton iteration)
+
+
+@ti.kernel
+def _forward(indptr: ti.types.ndarray(dtype=ti.i64), indices: ti.types.ndarray(dtype=ti.i64),
+             data: ti.types.ndarray(dtype=ti.f64), x: ti.types.ndarray(dtype=ti.f64), ncols: ti.i32):
+    """Forward substitution over L's first ``ncols`` columns (CSC, diagonal first in each column), in
+    place: x[:ncols] ← L_ii⁻¹ x[:ncols], x[ncols:] ← x[ncols:] − L_ci x[:ncols]."""
+    ti.loop_config(serialize=True)
+    for j in range(ncols):
+        xj = x[j] / data[indptr[j]]
+        x[j] = xj
+        e = indptr[j] + 1            # (a while loop: range() would take its bounds as 32-bit)
+        while e < indptr[j + 1]:
+            x[indices[e]] -= data[e] * xj
+            e += 1
+
+
+@ti.kernel
+def _backward(indptr: ti.types.ndarray(dtype=ti.i64), indices: ti.types.ndarray(dtype=ti.i64),
+              data: ti.types.ndarray(dtype=ti.f64), x: ti.types.ndarray(dtype=ti.f64), ncols: ti.i32):
+    """Back substitution with L's first ``ncols`` columns transposed, in place:
+    x[:ncols] ← L_ii⁻ᵀ (x[:ncols] − L_ciᵀ x[ncols:])."""
+    ti.loop_config(serialize=True)
+    for jj in range(ncols):
+        j = ncols - 1 - jj
+        s = x[j]
+        e = indptr[j] + 1
+        while e < indptr[j + 1]:
+            s -= data[e] * x[indices[e]]
+            e += 1
+        x[j] = s / data[indptr[j]]
+
+
+def contact_nodes(J: ContactRows, fixed: np.ndarray) -> np.ndarray:
+    """The nodes (sorted) whose columns of J a contact touches, prescribed nodes left out."""
+    return np.unique(J.nodes[J.valid & ~fixed[J.nodes]])
+
+
+class SchurSolver:
+    """``H = Ã + Jᵀ G J`` solved through one Cholesky of Ã per step and the dense Schur complement on
+    the contact DOFs (module docstring). ``setup`` once per step, ``solve(G, r)`` per Newton iteration.
+    ``ordering``: as ``newton_linear.CholmodSolver``'s ("auto": METIS from ``METIS_MIN_DOFS``)."""
+
+    name = "schur"
+
+    def __init__(self, ordering: str = "auto"):
+        from cvxopt import cholmod
+
+        if ordering not in ORDERINGS:
+            raise ParameterError(f"unknown ordering {ordering!r}; choose one of {', '.join(ORDERINGS)}")
+        self._cholmod = cholmod
+        cholmod.options["supernodal"] = 2
+        self.ordering = ordering
+        self.ordering_used = None    # "metis" or "amd"
+        self.analyses = 0            # symbolic analyses (one per change of Ã's pattern or the contact DOFs)
+        self.contact_dofs = 0        # k of the last setup
+        self._order_key = self._order = None
+        self._sym_key = self._symbolic = None
+        self._matrix_key = self._matrix = None
+        self.dense = DenseNewtonMatrix()
+
+    @staticmethod
+    def takes(n_dofs: int, k: int) -> bool:
+        """Whether "auto" takes the Schur path for k contact DOFs of ``n_dofs``."""
+        return k <= SCHUR_MAX_FRACTION * n_dofs and k <= SCHUR_MAX_CONTACT_DOFS
+
+    def setup(self, L: sp.csc_matrix, cols: np.ndarray, key, J: ContactRows, nodes_c: np.ndarray,
+              blocks=None) -> None:
+        """Factor Ã (its lower triangle ``L``, sorted CSC, ``cols`` each entry's column; ``key`` names
+        its pattern) with the DOFs of ``nodes_c`` last, read S off the factor, and map J (prescribed
+        columns zeroed) to those DOFs. ``blocks``: Ã's node-block pattern for METIS, if known."""
+        from cvxopt import matrix, spmatrix
+
+        n = L.shape[0]
+        cdof = (3 * nodes_c[:, None] + np.arange(3)).ravel()
+        k = len(cdof)
+        if key != self._matrix_key:
+            self._matrix = spmatrix(matrix(np.ones(L.nnz)), matrix(L.indices.astype(np.int64)),
+                                    matrix(cols.astype(np.int64)), L.shape)
+            self._matrix_key = key
+            self._order_key = None
+        Ac = self._matrix
+        Ac.V = matrix(np.ascontiguousarray(L.data, dtype=np.float64))
+        if key != self._order_key:
+            self._order = self._fill_reducing_order(Ac, L, cols, blocks)
+            self._order_key = key
+            self._sym_key = None
+        sym_key = (key, cdof.tobytes())
+        if sym_key != self._sym_key:
+            last = np.zeros(n, bool)
+            last[cdof] = True
+            self._perm = np.concatenate([self._order[~last[self._order]], cdof]).astype(np.int64)
+            self._symbolic = self._analyze(Ac, self._perm)
+            self._sym_key = sym_key
+        try:
+            self._cholmod.numeric(Ac, self._symbolic)
+        except ArithmeticError as exc:
+            raise SimulationError(f"Newton matrix Ã is not positive definite (CHOLMOD: {exc})") from None
+        Lf = self._cholmod.getfactor(self._symbolic)      # leaves the factor symbolic: numeric again next step
+        indptr, indices, data = Lf.CCS                    # copies out of cvxopt, viewed without another
+        self._indptr, self._indices, self._data = (np.asarray(memoryview(a)).ravel() for a in (indptr, indices, data))
+        self._ni = n - k
+        self.contact_dofs = k
+        self.dense.setup(self._complement(k), self._local_rows(J, nodes_c))
+
+    def _fill_reducing_order(self, Ac, L: sp.csc_matrix, cols: np.ndarray, blocks) -> np.ndarray:
+        """The fill-reducing order of all DOFs (row k of the permuted matrix is row order[k])."""
+        p = None
+        if self.ordering == "metis" or (self.ordering == "auto" and L.shape[0] >= METIS_MIN_DOFS):
+            p = nested_dissection(L, cols, blocks=blocks)
+        self.ordering_used = "amd" if p is None else "metis"
+        if p is None:
+            from cvxopt import amd
+            p = np.array(amd.order(Ac), dtype=np.int64).ravel()
+        return np.asarray(p, dtype=np.int64)
+
+    def _analyze(self, Ac, perm: np.ndarray):
+        """CHOLMOD's symbolic analysis with exactly ``perm`` (no other ordering tried, no postorder)."""
+        from cvxopt import matrix
+
+        opts = self._cholmod.options
+        saved = {key: opts.get(key) for key in ("nmethods", "postorder")}
+        opts["nmethods"], opts["postorder"] = 1, False
+        try:
+            self.analyses += 1
+            return self._cholmod.symbolic(Ac, p=matrix(perm), uplo="L")
+        finally:
+            for key, value in saved.items():
+                if value is None:
+                    opts.pop(key, None)
+                else:
+                    opts[key] = value
+
+    def _complement(self, k: int) -> np.ndarray:
+        """S = L_cc L_ccᵀ (k x k, lower triangle filled) from the factor's trailing k columns."""
+        from scipy.linalg import blas
+
+        ni, ip = self._ni, self._indptr
+        Lcc = np.zeros((k, k), order="F")
+        start = ip[ni]
+        col = np.repeat(np.arange(k), np.diff(ip[ni:]))
+        Lcc[self._indices[start:] - ni, col] = self._data[start:]
+        return blas.dsyrk(1.0, Lcc, lower=1)
+
+    @staticmethod
+    def _local_rows(J: ContactRows, nodes_c: np.ndarray) -> ContactRows:
+        """J's block rows on the contact nodes' numbering (slots of other nodes hold zero blocks)."""
+        local = np.minimum(np.searchsorted(nodes_c, J.nodes), max(len(nodes_c) - 1, 0))
+        return ContactRows(local, J.blocks, len(nodes_c), J.valid)
+
+    def solve(self, G: np.ndarray, r: np.ndarray) -> np.ndarray:
+        """``H(G)⁻¹ r``: forward sweep, dense contact-space Cholesky, backward sweep."""
+        x = np.ascontiguousarray(r[self._perm], dtype=np.float64)
+        ni = self._ni
+        _forward(self._indptr, self._indices, self._data, x, ni)
+        x[ni:] = self.dense.solve(G, x[ni:])
+        _backward(self._indptr, self._indices, self._data, x, ni)
+        out = np.empty_like(x)
+        out[self._perm] = x
+        return out
+
+
+def make_schur_solver(kind: str, n_dofs: int, arch: str) -> "SchurSolver | None":
+    """The Schur solver for option ``linear_solver`` = ``kind``: always for "schur" (cvxopt needed),
+    for "auto" on the CPU backend from ``SCHUR_MIN_DOFS`` unknowns when cvxopt is installed; else None."""
+    if kind == "schur":
+        if not cholmod_available():
+            raise ParameterError("linear solver 'schur' needs cvxopt (pip install cvxopt); or use 'auto'")
+        return SchurSolver()
+    if kind == "auto" and arch == "cpu" and n_dofs >= SCHUR_MIN_DOFS and cholmod_available():
+        return SchurSolver()
+    return None
