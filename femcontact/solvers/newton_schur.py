@@ -21,7 +21,8 @@ once per pattern of Ã) with the contact DOFs taken out and appended. ``cholmod.
 over L (it leaves the factor symbolic, so the sweeps run on L's CSC arrays: two serial compiled
 loops, ``_forward`` / ``_backward``, ~8 ms each at 14.7k DOF where ``scipy.sparse.linalg.
 spsolve_triangular`` takes ~300 ms and a SuperLU of L ~150 ms; docs/PERFORMANCE.md). The symbolic
-analysis is kept while Ã's pattern and the contact DOFs repeat.
+analysis is redone every step (~25 ms at 14.7k DOF: the factor ``getfactor`` leaves behind is a simplicial
+one, whose next numeric factorization would be an LDLᵀ), the ordering kept per pattern of Ã.
 
 Selection (``sap.py``, option ``linear_solver``): "schur" forces this path; "auto" takes it on the
 CPU backend from ``SCHUR_MIN_DOFS`` unknowns when the contact DOFs are at most
@@ -34,7 +35,7 @@ import scipy.sparse as sp
 from ..backend import ti
 from ..errors import ParameterError, SimulationError
 from .newton_dense import ContactRows, DenseNewtonMatrix
-from .newton_linear import ORDERINGS, METIS_MIN_DOFS, cholmod_available, nested_dissection
+from .newton_linear import DIRECT_MAX_DOFS, METIS_MIN_DOFS, ORDERINGS, cholmod_available, nested_dissection
 
 SCHUR_MIN_DOFS = 3000           # "auto": the Schur path from this many unknowns ...
 SCHUR_MAX_FRACTION = 0.25       # ... while the contact DOFs are at most this fraction of them
@@ -93,10 +94,10 @@ class SchurSolver:
         cholmod.options["supernodal"] = 2
         self.ordering = ordering
         self.ordering_used = None    # "metis" or "amd"
-        self.analyses = 0            # symbolic analyses (one per change of Ã's pattern or the contact DOFs)
+        self.analyses = 0            # symbolic analyses (one per step: see ``setup``)
         self.contact_dofs = 0        # k of the last setup
         self._order_key = self._order = None
-        self._sym_key = self._symbolic = None
+        self._perm_key = self._perm = None
         self._matrix_key = self._matrix = None
         self.dense = DenseNewtonMatrix()
 
@@ -125,19 +126,21 @@ class SchurSolver:
         if key != self._order_key:
             self._order = self._fill_reducing_order(Ac, L, cols, blocks)
             self._order_key = key
-            self._sym_key = None
-        sym_key = (key, cdof.tobytes())
-        if sym_key != self._sym_key:
+            self._perm_key = None
+        perm_key = (key, cdof.tobytes())
+        if perm_key != self._perm_key:
             last = np.zeros(n, bool)
             last[cdof] = True
             self._perm = np.concatenate([self._order[~last[self._order]], cdof]).astype(np.int64)
-            self._symbolic = self._analyze(Ac, self._perm)
-            self._sym_key = sym_key
+            self._perm_key = perm_key
+        # a fresh analysis every step: getfactor turns the factor into a simplicial symbolic one, on
+        # which a later numeric() would compute a simplicial LDLᵀ, not the supernodal L Lᵀ read here
+        F = self._analyze(Ac, self._perm)
         try:
-            self._cholmod.numeric(Ac, self._symbolic)
+            self._cholmod.numeric(Ac, F)
         except ArithmeticError as exc:
             raise SimulationError(f"Newton matrix Ã is not positive definite (CHOLMOD: {exc})") from None
-        Lf = self._cholmod.getfactor(self._symbolic)      # leaves the factor symbolic: numeric again next step
+        Lf = self._cholmod.getfactor(F)
         indptr, indices, data = Lf.CCS                    # copies out of cvxopt, viewed without another
         self._indptr, self._indices, self._data = (np.asarray(memoryview(a)).ravel() for a in (indptr, indices, data))
         self._ni = n - k
@@ -203,11 +206,12 @@ class SchurSolver:
 
 def make_schur_solver(kind: str, n_dofs: int, arch: str) -> "SchurSolver | None":
     """The Schur solver for option ``linear_solver`` = ``kind``: always for "schur" (cvxopt needed),
-    for "auto" on the CPU backend from ``SCHUR_MIN_DOFS`` unknowns when cvxopt is installed; else None."""
+    for "auto" on the CPU backend from ``SCHUR_MIN_DOFS`` to ``DIRECT_MAX_DOFS`` unknowns (above: PCG) when
+    cvxopt is installed; else None."""
     if kind == "schur":
         if not cholmod_available():
             raise ParameterError("linear solver 'schur' needs cvxopt (pip install cvxopt); or use 'auto'")
         return SchurSolver()
-    if kind == "auto" and arch == "cpu" and n_dofs >= SCHUR_MIN_DOFS and cholmod_available():
+    if kind == "auto" and arch == "cpu" and SCHUR_MIN_DOFS <= n_dofs <= DIRECT_MAX_DOFS and cholmod_available():
         return SchurSolver()
     return None

@@ -119,6 +119,7 @@ from .base import SolveStats, StepProblem, solve_without_contacts
 from .contact_models import HuntCrossley, LaggedModel, SapModel, SimilarModel
 from .newton_dense import DENSE_MAX_DOFS, ContactRows, DenseNewtonMatrix, RowLayout, dense_index
 from .newton_linear import NewtonMatrix, make_newton_linear_solver, solve_newton
+from .newton_schur import SchurSolver, contact_nodes, make_schur_solver
 
 DEFAULTS = {
     "rel_tol": 1e-6, "abs_tol": 1e-14, "max_iterations": 100, "max_line_search_iterations": 100,
@@ -196,6 +197,10 @@ class NewtonContactSolver:
         self.dense = o["linear_solver"] in ("auto", "direct") and model.n_dofs <= DENSE_MAX_DOFS
         self.hessian = DenseNewtonMatrix() if self.dense else NewtonMatrix()   # H's pattern / scatter, kept
         self.linear = self.hessian if self.dense else make_newton_linear_solver(o["linear_solver"], model.n_dofs)
+        # large deformables: Ã factored once per step, Newton on the contact DOFs' Schur complement
+        self.schur = None if self.dense else make_schur_solver(o["linear_solver"], model.n_dofs,
+                                                               backend.config()["arch"])
+        self._ahat = NewtonMatrix() if self.schur is not None else None    # Ã's lower triangle, pattern kept
         self._dense_A = None               # (pattern, flat positions of its blocks in a dense 3n x 3n)
         self._layout = None                # J's RowLayout of the last step
         self._params = None                # (param rows, table bytes, resolved parameters, restitution)
@@ -205,6 +210,7 @@ class NewtonContactSolver:
         self.lumped_nodes = np.flatnonzero(dofs.lumped)                # see delassus_estimate
         self.lumped_blocks = dofs.mass[self.lumped_nodes, None, None] * np.eye(3)
         self._fixed_src = self._fixed_np = None    # the prescribed mask, read once (``_fixed``)
+        self._no_contacts = None                     # an empty J: Ã's own lower triangle from ``_ahat``
         self.last_stats = None
 
     # ------------------------------------------------------------------ parameters
@@ -377,6 +383,24 @@ class NewtonContactSolver:
         out[self._dense_A[1]] = blocks.ravel()
         return out.reshape(n3, n3)
 
+    def _schur_setup(self, pattern, blocks: np.ndarray, Jf: ContactRows, fixed: np.ndarray):
+        """The Schur solver set up for this step (Ã = ``blocks`` in ``pattern`` factored, the contact
+        DOFs last), or None where this step takes the full-H path: no Schur solver, no free node in
+        contact, or (option "auto") too many contact DOFs (``SchurSolver.takes``)."""
+        if self.schur is None:
+            return None
+        nodes_c = contact_nodes(Jf, fixed)
+        k, n3 = 3 * len(nodes_c), 3 * len(fixed)
+        if k == 0 or (self.opt["linear_solver"] == "auto" and not SchurSolver.takes(n3, k)):
+            return None
+        if self._no_contacts is None:
+            self._no_contacts = ContactRows(np.zeros((0, 1), np.int64), np.zeros((0, 1, 3, 3)), len(fixed),
+                                            np.zeros((0, 1), bool))
+        At = self._ahat
+        At.setup((pattern.indptr, pattern.col, blocks), self._no_contacts)
+        self.schur.setup(At.lower(np.zeros((0, 3, 3))), At.cols, ("Ã", At.key), Jf, nodes_c, At.block_pattern)
+        return self.schur
+
     def _fixed(self, fixed_arr, n: int) -> np.ndarray:
         """The prescribed mask (bool, n): read once per mask array (it is fixed at build time)."""
         if self._fixed_src is not fixed_arr:
@@ -464,9 +488,12 @@ class NewtonContactSolver:
 
         D = momentum_scaling(Dblk, dof_fixed)
         t0 = time.perf_counter()
+        schur = self._schur_setup(problem.A.pattern, (s / ch) * blocks, Jf, fixed)
+        ms_linear = 1e3 * (time.perf_counter() - t0)       # the Schur path's factorization of Ã
+        t0 = time.perf_counter()
         if self.dense:
             self.hessian.setup(At, Jf)
-        else:
+        elif schur is None:
             pat = problem.A.pattern              # Ã in its own 3x3 blocks: no CSR → BSR conversion
             self.hessian.setup((pat.indptr, pat.col, (s / ch) * blocks), Jf)
         ms_setup = 1e3 * (time.perf_counter() - t0)
@@ -474,7 +501,6 @@ class NewtonContactSolver:
         costs, alphas, errors = [], [], []
         ls_total = 0
         converged = False
-        ms_linear = 0.0
         it = 0
         e_m = 0.0
         while True:
@@ -500,7 +526,12 @@ class NewtonContactSolver:
             if e_m > o["friction_majorize_above"] and hasattr(cm, "majorize_friction"):
                 cm.majorize_friction(vc, G)       # far from the solution: the friction's majorant
             t0 = time.perf_counter()
-            dv = self.hessian.solve(G, -grad) if self.dense else solve_newton(self.linear, self.hessian, G, -grad)
+            if self.dense:
+                dv = self.hessian.solve(G, -grad)
+            elif schur is not None:
+                dv = schur.solve(G, -grad)
+            else:
+                dv = solve_newton(self.linear, self.hessian, G, -grad)
             ms_linear += 1e3 * (time.perf_counter() - t0)
             dv[dof_fixed] = 0.0
             dvc = Jf.matvec(dv).reshape(c, 3)
@@ -527,7 +558,7 @@ class NewtonContactSolver:
             "line_search_iterations": ls_total, "momentum_error": e_m, "contacts": c, "cost": costs,
             "momentum_errors": errors, "alphas": alphas, "ms_linear": ms_linear, "ms_solve": ms,
             "ms_hessian_setup": ms_setup,
-            "linear_solver": self.linear.name, "open": int(np.sum(status == OPEN)),
+            "linear_solver": (schur or self.linear).name, "open": int(np.sum(status == OPEN)),
         })
         self.last_stats = stats
         return stats
