@@ -29,6 +29,8 @@ CPU backend from ``SCHUR_MIN_DOFS`` unknowns when the contact DOFs are at most
 ``SCHUR_MAX_FRACTION`` of them and at most ``SCHUR_MAX_CONTACT_DOFS`` (the dense k³ Cholesky); the
 full-H CHOLMOD path ("cholmod", ``newton_linear.solve_newton``) stays the reference.
 """
+import math
+
 import numpy as np
 import scipy.sparse as sp
 
@@ -145,7 +147,9 @@ class SchurSolver:
         self._indptr, self._indices, self._data = (np.asarray(memoryview(a)).ravel() for a in (indptr, indices, data))
         self._ni = n - k
         self.contact_dofs = k
-        self.dense.setup(self._complement(k), self._local_rows(J, nodes_c))
+        self.S = self._complement(k)
+        self.J_local = self._local_rows(J, nodes_c)
+        self.dense.setup(self.S, self.J_local)
 
     def _fill_reducing_order(self, Ac, L: sp.csc_matrix, cols: np.ndarray, blocks) -> np.ndarray:
         """The fill-reducing order of all DOFs (row k of the permuted matrix is row order[k])."""
@@ -215,3 +219,84 @@ def make_schur_solver(kind: str, n_dofs: int, arch: str) -> "SchurSolver | None"
     if kind == "auto" and arch == "cpu" and SCHUR_MIN_DOFS <= n_dofs <= DIRECT_MAX_DOFS and cholmod_available():
         return SchurSolver()
     return None
+
+
+class ContactSpace:
+    """The Newton iterates of ``sap.FullSpace`` (the full-H path) carried on the contact DOFs only.
+
+    H Δv = −∇ℓ eliminated with the factor of ``solver`` (module docstring, perm order, i interior,
+    c contact DOFs): Δv_c = (S + J_cᵀGJ_c)⁻¹ (−∇ℓ_c − L_ci y_i), Δv_i = L_ii⁻ᵀ (y_i − L_ciᵀ Δv_c) with
+    y_i = −L_ii⁻¹ ∇ℓ_i. No contact acts on the interior, so ∇ℓ_i = ρ g_i (g_i its value at the warm
+    start, ρ = Π(1 − α) over the steps taken: H_i = Ã_i and Ã_i Δv = −∇ℓ_i) and y_i = ρ y₀: one
+    forward sweep per step. The line search's scalars close on the contact DOFs
+    (Ã = L Lᵀ: ΔvᵀÃΔv = ρ²‖y₀‖² + Δv_cᵀ S Δv_c, Δv_iᵀ∇ℓ_i = −ρ²‖y₀‖² + ρ Δv_cᵀ L_ci y₀,
+    (ÃΔv)_c = ρ L_ci y₀ + S Δv_c), and the interior is recovered once at the end,
+    v_i = v_i⁰ + L_ii⁻ᵀ (σ y₀ − L_ciᵀ ζ) with σ = Σ αρ and ζ = Σ α Δv_c (one backward sweep).
+    Same iterates as the full H up to round-off, the sparse factor touched twice per step."""
+
+    def __init__(self, solver: SchurSolver, v: np.ndarray, At, bt: np.ndarray, J: ContactRows,
+                 off: np.ndarray, D: np.ndarray, dof_fixed: np.ndarray):
+        self.s = s = solver
+        perm, ni = s._perm, s._ni
+        inner, cdof = perm[:ni], perm[ni:]
+        self.v0 = v
+        Av = At @ v
+        r = Av - bt
+        g = np.where(dof_fixed, 0.0, r)               # ∇ℓ off the contact DOFs (prescribed DOFs: 0)
+        x = np.zeros(len(v))
+        x[:ni] = -g[inner]
+        _forward(s._indptr, s._indices, s._data, x, ni)
+        self.y0, self.u0 = x[:ni].copy(), x[ni:].copy()          # y₀ and −L_ci y₀
+        self.Y = float(self.y0 @ self.y0)
+        Dg, Db = D[inner] * g[inner], D[inner] * bt[inner]
+        self.gg, self.gb, self.bb = float(Dg @ Dg), float(Dg @ Db), float(Db @ Db)
+        self.Dc, self.bc, self.rc = D[cdof], bt[cdof], r[cdof]
+        self.quadratic = float(0.5 * v @ Av - bt @ v)
+        self.vc0 = J.matvec(v).reshape(-1, 3) + off               # prescribed nodes' part stays in here
+        self.rho, self.sigma = 1.0, 0.0
+        self.zeta = np.zeros(len(cdof))                           # v_c − v_c⁰
+
+    def contact_velocity(self) -> np.ndarray:
+        return self.vc0 + self.s.J_local.matvec(self.zeta).reshape(-1, 3)
+
+    def gradient(self, gamma: np.ndarray) -> tuple[float, float, float]:
+        """As ``FullSpace.gradient``, from the contact DOFs and ρ."""
+        jc = self.s.J_local.rmatvec(gamma)
+        self.grad_c = self.rc - jc
+        rho, Dc = self.rho, self.Dc
+        gnorm2 = rho * rho * self.gg + float(np.sum((Dc * self.grad_c) ** 2))
+        Av2 = rho * rho * self.gg + 2.0 * rho * self.gb + self.bb + float(np.sum((Dc * (self.rc + self.bc)) ** 2))
+        return (self.quadratic, math.sqrt(gnorm2),
+                max(math.sqrt(max(Av2, 0.0)), float(np.linalg.norm(Dc * jc))))
+
+    def direction(self, G: np.ndarray) -> tuple[np.ndarray, float, float, float]:
+        """As ``FullSpace.direction``: Δv_c by the dense contact-space Cholesky, the rest in closed form."""
+        from scipy.linalg import blas
+
+        rho, u0 = self.rho, self.u0
+        dvc = self.s.dense.solve(G, rho * u0 - self.grad_c)
+        Sd = blas.dsymv(1.0, self.s.S, dvc, lower=1)
+        yy, yu = rho * rho * self.Y, rho * float(dvc @ u0)
+        self.dv_c, self.Adv_c = dvc, Sd - rho * u0
+        self.c0 = -yy - yu + float(dvc @ self.rc)
+        self.c1 = yy + float(dvc @ Sd)
+        return (self.s.J_local.matvec(dvc).reshape(-1, 3), self.c0, self.c1,
+                -yy - yu + float(dvc @ self.grad_c))
+
+    def advance(self, alpha: float) -> None:
+        self.quadratic += alpha * self.c0 + 0.5 * alpha * alpha * self.c1
+        self.rc = self.rc + alpha * self.Adv_c
+        self.sigma += alpha * self.rho
+        self.zeta = self.zeta + alpha * self.dv_c
+        self.rho *= 1.0 - alpha
+
+    def velocity(self) -> np.ndarray:
+        """v after the steps taken: the interior by one backward sweep."""
+        s, ni = self.s, self.s._ni
+        x = np.empty(len(self.v0))
+        x[:ni] = self.sigma * self.y0
+        x[ni:] = self.zeta
+        _backward(s._indptr, s._indices, s._data, x, ni)
+        dv = np.empty_like(x)
+        dv[s._perm] = x
+        return self.v0 + dv
