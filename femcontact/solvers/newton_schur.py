@@ -7,12 +7,15 @@ so one sparse Cholesky of Ã per step, with c ordered last, serves every Newton 
     P Ã Pᵀ = L Lᵀ,   L = [L_ii 0; L_ci L_cc],   S = L_cc L_ccᵀ = Ã_cc − Ã_ci Ã_ii⁻¹ Ã_ic,
 
 S being the Schur complement of Ã's interior block (the trailing block of the factor is the Cholesky
-factor of the complement when the last k columns are eliminated last). Per Newton iteration,
-``H x = r`` is solved exactly by block elimination: a forward sweep over the interior columns of L
+factor of the complement when the last k columns are eliminated last). ``H x = r`` is solved
+exactly by block elimination (``SchurSolver.solve``): a forward sweep over the interior columns of L
 (``y_i = L_ii⁻¹ r_i``, and ``t_c = r_c − L_ci y_i``), the dense k x k system
 ``(S + J_cᵀ G J_c) x_c = t_c`` (LAPACK Cholesky, ``newton_dense.DenseNewtonMatrix`` with S as its
-Ã), and a backward sweep ``x_i = L_ii⁻ᵀ (y_i − L_ciᵀ x_c)``. The iterates are today's full-H Newton
-iterates up to round-off; the sparse factorization moves out of the Newton loop.
+Ã), and a backward sweep ``x_i = L_ii⁻ᵀ (y_i − L_ciᵀ x_c)``. The Newton loop (``ContactSpace``) needs
+the sweeps only once per step: no contact acts on the interior, so its gradient only shrinks by
+(1 − α) per step; the iterates live on the contact DOFs (the dense Cholesky per iteration) and the
+interior is recovered at the end. The iterates are the full-H Newton iterates up to round-off; the
+sparse factorization moves out of the Newton loop.
 
 Factorization: CHOLMOD through cvxopt (``newton_linear``), supernodal, with the permutation given
 (``nmethods`` = 1) and no postordering (``postorder`` = False, so the contact columns stay last):
