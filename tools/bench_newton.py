@@ -19,7 +19,7 @@ from 0.4 s and 0.2 s (the fingers hold the cylinder).
 Each solver runs the scene from the start (so each follows its own trajectory) and measures
 ``--steps`` steps. COND runs once per ``--cond-tol`` value. Per solver it prints DOF, mean contacts, Newton iterations (COND: VL-FPI
 iterations), line-search trials per Newton iteration and linear-solve ms (Newton path only: H's
-assembly, factorization and solve), total solver ms per step, the momentum error
+assembly, factorization and solve and the direction's products; the Schur path: Ã's factorization too), total solver ms per step, the momentum error
 e_m of SAP eq. 32 (evaluated by ``solvers.sap.momentum_error`` on every solver's output, so
 COND's stopping threshold is measured on the same scale; median and max over the steps) and the
 deepest penetration at the end, the largest relative difference ``dv`` of v̂ from the first

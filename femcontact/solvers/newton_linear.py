@@ -23,6 +23,9 @@ float64 vector, so a GPU/Taichi implementation can replace it later. Implementat
   the structure a GPU version uses, like Genesis' port of SAP). Warm-started from zero; the
   tolerance is relative to ``‖r‖`` and tightened as Newton converges (inexact Newton).
 
+- ``"schur"`` (``newton_schur``): one factorization of Ã per step and Newton on the contact DOFs'
+  Schur complement; the Newton loop runs it (``sap.py``), this module gives it its full-H fallback.
+
 ``make_newton_linear_solver("auto", n_dofs)``: a direct solver (cholmod if importable, else
 splu) up to ``DIRECT_MAX_DOFS`` unknowns, PCG above (direct fill grows superlinearly for 3D
 meshes, PCG memory stays linear).
