@@ -467,7 +467,9 @@ class Simulator:
                         self.timers["output"] += _time.perf_counter() - t0
                 if bar is not None:
                     bar.update(1)
-                    bar.set_postfix_str(f"t={st.time:.4g}s {st.ms_total:.1f}ms/step it={st.iterations}")
+                    bad = self.convergence.summary.unconverged_steps
+                    bar.set_postfix_str(f"t={st.time:.4g}s {st.ms_total:.1f}ms/step it={st.iterations}"
+                                        + (f" unconverged={bad}" if bad else ""))
         except BaseException as exc:
             failed = exc
             raise
