@@ -19,7 +19,7 @@ from femcontact.errors import ParameterError, SimulationError
 from femcontact.io.vtk import read_pvd_entries
 from femcontact.scene_script import load_scene_module
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CPU = ["--arch", "cpu", "--no-progress"]
 STEPS = 12
 FIRST_CONTACT = 3        # the cube, released 3 cm above the ground, touches it in step 3 (dt 10 ms)
