@@ -319,7 +319,10 @@ def _record_convergence(args: argparse.Namespace, sim, out: Path, cfg: dict, rec
         record = _run_options(args, sim.state.step, _scene_digest(args), cfg)
     record.update(solver_run=sim.contact_solver.name, solver_choice=sim.solver_choice,
                   convergence=sim.convergence.summary.as_dict())
-    atomic_write_bytes(path, json.dumps(record, indent=1).encode())
+    try:
+        atomic_write_bytes(path, json.dumps(record, indent=1).encode())
+    except OSError as exc:          # never over the run's own outcome: the series and steps.csv are written
+        print(f"femcontact: warning: could not write {path}: {exc}", file=sys.stderr, flush=True)
 
 
 def _check_resumable(out: Path, record: dict, meta: dict, digest: str) -> None:
