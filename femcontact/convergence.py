@@ -1,13 +1,14 @@
 """No silent unconverged steps: which solver ``Scene(solver="auto")`` runs, and a run's convergence record.
 
 ``choose_solver(scene, model)``: the contact solver a scene runs. An explicit ``solver=`` is kept; ``"auto"``
-(the default) picks the solver that converges on that kind of scene (docs/ARCHITECTURE.md, "Solver
-choice"): ``"lagged"`` where a dynamic rigid body (a free body, a robot's link, a jointed finger) can
-touch something, ``"cond"`` otherwise (deformable bodies and rods against obstacles, kinematic bodies
-and each other). Measured (docs/BENCHMARKS.md, docs/COND.md, docs/PERFORMANCE.md "Convergence
-monitor"): COND ends at its iteration cap on the rigid grippers, the soft fingers on a rigid cylinder
-and the rigid clutter, where Lagged converges in 2–20 Newton iterations; on the mats, cables and soft
-cubes COND converges and stays cheap as the mesh grows (4.4k-DOF mat: 212 ms against Lagged's 2 s).
+(the default) picks the solver that converges on that kind of scene: ``"lagged"`` where a dynamic rigid
+body (a free body, a robot's link, a jointed finger) can touch something, ``"cond"`` otherwise
+(deformable bodies and rods against obstacles, kinematic bodies and each other). Measured
+(``tools/bench_auto.py``, docs/PERFORMANCE.md "Convergence monitor and the auto solver";
+docs/BENCHMARKS.md): COND ends most steps at its iteration cap on the rigid gripper with a soft ball, the
+soft fingers on a rigid cylinder and the rigid clutter, where Lagged converges every step (median 1–5
+Newton iterations); on the mats, cables and soft cubes COND converges and stays cheap as the mesh grows
+(4.4k-DOF mat: 212 ms against Lagged's 2 s).
 
 ``StopRule`` / ``stop_rule(solver)``: what a solver's "converged" means (the quantity its tolerance
 bounds, the tolerance, its iteration cap) and which options change it. Every solver reports it per
