@@ -185,7 +185,7 @@ class ConvergenceMonitor:
         how = f"at its cap of {r.cap} iterations" if capped else f"after {st.iterations} iterations"
         parts = [f"solver {r.solver} stopped {how}"]
         if value is not None:
-            parts.append(f"{r.measure} {value:.2g} against its tolerance {r.tolerance:g}")
+            parts.append(f"{r.measure} {value:.3g} against its tolerance {r.tolerance:g}")
         if r.measure != "e_m" and st.e_m is not None:
             parts.append(f"e_m {st.e_m:.2g}")
         return ", ".join(parts + [f"{st.contacts} contacts"])
