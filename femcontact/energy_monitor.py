@@ -166,10 +166,10 @@ class EnergyMonitor:
         scene = sim.scene
         spec = next((b for b in scene.fem_bodies if b.name == name), None)
         undamped = spec is not None and spec.material.rayleigh_alpha == 0 and spec.material.rayleigh_beta == 0
-        newton = scene.solver in ("sap", "lagged", "similar")
+        newton = sim.contact_solver.name in ("sap", "lagged", "similar")
         if scene.integrator == "midpoint" and undamped and newton:
             return (f"an undamped soft body ({name!r}, no Rayleigh damping) under the midpoint rule with a compliant "
-                    f"contact model ({scene.solver!r}): the midpoint rule does not damp the body's fast modes, and a "
+                    f"contact model ({sim.contact_solver.name!r}): the midpoint rule does not damp the body's fast modes, and a "
                     "contact model that is not applied consistently with the velocity that moves the contact "
                     "point pumps energy into them (solver option midpoint_contact='end' does this). Use the "
                     "default midpoint_contact, add Rayleigh damping (rayleigh_beta), use integrator='euler', or "

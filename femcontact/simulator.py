@@ -15,6 +15,8 @@ from .assembly import integrator as integ
 from .assembly.sparse import BlockSparseMatrix
 from .bodies import fem
 from .control import Control
+from .convergence import (DEFAULT_UNCONVERGED_STOP, ConvergenceMonitor, ConvergenceSummary, check_unconverged_stop,
+                          make_scene_solver, stop_rule)
 from .energy_monitor import RODS_MIDPOINT_CAUSE, EnergyMonitor
 from . import fused
 from .errors import ParameterError, SimulationError
@@ -29,7 +31,6 @@ from .contact.contacts import ContactSet
 from .bodies.rod import RodSystem
 from .bodies.system import body_systems
 from .contact.pipeline import CollisionPipeline
-from .solvers import make_contact_solver
 from .solvers.base import StepProblem
 from .solvers.linear import make_linear_solver
 from .state import State
@@ -67,6 +68,7 @@ class RunSummary:
     mean_iterations: float = 0.0
     output: Optional[Path] = None
     writer_s: float = 0.0       # time the background writer thread spent writing, s (beside the steps)
+    convergence: Optional[ConvergenceSummary] = None    # unconverged steps, worst e_m (convergence.py)
 
     def __str__(self) -> str:
         t = self.timers
@@ -78,6 +80,8 @@ class RunSummary:
             + (f"  (writer thread busy {self.writer_s:.2f} s beside the steps)" if self.writer_s else ""),
             f"mean solver iterations per step: {self.mean_iterations:.1f}",
         ]
+        if self.convergence is not None:
+            lines.append(str(self.convergence))
         if self.output is not None:
             lines.append(f"output: {self.output}  (femcontact view {self.output.parent}, femcontact.read, or ParaView)")
         return "\n".join(lines)
@@ -165,10 +169,14 @@ class Simulator:
     energy_check: stop a run whose total energy grows more than this many times the scene's energy
     scale beyond what forces, drives and moving obstacles supplied (``femcontact.energy_monitor``;
     None: no check); energy_check_every: evaluate the energy every this many steps.
+    unconverged_stop: ``run`` stops with a SimulationError after this many consecutive steps whose solve
+    ended unconverged (``femcontact.convergence``; None: never). The scene's solver "auto" is resolved
+    here: ``contact_solver.name`` is the one run, ``solver_choice`` says why (None for an explicit solver).
     """
 
     def __init__(self, scene: Scene, *, arch: Optional[str] = None, precision: Optional[str] = None,
-                 energy_check: Optional[float] = 10.0, energy_check_every: int = 10):
+                 energy_check: Optional[float] = 10.0, energy_check_every: int = 10,
+                 unconverged_stop: Optional[int] = DEFAULT_UNCONVERGED_STOP):
         if not isinstance(scene, Scene):
             raise ParameterError(f"Simulator needs a femcontact.Scene, got {type(scene).__name__}")
         if not scene.all_bodies:
@@ -202,7 +210,9 @@ class Simulator:
         # one solve path: every step is solver.solve(StepProblem); without contacts that is A v̂ = b
         self.contacts = ContactSet(n)
         self.collision = CollisionPipeline(self.model) if self.model.needs_contact else None
-        self.contact_solver = make_contact_solver(scene.solver, self.model, scene.solver_options)
+        self.unconverged_stop = check_unconverged_stop(unconverged_stop)
+        self.contact_solver, self.solver_choice = make_scene_solver(scene, self.model)
+        self.convergence: Optional[ConvergenceMonitor] = None       # the last run's (run())
         self.anchors = None
         if scene.stiction == "anchored" and self.collision is not None:
             end = scene.integrator == "midpoint" and self.contact_solver.friction_on_end_velocity
@@ -429,6 +439,8 @@ class Simulator:
             output = RunOutput(self, out, append=append, overwrite=overwrite)
         start = _time.perf_counter()
         it0 = len(self.stats)
+        self.convergence = ConvergenceMonitor(stop_rule(self.contact_solver.name, self.contact_solver),
+                                              self.state.step, self.unconverged_stop)
         bar = None
         if progress:
             from tqdm import tqdm
@@ -440,6 +452,7 @@ class Simulator:
                 output.frame()
             for k in range(n_steps):
                 st = self.step()
+                self.convergence.observe(st)
                 if callback is not None:
                     callback(self)
                 last = k + 1 == n_steps
@@ -454,7 +467,9 @@ class Simulator:
                         self.timers["output"] += _time.perf_counter() - t0
                 if bar is not None:
                     bar.update(1)
-                    bar.set_postfix_str(f"t={st.time:.4g}s {st.ms_total:.1f}ms/step it={st.iterations}")
+                    bad = self.convergence.summary.unconverged_steps
+                    bar.set_postfix_str(f"t={st.time:.4g}s {st.ms_total:.1f}ms/step it={st.iterations}"
+                                        + (f" unconverged={bad}" if bad else ""))
         except BaseException as exc:
             failed = exc
             raise
@@ -468,7 +483,7 @@ class Simulator:
         return RunSummary(self.model.n_dofs, len(done), self.state.time, wall, dict(self.timers),
                           float(np.mean([s.iterations for s in done])) if done else 0.0,
                           None if output is None else Path(output.pvd_path),
-                          0.0 if output is None else output.thread.busy_s)
+                          0.0 if output is None else output.thread.busy_s, self.convergence.summary)
 
     def _count_steps(self, duration, steps) -> int:
         if steps is not None and duration is not None:

@@ -27,6 +27,7 @@ MODULES = (
     "femcontact",
     "femcontact.scene",
     "femcontact.simulator",
+    "femcontact.convergence",
     "femcontact.geometry.shapes",
     "femcontact.kits.gripper",
     "femcontact.control",

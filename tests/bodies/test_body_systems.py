@@ -31,7 +31,7 @@ def test_each_system_stores_the_energy_of_a_uniform_stretch():
 
 
 def test_joints_are_a_system_assembled_before_the_elements():
-    scene = fc.Scene()
+    scene = fc.Scene(solver="cond")
     scene.add_rigid_body(fc.shapes.Box((0.1, 0.1, 0.1)), density=1000.0, position=(0, 0, 0.5), name="a")
     scene.add_rigid_body(fc.shapes.Box((0.1, 0.1, 0.1)), density=1000.0, position=(0.2, 0, 0.5), name="b")
     scene.add_joint("hinge", "a", "b", anchor=(0.1, 0, 0.5), axis=(0, 1, 0))

@@ -38,7 +38,7 @@ LEVER = 0.1            # m: a torque's error counts as a force's at this lever
 def system():
     """One scene: for every kind a joint between two boxes and one from the world to a box, with
     the anchor off both centres and a skew axis; two mimic pairs (hinges, prismatic joints)."""
-    scene = fc.Scene(dt=1e-2)
+    scene = fc.Scene(solver="cond", dt=1e-2)
     box = shapes.Box((0.08, 0.05, 0.03))
     axis = np.array([0.3, -0.5, 0.8]) / np.linalg.norm([0.3, -0.5, 0.8])
     x = 0.0

@@ -73,7 +73,7 @@ def test_damped_spring_decays_at_the_analytic_rate():
 
 
 def test_two_free_bodies_on_a_spring_keep_their_total_momentum():
-    scene = fc.Scene(dt=0.01, gravity=(0, 0, 0), integrator="midpoint")
+    scene = fc.Scene(solver="cond", dt=0.01, gravity=(0, 0, 0), integrator="midpoint")
     scene.add_rigid_body(fc.shapes.Box((0.1, 0.05, 0.05)), density=1000.0, position=(0, 0, 0), velocity=(0.3, 0.1, 0),
                          angular_velocity=(0, 0, 2.0), name="a")
     scene.add_rigid_body(fc.shapes.Sphere(0.05), density=500.0, position=(0.5, 0.1, 0), velocity=(-0.2, 0, 0.4),
@@ -181,7 +181,7 @@ def test_spring_names_are_unique():
 def _spinning_pair_energy_error(dt):
     """Two spinning balls on a pre-stretched spring with off-centre anchors (k 50 N/m, ℓ₀ 0.3 m: it
     stretches and compresses, the anchors swing round): the largest |E − E₀| over 1 s."""
-    scene = fc.Scene(dt=dt, gravity=(0, 0, 0), integrator="midpoint")
+    scene = fc.Scene(solver="cond", dt=dt, gravity=(0, 0, 0), integrator="midpoint")
     scene.add_rigid_body(fc.shapes.Sphere(0.08), density=1000.0, position=(0, 0, 0), velocity=(0.3, 0.1, 0),
                          angular_velocity=(0, 0, 2.0), name="a")
     scene.add_rigid_body(fc.shapes.Sphere(0.1), density=1000.0, position=(0.5, 0.1, 0), velocity=(-0.2, 0, 0.4),

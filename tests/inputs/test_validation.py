@@ -103,7 +103,7 @@ def test_planned_solver_fails_at_scene(name, monkeypatch):
     monkeypatch.setattr(names, "PLANNED_SOLVERS", ("future",))
     with pytest.raises(ParameterError, match=rf"solver '{name}' is not implemented.*cond, sap, lagged, similar"):
         fc.Scene(solver=name)
-    scene = fc.Scene()
+    scene = fc.Scene(solver="cond")
     with pytest.raises(ParameterError, match="not implemented"):
         scene.solver = name
     assert scene.solver == "cond"

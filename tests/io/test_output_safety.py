@@ -27,7 +27,7 @@ from femcontact.io.vtk import read_pvd_entries
 ROOT = Path(__file__).resolve().parents[2]
 FREE_FALL = str(ROOT / "scenes" / "free_fall.py")
 CPU = ["--arch", "cpu", "--no-progress"]
-STEPS_HEADER = "step,time,iterations,residual,e_m,contacts,ms_detection,ms_assembly,ms_solve,ms_total"
+STEPS_HEADER = "step,time,iterations,residual,e_m,contacts,ms_detection,ms_assembly,ms_solve,ms_total,converged"
 
 
 def _times(out: Path) -> list[float]:
@@ -199,7 +199,7 @@ def test_steps_csv_has_one_row_per_step_and_resume_drops_the_later_rows(tmp_path
     rows = [line.split(",") for line in lines[1:]]
     assert [int(r[0]) for r in rows] == list(range(1, 9))         # each step once, resumed rows dropped
     assert [float(r[1]) for r in rows] == pytest.approx([0.01 * k for k in range(1, 9)])
-    assert all(len(r) == 10 for r in rows)
+    assert all(len(r) == 11 for r in rows) and all(r[10] in ("0", "1") for r in rows)
     contact = [r for r in rows if int(r[5]) > 0]
     assert contact and all(float(r[4]) >= 0.0 for r in contact)   # sap reports its momentum error e_m
     assert _times(out) == pytest.approx([0.0, 0.02, 0.04, 0.06, 0.08])

@@ -135,7 +135,7 @@ def test_camera_frames_the_bodies_not_the_ground(tmp_path):
     a good part of the image), not the ground's patch."""
     import femcontact as fc
 
-    scene = fc.Scene(dt=1e-2)
+    scene = fc.Scene(solver="cond", dt=1e-2)
     scene.add_obstacle(fc.shapes.HalfSpace(), name="ground")
     scene.add_rigid_body(fc.shapes.Sphere(0.02), density=1000.0, position=(0, 0, 0.02), name="ball")
     sim = fc.Simulator(scene)

@@ -26,7 +26,7 @@ def run(tmp_path_factory):
     """Three bodies on a half-space, apart: a resting rigid sphere, a rigid box sliding at V0 along -x,
     a soft cube; a frame every EVERY steps; the cube's node positions at each frame's step kept."""
     out = tmp_path_factory.mktemp("results") / "run"
-    scene = fc.Scene(dt=DT, friction=MU)
+    scene = fc.Scene(solver="cond", dt=DT, friction=MU)
     scene.add_obstacle(fc.shapes.HalfSpace(), name="ground")
     ball = scene.add_rigid_body(fc.shapes.Sphere(0.02), density=1000.0, position=(0, 0, 0.02), name="ball")
     box = scene.add_rigid_body(fc.shapes.Box((0.02, 0.02, 0.01)), density=1000.0, position=(-0.2, 0, 0.01),

@@ -96,7 +96,7 @@ def test_a_cube_on_a_held_paddle_gives_its_weight_and_the_static_torque(tmp_path
     stiff drive with gravity compensation). After 0.5 s the paddle's (end effector's) contact force
     is the cube's weight and the joint torque balances both weights' moments about the hinge."""
     dt, m_p, d, m_c = 1e-2, 1.0, 0.2, 0.5
-    scene = fc.Scene(dt=dt)
+    scene = fc.Scene(solver="cond", dt=dt)
     scene.add_robot(_arm(tmp_path, d=d, m=m_p, axis="0 1 0"), kp=3000.0, kd=60.0, end_effector="paddle")
     cube = scene.add_rigid_body(fc.shapes.Box([0.025] * 3), mass=m_c, position=(0.3, 0.0, 1.0 + 0.01 + 0.0255),
                                 name="cube")
@@ -180,7 +180,7 @@ def test_panda_links_are_written_in_their_pose_and_its_fingers_feel_nothing_in_f
     """Every Panda link with geometry is a piece ``panda/<link>`` whose points are the link's mesh at
     the forward kinematics of the measured joint positions; holding its pose in free air, the hand
     and fingers report zero contact force."""
-    scene = fc.Scene(dt=1e-2)
+    scene = fc.Scene(solver="cond", dt=1e-2)
     scene.add_obstacle(fc.shapes.HalfSpace(), name="ground")
     q = np.array(fc.robots.PANDA_READY) + [0.3, 0.1, -0.2, 0.2, 0.4, -0.3, 0.5, -0.01]
     robot = scene.add_robot("panda", joint_positions=q)

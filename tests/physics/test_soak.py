@@ -162,7 +162,7 @@ def test_two_deterministic_runs_write_identical_files(tmp_path):
                         "--steps", "24", "--every", "4", "--out", str(out), "--no-progress", "--deterministic"],
                        env=env, check=True, capture_output=True, timeout=300)
     files = sorted(p.relative_to(outs[0]) for p in outs[0].rglob("*") if p.is_file())
-    assert len(files) == 1 + 7 * 3 + 1                  # the .pvd; 7 frames of the cube, the ground, the contacts; steps.csv
+    assert len(files) == 1 + 7 * 3 + 2          # the .pvd; 7 frames of the cube, the ground, the contacts; steps.csv, run.json
     import pyvista as pv
 
     assert pv.read(str(outs[0] / "run" / "contacts" / "contacts_000006.vtp")).n_points > 0     # landed

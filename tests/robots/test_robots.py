@@ -412,7 +412,7 @@ def test_mesh_grids_nobody_can_touch_are_not_sampled(tmp_path):
     text = PENDULUM.format(d=0.5, m=1.0, i=1e-3, jtype="continuous", extra="", jname="hinge").replace(
         '<collision><geometry><box size="0.05 0.05 0.05"/></geometry></collision>', mesh)
     path = _write(tmp_path, text)
-    scene = fc.Scene()
+    scene = fc.Scene(solver="cond")
     scene.add_robot(path, base_pose=((0, 0, 2.0), np.eye(3)))
     scene.add_obstacle(fc.shapes.HalfSpace(), name="ground")
     sim = fc.Simulator(scene)

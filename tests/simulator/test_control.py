@@ -12,7 +12,7 @@ G = 9.81
 
 def _driven_bar():
     """A 0.5 m bar hanging from a hinge about y at z = 1, PD-driven toward 0 rad."""
-    scene = fc.Scene(dt=1e-2, integrator="euler")
+    scene = fc.Scene(solver="cond", dt=1e-2, integrator="euler")
     scene.add_rigid_body(shapes.Box((0.02, 0.02, 0.25)), density=1000.0, position=(0, 0, 0.75), name="bar")
     joint = scene.add_joint("hinge", None, "bar", anchor=(0, 0, 1), axis=(0, 1, 0), name="hinge")
     joint.set_drive(kp=50.0, kd=5.0, target=0.0)
@@ -73,7 +73,7 @@ def test_loads_set_through_control_reach_the_step_and_the_specs_stay_as_built():
     """Zero gravity, no contacts: a rigid box gains F/m per second while a load acts and keeps its
     velocity once the load is removed; an FEM body's momentum grows by F t for a load split over its
     nodes; a load from the spec can be replaced by name and the spec keeps its own."""
-    scene = fc.Scene(dt=1e-2, gravity=(0, 0, 0), integrator="euler")
+    scene = fc.Scene(solver="cond", dt=1e-2, gravity=(0, 0, 0), integrator="euler")
     box = scene.add_rigid_body(shapes.Box((0.1, 0.1, 0.1)), density=1000.0, position=(0, 0, 1), name="box")
     box.add_force((1.0, 0.0, 0.0))
     scene.add_fem_body(fc.meshes.box((0.1, 0.1, 0.1), resolution=2),
@@ -99,7 +99,7 @@ def test_loads_set_through_control_reach_the_step_and_the_specs_stay_as_built():
 
 
 def test_bad_loads_are_refused():
-    scene = fc.Scene(gravity=(0, 0, 0))
+    scene = fc.Scene(solver="cond", gravity=(0, 0, 0))
     scene.add_rigid_body(shapes.Box((0.1, 0.1, 0.1)), density=1000.0, name="box")
     scene.add_fem_body(fc.meshes.box((0.1, 0.1, 0.1), resolution=1),
                        fc.Material(youngs_modulus=1e5, poisson_ratio=0.3, density=1000.0), position=(1, 0, 0),
