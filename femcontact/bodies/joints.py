@@ -16,7 +16,7 @@ the attachments' are
   orientation row on (ω_A, ω_segment).
 
 Joint coordinates ``s`` (hinge angle about its axis, rad, unwrapped: continuous through ±π, each
-step taking the branch nearest the last, kept in ``State.host``; prismatic slide along it, m) with
+step taking the branch nearest the last, kept in ``State.joint_angles``; prismatic slide along it, m) with
 rate ``ṡ = jᵀ v`` carry one-sided limits (engaged when ``s + dt ṡ`` leaves ``[lower, upper]``: a stiff damper
 toward the rate that ends the step at rest on the limit, an inelastic stop under either
 integrator, plus 20 % recovery of any overshoot) and PD drives
@@ -51,8 +51,6 @@ from ..spec.drive import Drive  # noqa: F401 (re-exported: its old home)
 from ..spec.joint import JOINT_KINDS, Attachment, JointSpec, locate_points, make_joint  # noqa: F401 (likewise)
 from .joint_kinds import (JOINT_CLASSES, STIFFNESS_FACTOR, Configuration, CoordinateJoint, Hinge, MimicCoupling,
                           Side, Stack, block_values, limit_rate, stack_geometry)
-
-HINGE_ANGLES = "hinge_angles"     # State.host key: each hinge's unwrapped angle at the last assembly
 
 
 @ti.kernel
@@ -257,7 +255,7 @@ class JointSystem:
         nj = len(self.joints)
         H, f = np.zeros((nj, 12, 12)), np.zeros((nj, 12))
         s, j, gravity = np.zeros(nj), np.zeros((nj, 1, 12)), np.zeros(nj)
-        angles = state.host.get(HINGE_ANGLES)
+        angles = state.joint_angles
         angles = np.zeros(nj) if angles is None or len(angles) != nj else np.array(angles)
         for cls, has_coordinate, idx, st, c_joint, c_block, c_mass in self.groups:
             g = stack_geometry(st, conf)
@@ -267,7 +265,7 @@ class JointSystem:
                 if len(c_joint):     # Σ m_b g · ∂c_b/∂s over the bodies each joint carries
                     lever = cls.gravity_lever(g.wA[c_joint], x[c_block], g.pB[c_joint])
                     gravity[idx] = np.bincount(c_joint, c_mass * (lever @ self.model.gravity), len(idx))
-        state.host[HINGE_ANGLES] = angles
+        state.joint_angles = angles
         if len(self.coordinates):
             self._coordinate_terms(control, H, f, s, j, gravity, v, coef, t, dt)
         mats, vecs = [_block_matrices(H, 4)], [f.reshape(-1, 3)]
@@ -372,7 +370,7 @@ class JointSystem:
     def hinge_coordinate(self, state, joint: str) -> Optional[float]:
         """The unwrapped coordinate (rad, ``position0`` included) of hinge ``joint`` at the last
         assembly (None before the first): a reading from the poses lies within π of it."""
-        angles = state.host.get(HINGE_ANGLES)
+        angles = state.joint_angles
         if angles is None or len(angles) != len(self.joints):
             return None
         for i, j in enumerate(self.joints):

@@ -388,19 +388,18 @@ def test_frame_pieces_include_contacts_and_obstacles():
     cube(scene, pos=(0, 0, 0.05))
     scene.add_obstacle(shapes.HalfSpace(), name="ground")
     scene.add_obstacle(shapes.Capsule(0.02, 0.05), position=(0, 0, 0.2), name="tool")
-    sim = fc.Simulator.__new__(fc.Simulator)   # detection and output only: no contact solver needed
-    sim.scene, sim.model = scene, Model(scene)
-    sim.state = State(sim.model)
-    sim.contacts = ContactSet(sim.model.n_nodes)
-    sim.collision = CollisionPipeline(sim.model)
-    sim.collision.collide(sim.state, sim.contacts, scene.dt)
-    pieces = sim._contact_pieces()
+    from femcontact.io.frames import contact_pieces
+
+    model = Model(scene)              # detection and output only: no Simulator, no contact solver needed
+    state, contacts = State(model), ContactSet(model.n_nodes)
+    CollisionPipeline(model).collide(state, contacts, scene.dt)
+    pieces = contact_pieces(model, state, contacts, scene.dt)
     assert set(pieces) == {"ground", "tool", "contacts"}
     c = pieces["contacts"]
     assert isinstance(c, meshio.Mesh) and len(c.points) == 25
     assert set(c.point_data) == {"normal", "impulse", "force", "gap", "state", "body_a", "body_b"}
     assert set(c.point_data["body_a"]) == {-1} and set(c.point_data["body_b"]) == {0}    # ground -> the cube
-    assert list(c.field_data["body_names"]) == [b.name for b in sim.model.bodies]
+    assert list(c.field_data["body_names"]) == [b.name for b in model.bodies]
     assert c.cells[0].type == "vertex"
     g = pieces["ground"].points
     np.testing.assert_allclose(g[:, 2], 0.0)

@@ -86,6 +86,58 @@ def test_checkpoint_of_another_scene_is_refused(tmp_path):
         sim.load_checkpoint(tmp_path / "missing.npz")
 
 
+V1_CHECKPOINT = Path(__file__).with_name("checkpoint_v1.npz")   # written by femcontact before the typed State
+
+
+def _v1_scene() -> fc.Scene:
+    """Every host part a version-1 checkpoint has: node drives, a kinematic body's pose, a hinge's
+    angle, stiction anchors, COND's memory (``tests/checkpoint_v1.npz``: 6 steps of it, saved by
+    ``Simulator.save_checkpoint`` at commit 6d0a3f2)."""
+    scene = fc.Scene(dt=1e-2, solver="cond", integrator="euler")
+    cube = scene.add_fem_body(fc.meshes.box((0.1,) * 3, resolution=2), fc.Material(1e5, 0.4, 1000.0),
+                              position=(0, 0, 0.051), name="cube")
+    cube.drive("z > 0.0999", velocity=lambda t: (0.05, 0.0, 0.0))
+    scene.add_rigid_body(fc.shapes.Box((0.02, 0.02, 0.02)), position=(0.3, 0, 0.3), name="slider",
+                         motion=lambda t: ((0.3 + 0.1 * t, 0.0, 0.3), None))
+    scene.add_rigid_body(fc.shapes.Box((0.01, 0.01, 0.1)), density=1000.0, position=(-0.3, 0, 0.9), name="bar")
+    scene.add_joint("hinge", None, "bar", anchor=(-0.3, 0, 1.0), axis=(0, 1, 0), name="hinge")
+    scene.add_obstacle(fc.shapes.HalfSpace(normal=(0, 0, 1)), friction=0.5, name="ground")
+    return scene
+
+
+def test_a_version_1_checkpoint_is_read_into_the_typed_state(tmp_path):
+    with np.load(V1_CHECKPOINT) as d:
+        v1 = {k: d[k] for k in d.files}
+    assert int(v1["version"]) == 1
+    sim = fc.Simulator(_v1_scene())
+    sim.load_checkpoint(V1_CHECKPOINT)
+    s = sim.state
+    assert s.step == 6 and s.time == float(v1["time"])
+    assert np.array_equal(s.x.to_numpy(), v1["x"]) and np.array_equal(s.v_hat.to_numpy(), v1["v_hat"])
+    assert np.array_equal(s.prescribed[0], v1["host/drive0"])
+    assert np.array_equal(s.prescribed[1].origin, v1["host/drive1_c"])
+    assert np.array_equal(s.prescribed[1].rotation, v1["host/drive1_R"])
+    assert np.array_equal(s.joint_angles, v1["host/hinge_angles"])
+    anchors = s.anchors.memory()
+    assert len(anchors["keys"]) > 0
+    for new, old in (("keys", "anchor_keys"), ("points", "anchor_points"), ("values", "anchor_slip")):
+        assert np.array_equal(anchors[new], v1[f"host/{old}"])
+    solver = sim.contact_solver.memory()
+    for key in ("tr", "rs", "l1", "lambdas", "virtual_velocities"):
+        assert np.array_equal(solver[key], v1[f"solver/{key}"])
+    again = np.load(sim.save_checkpoint(tmp_path / "v2.npz"))      # written back as version 2, same values
+    assert int(again["version"]) == 2 and np.array_equal(again["prescribed/1/rotation"], v1["host/drive1_R"])
+    sim.run(steps=2)
+    assert sim.state.step == 8
+
+
+def test_a_checkpoint_of_an_unknown_version_is_refused(tmp_path):
+    path = tmp_path / "future.npz"
+    np.savez(path, version=np.int64(99), x=np.zeros((1, 3)))
+    with pytest.raises(ParameterError, match="version 1 or 2 .*version 99"):
+        fc.Simulator(_scene("lagged")).load_checkpoint(path)
+
+
 if __name__ == "__main__":
     fc.backend.init()
     assert fc.backend.config()["deterministic"], "run with FEMCONTACT_DETERMINISTIC=1"
