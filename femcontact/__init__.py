@@ -22,7 +22,7 @@ __version__ = "0.1.0"
 
 # public name -> (module, attribute or None for the module itself)
 _LAZY = {"Scene": (".scene", "Scene"), "Material": (".spec", "Material"), "Simulator": (".simulator", "Simulator"),
-         "StepStats": (".simulator", "StepStats"), "RunSummary": (".simulator", "RunSummary"),
+         "StepStats": (".stepper", "StepStats"), "RunSummary": (".simulator", "RunSummary"),
          "meshes": (".meshes", None), "shapes": (".geometry.shapes", None), "backend": (".backend", None),
          "spec": (".spec", None), "read": (".io.results", "read"), "plot": (".io.results", "plot"),
          "view": (".io.viewer", "view")}

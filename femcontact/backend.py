@@ -169,7 +169,7 @@ def _speed_up_class_probe(kernel_impl: types.ModuleType) -> None:
     """Both runtimes ask, for every ``@kernel`` and ``@func``, whether it is declared in a class body by
     matching the caller's source line (``_inside_class``), read with ``inspect.getframeinfo``, which also
     scans ``sys.modules`` for the frame's module: ~3 ms a call, ~240 calls, ~0.7 s of a warm start of
-    cube_drop. The same line read through ``linecache`` answers the same (tests/test_runtime.py)."""
+    cube_drop. The same line read through ``linecache`` answers the same (tests/backend/test_runtime.py)."""
     original = getattr(kernel_impl, "_inside_class", None)
     patterns = getattr(kernel_impl, "_KERNEL_CLASS_STACKFRAME_STMT_RES", None)
     if original is None or patterns is None or getattr(original, "_femcontact", False):

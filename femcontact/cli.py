@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import re
 import sys
@@ -41,6 +42,8 @@ def check_run_args(args: argparse.Namespace) -> Path:
                               "or leave it out to run the scene's duration")
     if args.every is not None and args.every < 1:
         raise FemcontactError(f"--every must be at least 1 (a frame every K steps), got {args.every}")
+    if (getattr(args, "unconverged_stop", None) or 0) < 0:
+        raise FemcontactError(f"--unconverged-stop must be a number of steps (0: never stop), got {args.unconverged_stop}")
     if args.checkpoint_every is not None and args.checkpoint_every < 1:
         raise FemcontactError(f"--checkpoint-every must be a positive number of steps, got {args.checkpoint_every}")
     if args.duration is not None:
@@ -74,6 +77,7 @@ def refuse_earlier_run(out: Path) -> None:
 def cmd_run(args: argparse.Namespace) -> int:
     from . import backend
     from .scene import Scene
+    from .convergence import DEFAULT_UNCONVERGED_STOP
     from .simulator import Simulator
     from .spec.validation import positive
 
@@ -101,12 +105,15 @@ def cmd_run(args: argparse.Namespace) -> int:
         scene.solver = args.solver          # checked by the Scene
     if args.stiction is not None:
         scene.stiction = args.stiction
-    sim = Simulator(scene)
-    steps = _resume_or_record(args, sim, out, cfg) if (resume or args.checkpoint_every) else args.steps
+    stop = getattr(args, "unconverged_stop", None)
+    sim = Simulator(scene, unconverged_stop=DEFAULT_UNCONVERGED_STOP if stop is None else stop or None)
+    recorded = bool(resume or args.checkpoint_every)
+    steps = _resume_or_record(args, sim, out, cfg) if recorded else args.steps
     if steps is not None and args.steps is None:
         args.duration = None
-    print(f"femcontact: {args.scene} on {backend.describe()}, {sim.model.n_dofs} DOF, "
-          f"dt {scene.dt:g} s, integrator {scene.integrator}, solver {scene.solver}, stiction {scene.stiction}",
+    choice = f" ({sim.solver_choice})" if sim.solver_choice else ""
+    print(f"femcontact: {args.scene} on {backend.describe()}, {sim.model.n_dofs} DOF, dt {scene.dt:g} s, "
+          f"integrator {scene.integrator}, solver {sim.contact_solver.name}{choice}, stiction {scene.stiction}",
           flush=True)
     step0 = sim.state.step
 
@@ -115,12 +122,15 @@ def cmd_run(args: argparse.Namespace) -> int:
             print(f"\nfemcontact: first step done {time.perf_counter() - start:.1f} s after start", flush=True)
 
     try:
-        summary = sim.run(duration=args.duration, steps=steps, out=out, every=args.every,
-                          progress=not args.no_progress, callback=first_step,
-                          checkpoint_every=args.checkpoint_every, append=resume, overwrite=bool(args.overwrite))
+        with convergence_warnings_on_screen():
+            summary = sim.run(duration=args.duration, steps=steps, out=out, every=args.every,
+                              progress=not args.no_progress, callback=first_step,
+                              checkpoint_every=args.checkpoint_every, append=resume, overwrite=bool(args.overwrite))
     except KeyboardInterrupt:
         print(interrupted(args, sim, out), file=sys.stderr, flush=True)
         return 130
+    finally:
+        _record_convergence(args, sim, out, cfg, recorded)
     print(summary)
     if getattr(args, "view", False):
         from .io.viewer import serve_from_args
@@ -128,6 +138,32 @@ def cmd_run(args: argparse.Namespace) -> int:
         return serve_from_args(out, argparse.Namespace(port=None, host="localhost", no_browser=False, field=None,
                                                        body=None, hide_contacts=False))
     return 0
+
+
+@contextlib.contextmanager
+def convergence_warnings_on_screen():
+    """Show a run's ``ConvergenceWarning`` (given once per run, ``femcontact.convergence``) as one line
+    ``femcontact: warning: ...`` on stderr, above the progress bar; other warnings as Python shows them."""
+    import warnings
+
+    from .convergence import ConvergenceWarning
+
+    with warnings.catch_warnings():
+        shown = warnings.showwarning
+
+        def show(message, category, filename, lineno, file=None, line=None):
+            if not issubclass(category, ConvergenceWarning):
+                return shown(message, category, filename, lineno, file, line)
+            try:
+                from tqdm import tqdm
+
+                tqdm.write(f"femcontact: warning: {message}", file=sys.stderr)
+            except ImportError:
+                print(f"femcontact: warning: {message}", file=sys.stderr, flush=True)
+
+        warnings.simplefilter("always", ConvergenceWarning)
+        warnings.showwarning = show
+        yield
 
 
 def build_params(args: argparse.Namespace, build) -> dict:
@@ -238,7 +274,7 @@ def _resume_or_record(args: argparse.Namespace, sim, out: Path, cfg: dict) -> in
         (sim.scene.duration if args.duration is None else args.duration) / dt))
     for tmp in out.glob(f".{CHECKPOINT}.tmp*"):     # a checkpoint save the kill interrupted
         tmp.unlink(missing_ok=True)
-    digest = scene_hash(args.scene, {"param": sorted(args.param or [])})   # the script and its --param values
+    digest = _scene_digest(args)
     if args.resume is not None:
         sim.load_checkpoint(out / CHECKPOINT)
         _check_resumable(out, json.loads((out / RUN_RECORD).read_text()), sim.state.meta, digest)
@@ -248,12 +284,45 @@ def _resume_or_record(args: argparse.Namespace, sim, out: Path, cfg: dict) -> in
     (out / CHECKPOINT).unlink(missing_ok=True)     # a stale checkpoint of an earlier run must not be resumed
     sim.state.meta["scene_sha256"] = digest          # in every checkpoint of this run
     out.mkdir(parents=True, exist_ok=True)
-    record = {"scene": str(args.scene), "scene_sha256": digest, "steps": total, "every": args.every,
-              "checkpoint_every": args.checkpoint_every, "dt": args.dt, "solver": args.solver,
-              "stiction": args.stiction, "precision": args.precision, "deterministic": bool(cfg.get("deterministic")),
-              "param": args.param}
-    atomic_write_bytes(out / RUN_RECORD, json.dumps(record, indent=1).encode())
+    atomic_write_bytes(out / RUN_RECORD, json.dumps(_run_options(args, total, digest, cfg), indent=1).encode())
     return total
+
+
+def _scene_digest(args: argparse.Namespace) -> str:
+    """The hash of the scene script and its --param values (``scene_script.scene_hash``)."""
+    return scene_hash(args.scene, {"param": sorted(args.param or [])})
+
+
+def _run_options(args: argparse.Namespace, total: int, digest: str, cfg: dict) -> dict:
+    """The options of a run as ``OUT/run.json`` records them (``--resume`` reads them back)."""
+    return {"scene": str(args.scene), "scene_sha256": digest, "steps": total, "every": args.every,
+            "checkpoint_every": args.checkpoint_every, "dt": args.dt, "solver": args.solver,
+            "stiction": args.stiction, "precision": args.precision, "deterministic": bool(cfg.get("deterministic")),
+            "param": args.param}
+
+
+def _record_convergence(args: argparse.Namespace, sim, out: Path, cfg: dict, recorded: bool) -> None:
+    """After a run that started (also one stopped by an error): ``OUT/run.json`` gets the solver run
+    ("solver_run", why in "solver_choice") and the run's ``convergence`` (``convergence.ConvergenceSummary``:
+    unconverged steps, worst e_m and its step), beside the options a checkpointed run recorded at its
+    start (``recorded``) or this run's options."""
+    import json
+
+    from .io.vtk import atomic_write_bytes
+
+    if sim.convergence is None or not out.is_dir():
+        return
+    path = out / RUN_RECORD
+    if recorded and path.is_file():
+        record = json.loads(path.read_text())
+    else:
+        record = _run_options(args, sim.state.step, _scene_digest(args), cfg)
+    record.update(solver_run=sim.contact_solver.name, solver_choice=sim.solver_choice,
+                  convergence=sim.convergence.summary.as_dict())
+    try:
+        atomic_write_bytes(path, json.dumps(record, indent=1).encode())
+    except OSError as exc:          # never over the run's own outcome: the series and steps.csv are written
+        print(f"femcontact: warning: could not write {path}: {exc}", file=sys.stderr, flush=True)
 
 
 def _check_resumable(out: Path, record: dict, meta: dict, digest: str) -> None:
@@ -300,7 +369,14 @@ def build_parser() -> argparse.ArgumentParser:
                         help="simulated time in s (default: the scene's own duration)")
     length.add_argument("--steps", type=int, default=None, metavar="N", help="number of steps instead of a duration")
     run.add_argument("--dt", type=float, default=None, help="override the scene's step size, s")
-    run.add_argument("--solver", default=None, help="override the contact solver (cond, sap, lagged, similar, pgs or incp)")
+    run.add_argument("--solver", default=None,
+                     help="override the contact solver (auto, cond, sap, lagged, similar, pgs or incp; a scene that "
+                          "names none runs auto: lagged where a dynamic rigid body or robot can touch something, "
+                          "else cond; the choice is printed at the start)")
+    run.add_argument("--unconverged-stop", type=int, default=None, metavar="K",
+                     help="stop the run when K consecutive steps end unconverged (solver at its iteration cap or "
+                          "above its tolerance; the first such step is warned about once, and the summary, "
+                          "OUT/run.json and OUT/steps.csv count them); 0: never stop (default: 50)")
     run.add_argument("--stiction", default=None, choices=["anchored", "regularized"],
                      help="override the scene's stiction: anchored (a sticking contact takes back its slip) or "
                           "regularized (the solvers' own laws, which let a held contact creep slowly); "

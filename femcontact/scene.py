@@ -30,7 +30,9 @@ class Scene:
 
     dt: step size in s. gravity: (3,) m/s^2. integrator: "midpoint" (passive midpoint,
     COND eq. 9) or "euler" (implicit Euler, SAP eq. 15). solver: contact solver name (one of
-    ``femcontact.spec.names.SOLVER_NAMES``: "cond", "sap", "lagged", "similar", "pgs", "incp"); solver_options: its options.
+    ``femcontact.spec.names.SOLVER_NAMES``: "cond", "sap", "lagged", "similar", "pgs", "incp"), or "auto" (default:
+    the one that converges on this kind of scene, picked by the Simulator: "lagged" where a dynamic rigid body or
+    robot can touch something, else "cond"; ``femcontact.convergence.choose_solver``); solver_options: its options.
     duration: default simulated time in s when a run does not say. frame_dt: time between
     written frames in s (None: every step). friction: default friction coefficient mu (or
     (mu1, mu2)) of body-body contacts and of obstacles added without one. contact_margin:
@@ -43,7 +45,7 @@ class Scene:
     """
 
     def __init__(self, dt: float = 1e-2, gravity=(0.0, 0.0, -9.81), integrator: str = "midpoint",
-                 solver: str = "cond", duration: float = 1.0, frame_dt: Optional[float] = None,
+                 solver: str = "auto", duration: float = 1.0, frame_dt: Optional[float] = None,
                  linear_solver: str = "auto", linear_tol: float = 1e-8, solver_options: Optional[dict] = None,
                  name: str = "scene", friction=0.5, contact_margin: Optional[float] = None,
                  stiction: str = "anchored"):

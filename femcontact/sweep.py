@@ -44,8 +44,8 @@ RESULT = "result.json"          # per-run done marker and row
 RESULTS = "results.csv"
 SUMMARY = "summary.png"
 STANDARD_COLUMNS = ("run", "repeat", "status", "error", "steps", "simulated_time", "wall_s", "run_s",
-                    "mean_iterations", "max_contacts", "kinetic_energy", "elastic_energy", "potential_energy",
-                    "total_energy", "com_x", "com_y", "com_z")
+                    "mean_iterations", "unconverged_steps", "worst_e_m", "max_contacts", "kinetic_energy",
+                    "elastic_energy", "potential_energy", "total_energy", "com_x", "com_y", "com_z")
 
 
 # ---------------------------------------------------------------------------
@@ -265,7 +265,8 @@ def run_one(task: Mapping[str, Any]) -> dict:
                           out=run_dir if task.get("output", True) else None, every=task.get("every"),
                           overwrite=True)   # run_dir is this sweep's: an unfinished or failed try is replaced
         row.update(steps=summary.steps, simulated_time=summary.simulated_time, run_s=summary.wall_s,
-                   mean_iterations=summary.mean_iterations,
+                   mean_iterations=summary.mean_iterations, unconverged_steps=summary.convergence.unconverged_steps,
+                   worst_e_m=summary.convergence.worst_e_m,
                    max_contacts=max((s.contacts for s in sim.stats), default=0))
         row.update(_final_metrics(sim))
         row.update(_scene_metrics(module, sim))

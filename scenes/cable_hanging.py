@@ -1,5 +1,5 @@
 """A cable (length 1 m) hanging between two pins 0.8 m apart: it settles into the catenary
-(sag 0.2945 m for this length and span; tests/test_rods.py checks 2%, measured 0.14%).
+(sag 0.2945 m for this length and span; tests/bodies/test_rods.py checks 2%, measured 0.14%).
 Started from a V of the right length; ``rest_shape="straight"`` so the cable has no natural
 curvature, and a thin section so bending is negligible against the weight."""
 import numpy as np

@@ -12,7 +12,7 @@ LENGTH, HEIGHT = 1.0, 0.1
 def build(resolution=(40, 4, 4), youngs_modulus: float = 1e7, dt: float = 1e-2, integrator: str = "midpoint",
           linear_solver: str = "auto") -> fc.Scene:
     """``resolution``: cells along (x, y, z); ``dt``, ``integrator`` and ``linear_solver`` as in
-    ``fc.Scene`` (tests/test_scenes.py takes huge implicit-Euler steps for the static sag)."""
+    ``fc.Scene`` (tests/scenes/test_scenes.py takes huge implicit-Euler steps for the static sag)."""
     scene = fc.Scene(dt=dt, gravity=(0.0, 0.0, -9.81), integrator=integrator, duration=3.0, name="cantilever",
                      linear_solver=linear_solver)
     beam = scene.add_fem_body(

@@ -1,7 +1,7 @@
 """Capstan: a cable wrapped half a turn over a fixed drum (mu = 0.3), held by 1 N on one end and
 pulled down at 5 cm/s on the other. While it slides, the pulled end's tension is
-T_hold e^{mu pi} = 2.57 N (printed at the end from the drive's reaction; tests/test_scenes.py
-checks it within 5%, measured 2.52 N; tests/test_rods.py checks the stick/slip threshold within 5%)."""
+T_hold e^{mu pi} = 2.57 N (printed at the end from the drive's reaction; tests/scenes/test_scenes.py
+checks it within 5%, measured 2.52 N; tests/bodies/test_rods.py checks the stick/slip threshold within 5%)."""
 import numpy as np
 from scipy.spatial.transform import Rotation
 
@@ -13,7 +13,7 @@ MU, RC, R, LEG, NSEG, NLEG = 0.3, 0.1, 0.001, 0.2, 40, 8
 def build(density: float = 1e4, rayleigh_alpha: float = 2.0, mu: float = MU, solver: str = "lagged",
           solver_options=None, pull_force=None) -> fc.Scene:
     """``pull_force`` (N): None drives the pulled end down at 5 cm/s; a number loads it with that
-    force instead (tests/test_rods.py: stick/slip at 0.95 and 1.05 e^{mu pi} N)."""
+    force instead (tests/bodies/test_rods.py: stick/slip at 0.95 and 1.05 e^{mu pi} N)."""
     rp = RC + R
     th = np.linspace(0, np.pi, NSEG + 1)
     pts = np.r_[np.c_[np.full(NLEG, rp), np.zeros(NLEG), np.linspace(-LEG, 0, NLEG, endpoint=False)],

@@ -6,7 +6,7 @@ sticking to the belt and sliding on it at the Coulomb acceleration ±μ g.
 What to expect (ICF Fig. 3): under Lagged (the default here) the box never moves vertically and
 the normal force equals its weight, sticking or sliding; under SAP and Similar the box rises off
 the belt while it slides (the *gliding* artefact of their convex approximations, a gap growing
-like dt μ |v_t|) and settles back when it sticks. tests/test_paper_scenes.py checks both.
+like dt μ |v_t|) and settles back when it sticks. tests/scenes/test_paper_scenes.py checks both.
 Run: femcontact run scenes/conveyor_belt.py --out out/conveyor_belt
 """
 import math

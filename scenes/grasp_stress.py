@@ -10,7 +10,7 @@ rigid pads (a capsule is balls along its axis: about ten contacts, not the ~500 
 samples); each pad is pressed by a force on its slide (force control, a light damper). The pads
 block the rod's swing across them; along them it turns only by slipping against the friction
 torque, as the paper's rod rocks in the Franka hand. The circle's radius is ramped up over 1 s.
-Grip 8 N per pad, μ 0.5 (weight 4.2 N against 2 μ F = 8 N). Expected (tests/test_grasp_scenes.py,
+Grip 8 N per pad, μ 0.5 (weight 4.2 N against 2 μ F = 8 N). Expected (tests/scenes/test_grasp_scenes.py,
 measured, dt 2 ms): f_p = 1.59 Hz (pendulum_frequency()); at 0.8 Hz held for 8 s (slid 0.7 mm,
 tilt < 0.3°); t_f = 3.8 s at 1.4 Hz, 2.5 s at 1.6 Hz: t_f falls as f nears f_p.
 Solver: Lagged (the paper's choice for grasping), implicit Euler.

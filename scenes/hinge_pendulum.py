@@ -1,5 +1,5 @@
 """A rigid bar on a hinge to the world, released 0.3 rad from vertical.
-Small-amplitude period 2 pi sqrt(I / (m g d)) (tests/test_joints.py checks it at 0.05 rad).
+Small-amplitude period 2 pi sqrt(I / (m g d)) (tests/bodies/test_joints.py checks it at 0.05 rad).
 Run: femcontact run scenes/hinge_pendulum.py --out out/hinge_pendulum
 """
 import numpy as np

@@ -13,7 +13,7 @@ paper's setting: a stiff but compliant contact without normal dissipation and a 
 it (``stiffness=1e7`` N/m, the Hertz estimate for steel; ``dissipation=0``; ``dt=1e-4``): the end
 sticks at 21 ms and leaves the ground by 1.7 mm at 26 ms (Lagged, measured). With the default
 near-rigid, dissipative contact at dt = 1 ms the end jams and the rod pivots up about it without
-leaving the ground. tests/test_paper_scenes.py checks all three.
+leaving the ground. tests/scenes/test_paper_scenes.py checks all three.
 Run: femcontact run scenes/painleve_rod.py --out out/painleve_rod
 """
 import math

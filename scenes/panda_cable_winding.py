@@ -19,7 +19,7 @@ run's ``panda_joints.csv`` reports only contact forces, which are zero here (the
 as the hand goes round (the wound part sticks: μ = 1.3; measured: 5.74 of the 5.88 rad wound lie on
 it at the end), the tool point stays within 5 mm of its path, and the pull on the hand stays of
 the order of the cable's weight and floor drag (0.08 to 0.32 N, mean 0.24 N, while winding);
-tests/test_panda_scenes.py measures the wrap and the trace.
+tests/scenes/test_panda_scenes.py measures the wrap and the trace.
 
 Solver "lagged" with implicit Euler, as scenes/cable_winding.py (the same cable without the robot).
 ``segments``: cable segments (50 by default, 5 mm each). Needs the optional extra

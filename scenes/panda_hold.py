@@ -2,7 +2,7 @@
 
 Every joint has a PD drive toward its start position (critically damped, 0.05 s) and gravity
 compensation; the arm should not move: its fingertips stay within 0.1 mm of the forward
-kinematics for the whole run (about 1e-6 m measured; tests/test_robots.py). With
+kinematics for the whole run (about 1e-6 m measured; tests/robots/test_robots.py). With
 ``wave=True`` joint 1 swings ±0.3 rad (0.5 Hz) through a target that is a function of time.
 With --out the run also writes ``panda_joints.csv`` (joint positions, rates, actuator torques,
 the hand's and fingers' contact force) beside ``run.pvd``, and every link as a piece ``panda/<link>``.

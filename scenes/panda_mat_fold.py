@@ -15,7 +15,7 @@ Friction between mat and floor is ``friction``. What to expect (the paper's resu
 the near edge of the mat, which stays on the floor, does not slip while the far half is lifted
 and laid over (0.2 mm measured); at μ = 0.1 it first sticks (2.6 mm of creep while the flap
 rises), then slides toward the robot as the flap is pulled over: the whole mat is dragged, 283
-mm, until it stops against the robot's base. tests/test_panda_scenes.py measures both.
+mm, until it stops against the robot's base. tests/scenes/test_panda_scenes.py measures both.
 
 ``resolution``: cells along the long side (default 15: 16 x 11 x 2 nodes, 1056 DOF of the mat,
 about the paper's 1081-DOF case; its 4438-DOF case is about resolution 30 with 2 cells through the

@@ -12,7 +12,7 @@ point rises ``LIFT`` m along a vertical line (joint targets from the differentia
 What to expect: the ball comes along with the hand (from the closed grip on, its centre follows
 the tool point within 0.2 mm; the tool point rises 99 mm, as gravity compensation does not know
 the payload), and while held the net contact force on the hand and fingers (``panda_joints.csv``:
-``ee_force_z``) balances the ball's weight, -m g = -0.98 N (-0.982 N measured). tests/test_panda_scenes.py measures both.
+``ee_force_z``) balances the ball's weight, -m g = -0.98 N (-0.982 N measured). tests/scenes/test_panda_scenes.py measures both.
 
 Solver: "lagged" (the Newton-type contact solver) by default: COND runs into its 500-iteration
 cap on every step once the two fingers squeeze the ball from both sides (measured from step 11

@@ -1,6 +1,6 @@
 """A rigid box pushed across the floor (COND §V-B): F = 1.5 mu m g from t = 0.1 s.
 
-Expected: x(t) = (F/m - mu g) t^2 / 2 after the push starts (tests/test_rigid.py checks it).
+Expected: x(t) = (F/m - mu g) t^2 / 2 after the push starts (tests/bodies/test_rigid.py checks it).
 Run: femcontact run scenes/rigid_box_push.py --out out/rigid_box_push
 """
 import femcontact as fc

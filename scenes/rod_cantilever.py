@@ -1,7 +1,7 @@
 """A steel-like rod (Cosserat, 20 segments) clamped at x = 0, sagging under its own weight.
 
 L = 1 m, radius 1 cm, E = 2 GPa: static tip deflection w L^4/(8 E I) = 24.5 mm
-(tests/test_rods.py checks 3%; measured 0.2%).
+(tests/bodies/test_rods.py checks 3%; measured 0.2%).
 """
 import femcontact as fc
 

@@ -22,7 +22,7 @@ is the commanded one. The pads' friction torque about their normal scales with t
 (2 μ F times the lever of the pad's contact points about the grip point); the weight's torque about
 the grip point is m g d cos θ (d: the centre of mass's distance from the grip point along the
 handle, θ the pitch). Here d = 9 cm, the pads press 4 cm of the handle: holding threshold
-``holding_force()`` = 3.0 N, between the paper's 1 N and 16 N. Expected (tests/test_slip_control.py,
+``holding_force()`` = 3.0 N, between the paper's 1 N and 16 N. Expected (tests/scenes/test_slip_control.py,
 measured, SAP σ = 1e-3, dt 5 ms, 24 s): while gripped at 16 N the pitch creeps only at SAP's
 regularized-stiction rate (2-4.4e-3 rad/s, i.e. ~1° per firm phase); the loose phases pitch it by
 13.5°, 12.3°, 7.9°, 6.0° (``predicted_step``, Coulomb: 12.8°, 11.8°, 9.8°, 8.1°), a staircase

@@ -7,7 +7,7 @@ puts on it is what the sensor reads. The pad (40 mm long along the actuator, 20 
 approaches from 0.5 mm away, presses 4 mm in (``T_PRESS``), holds, then the actuator moves 8 mm
 along the object's face (``T_DRAG``) and holds again.
 
-What to expect (tests/test_soft_gripper.py):
+What to expect (tests/scenes/test_soft_gripper.py):
 - pressed, the normal force is that of a compressed bar, ``E A δ / L`` = 3.32 N for the 4 mm
   (10% strain), a few percent above it because the driven back face and the sticking front face
   cannot widen;

@@ -3,7 +3,7 @@ horizontal spring to a fixed point, released at rest 0.1 m from the spring's res
 rolls without slipping, so it oscillates like a mass m + I/R² = 3m/2 on the spring:
 T = 2π √(3m / (2k)) = 0.5441 s for m = 0.5 kg, R = 5 cm, k = 100 N/m, and (no damping) keeps its
 energy ½ k (0.1 m)² = 0.5 J. Expect x(t) = 0.1 cos(2π t / T) and ω R = ẋ (no slip). Measured at
-dt 0.02 with the midpoint rule (tests/test_springs.py checks the period within 1%): the period is
+dt 0.02 with the midpoint rule (tests/bodies/test_springs.py checks the period within 1%): the period is
 0.5466 s (+0.44%, the midpoint rule's 2 atan(ω dt/2)/ω) with the lagged solver and with COND; over
 10 s COND keeps the energy (−5e-6) while the lagged solver loses 7.5% of it, almost all in the
 first 0.1 s as its compliant contact settles (its end-of-step ẋ and ω R then differ by a few %

@@ -8,7 +8,7 @@ and then by μ m g per second, so it rolls from t_r = t_i + (2 v0/7 − μ v_z) 
 2 v0/7 > μ v_z) at 5 v0/7 (angular momentum about the contact point is conserved).
 What to expect (ICF Fig. 6): Lagged brings the normal velocity to zero at landing; SAP and Similar
 keep it at μ |v_t| while the ball slides (gliding) and touch down only when it rolls.
-tests/test_paper_scenes.py checks these.
+tests/scenes/test_paper_scenes.py checks these.
 Run: femcontact run scenes/steel_sphere.py --out out/steel_sphere
 """
 import femcontact as fc

@@ -13,7 +13,7 @@ them; "outside" = step − solve: its minimum over all steps, and the median ove
 of ``--repeat`` rounds). On a shared machine the minima are the robust numbers (a step that was
 not preempted). A second pass times the parts per step by wrapping them (each wrapper adds
 ~0.3 µs), reported as minimum / median over ``--repeat`` × ``--steps`` steps:
-assembly (``Simulator.assemble``), detection (``CollisionPipeline.collide``), the anchors' apply,
+assembly (``stepper.assemble``), detection (``CollisionPipeline.collide``), the anchors' apply,
 the advance with the anchors' update (``update``, which runs ``fused.advance_and_remember``: one launch;
 ``advance_all`` + ``after_advance`` where there are no anchors), energy monitor (``after_step``). Launches per step count every kernel call of the runtime.
 
@@ -113,7 +113,7 @@ def sphere(solver: str, steps: int, repeat: int, profile: bool) -> dict:
     # parts
     import femcontact.simulator as simmod
     parts: dict[str, float] = {}
-    _wrap(sim, "assemble", parts, "assembly")
+    _wrap(getattr(simmod, "stepper", sim), "assemble", parts, "assembly")    # the step calls stepper.assemble
     if sim.collision is not None:
         _wrap(sim.collision, "collide", parts, "detection")
     if sim.anchors is not None:

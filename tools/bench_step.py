@@ -7,6 +7,9 @@
 Scenes: ``sphere`` one rigid sphere (r 5 cm, steel 7800 kg/m³) resting on a half-space ground,
 measured from rest; ``clutter`` scenes/clutter.py (40 rigid spheres and boxes dropped into a
 box of 5 static obstacle boxes), measured over its first steps (the drop and the pile-up);
+``gripper_ball`` scenes/gripper_ball.py (a rigid two-finger gripper on prismatic joints lifts a
+soft ball) and ``panda_ball`` scenes/panda_soft_ball.py (the Panda's hand lifts one) measured during
+the lift; ``panda`` scenes/panda_hold.py (no contacts: joints);
 ``cube`` the 2,187-DOF soft cube (``fc.meshes.box((0.1,)*3, resolution=8)``, E 1e5, ν 0.4,
 ρ 1000, Rayleigh α 1, β 2e-3 as scenes/cube_drop.py) dropped 5 cm onto the ground, 100 steps.
 Integrator: implicit Euler under the Newton path, the midpoint rule under COND (as the
@@ -132,8 +135,10 @@ def scene_file(name: str, **kw):
 SCENES = {"sphere": (sphere_scene, 200), "clutter": (clutter_scene, 100), "cube": (cube_scene, 100),
           # issue 31's small Newton scenes (scenes/*.py as written; ``--warmup`` sets where measuring starts)
           "box": (scene_file("rigid_box_push"), 100), "cylinder": (scene_file("spring_cylinder"), 100),
-          "clutter_rest": (scene_file("clutter"), 50), "panda": (scene_file("panda_hold"), 100)}
-WARMUP = {"clutter": 50, "clutter_rest": 400}    # clutter from t = 0.5 s (SAP §VI-C's transient), at rest from 4 s
+          "clutter_rest": (scene_file("clutter"), 50), "panda": (scene_file("panda_hold"), 100),
+          "gripper_ball": (scene_file("gripper_ball"), 50), "panda_ball": (scene_file("panda_soft_ball"), 50)}
+# clutter from t = 0.5 s (SAP §VI-C's transient), at rest from 4 s; the gripper's ball from t = 0.6 s (lifted)
+WARMUP = {"clutter": 50, "clutter_rest": 400, "gripper_ball": 60, "panda_ball": 60}
 
 
 # ---------------------------------------------------------------- floor

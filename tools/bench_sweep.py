@@ -1,6 +1,6 @@
 """The cost of Dask per sweep run: the same runs as a plain loop in one process and as ``femcontact.sweep``.
 
-    python tools/bench_sweep.py [--scene tests/sweep_scene.py] [--runs 12] [--steps 20] [--workers 1 2]
+    python tools/bench_sweep.py [--scene tests/helpers/sweep_scene.py] [--runs 12] [--steps 20] [--workers 1 2]
 
 Plain loop: one process, Taichi initialised and the kernels compiled by a warm-up run first, then
 ``--runs`` runs (build the scene, make a Simulator, ``run(steps)``, no output), timed per run.
@@ -59,7 +59,7 @@ def on_dask(scene: Path, frictions, steps: int, workers: int) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--scene", default=str(ROOT / "tests" / "sweep_scene.py"))
+    ap.add_argument("--scene", default=str(ROOT / "tests/helpers/sweep_scene.py"))
     ap.add_argument("--runs", type=int, default=12)
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--workers", type=int, nargs="+", default=[1, 2])

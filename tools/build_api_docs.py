@@ -6,7 +6,7 @@ Needs the ``docs`` extra (``pip install -e ".[docs]"``). Importing the modules n
 declares the kernels on the runtime but initialises no backend and compiles nothing (checked here). Every warning pdoc raises (a module
 that fails to import, a docstring include that cannot be read, an unparsable annotation, ...) is
 printed and makes the build fail (exit 1), so a reference that CI builds cannot rot silently
-(tests/test_api_docs.py). The folder is replaced as a whole: built beside it, then swapped in.
+(tests/app/test_api_docs.py). The folder is replaced as a whole: built beside it, then swapped in.
 """
 from __future__ import annotations
 
@@ -27,6 +27,7 @@ MODULES = (
     "femcontact",
     "femcontact.scene",
     "femcontact.simulator",
+    "femcontact.convergence",
     "femcontact.geometry.shapes",
     "femcontact.kits.gripper",
     "femcontact.control",

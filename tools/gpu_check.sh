@@ -44,7 +44,8 @@ fi
 
 echo "gpu_check: 1/2 $ARCH test sample (at most ${TEST_BUDGET} s)"
 timeout --kill-after=10 "$TEST_BUDGET" $PY -m pytest -q -p no:cacheprovider -m "not slow" \
-  tests/test_fem.py tests/test_contact_physics.py tests/test_cond.py tests/test_sap.py tests/test_rods.py \
+  tests/bodies/test_fem.py tests/physics/test_contact_physics.py tests/solvers/cond/test_cond.py \
+  tests/solvers/test_sap.py tests/bodies/test_rods.py \
   > "$OUT/tests.log" 2>&1
 test_rc=$?
 tail -3 "$OUT/tests.log"

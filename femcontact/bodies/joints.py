@@ -16,7 +16,7 @@ the attachments' are
   orientation row on (ω_A, ω_segment).
 
 Joint coordinates ``s`` (hinge angle about its axis, rad, unwrapped: continuous through ±π, each
-step taking the branch nearest the last, kept in ``State.host``; prismatic slide along it, m) with
+step taking the branch nearest the last, kept in ``State.joint_angles``; prismatic slide along it, m) with
 rate ``ṡ = jᵀ v`` carry one-sided limits (engaged when ``s + dt ṡ`` leaves ``[lower, upper]``: a stiff damper
 toward the rate that ends the step at rest on the limit, an inelastic stop under either
 integrator, plus 20 % recovery of any overshoot) and PD drives
@@ -33,7 +33,10 @@ is at most 1 % as compliant as one rod segment however light the node.
 Each joint kind is a class of ``bodies/joint_kinds.py`` giving its rows, residual and stiffness;
 ``JointSystem`` finds their blocks, adds coordinates (limits, drives, efforts, gravity
 compensation, mimic couplings) and assembles. Joints are few; they are evaluated on the host with
-numpy (vectorized over attachment nodes) and scattered into ``A`` and ``b`` by one kernel.
+numpy, vectorized over the joints of a kind (``joint_kinds.Stack``) and over attachment nodes, summed
+per joint over its four blocks (a 12×12 matrix, a 12-vector) and scattered into ``A`` and ``b`` by one
+kernel in a layout fixed at the first step (measured against the per-joint loop:
+docs/PERFORMANCE.md, 2026-11-28 "Joints stacked over joints").
 """
 from typing import Optional
 
@@ -47,9 +50,7 @@ from ..math.quaternion import cross_matrix as skew, quat_to_matrix
 from ..spec.drive import Drive  # noqa: F401 (re-exported: its old home)
 from ..spec.joint import JOINT_KINDS, Attachment, JointSpec, locate_points, make_joint  # noqa: F401 (likewise)
 from .joint_kinds import (JOINT_CLASSES, STIFFNESS_FACTOR, Configuration, CoordinateJoint, Hinge, MimicCoupling,
-                          RowSums, Side)
-
-HINGE_ANGLES = "hinge_angles"     # State.host key: each hinge's unwrapped angle at the last assembly
+                          Side, Stack, block_values, limit_rate, stack_geometry)
 
 
 @ti.kernel
@@ -86,11 +87,6 @@ def _pair_terms(J: list, blk: list, k: np.ndarray, e: np.ndarray, sk: float, b_f
 def _side_blocks(side) -> list:
     """The (linear, angular) blocks of a rigid side; none for the world or an FEM point target."""
     return [] if side is None or side.world else [side.lin, side.lin + 1]
-
-
-def coordinate_rate(j: list, blocks: list, v: np.ndarray) -> float:
-    """``ṡ = Σ_a j_a v_a`` of a coordinate with rows ``j`` on ``blocks`` (the world's blocks skipped)."""
-    return sum(float((jj @ v[blk])[0]) for jj, blk in zip(j, blocks) if blk >= 0)
 
 
 class _RodEnds:
@@ -183,16 +179,15 @@ class JointSystem:
                     couple([blk, side.lin + 1 if not side.world else -1])
         self.coupling_pairs = (np.array(pairs_r, np.int64), np.array(pairs_c, np.int64))
         self.count = len(self.joints) + len(self.attach) + len(self.orient)
+        self._setup_stacks(model)
         self._cap = (0, 0)     # sizes of the scatter transfer arrays (allocated by _scatter)
-        self.actuation: dict = {}   # joint name -> the last step's actuator force terms (actuator_forces)
+        self._slots = None     # the joints' and mimics' A slots and b rows (a fixed layout, set at the first scatter)
+        self._actuation = None     # the last step's actuator force terms (actuator_forces)
         self._actuation_until = -1.0
 
     def _setup_robot_terms(self, model) -> None:
-        """Per joint the (rigid index, mass) of the bodies it carries (gravity compensation), and the
-        mimic couplings; a clear error for a mimic of a joint that does not exist."""
+        """The mimic couplings; a clear error for a mimic of a joint that does not exist."""
         by_name = {joint.spec.name: joint for joint in self.joints}
-        self.carried = [[(model.rigid_index(name), model.rigid_specs[model.rigid_index(name)].mass)
-                         for name in joint.spec.subtree] for joint in self.joints]
         self.mimics: list[MimicCoupling] = []
         for joint in self.joints:
             spec = joint.spec
@@ -206,6 +201,37 @@ class JointSystem:
                 raise ParameterError(f"joint {spec.name!r}: only hinge and prismatic joints can mimic another")
             self.mimics.append(MimicCoupling(joint, leader))
 
+    def _setup_stacks(self, model) -> None:
+        """The joints stacked per kind (their rows are evaluated a kind at once), and per coordinate
+        joint its limits, the bodies it carries (gravity compensation) and the mimic couplings, as arrays."""
+        joints = self.joints
+        self.stack_all = Stack(joints)
+        kinds: dict = {}
+        for i, joint in enumerate(joints):
+            kinds.setdefault(type(joint), []).append(i)
+        self.coordinates = np.array([i for i, j in enumerate(joints) if isinstance(j, CoordinateJoint)], np.int64)
+        self.groups = []
+        for cls, idx in kinds.items():
+            # the bodies each joint carries: (joint within the kind, centre-of-mass block, mass)
+            carried = [(n, int(model.rigid_lin[model.rigid_index(name)]), model.rigid_specs[model.rigid_index(name)].mass)
+                       for n, i in enumerate(idx) for name in joints[i].spec.subtree]
+            carried = np.array(carried, float).reshape(-1, 3)
+            self.groups.append((cls, issubclass(cls, CoordinateJoint), np.array(idx, np.int64), Stack([joints[i] for i in idx]),
+                                carried[:, 0].astype(np.int64), carried[:, 1].astype(np.int64), carried[:, 2]))
+        coord = [joints[i] for i in self.coordinates]
+        self.coordinate_names = [j.spec.name for j in coord]
+        self.lower = np.array([j.limit.lower if j.limit else -np.inf for j in coord], float)
+        self.upper = np.array([j.limit.upper if j.limit else np.inf for j in coord], float)
+        self.k_limit = np.array([j.limit.k if j.limit else 0.0 for j in coord], float)
+        index = {id(j): i for i, j in enumerate(joints)}
+        self.mimic_follower = np.array([index[id(m.follower)] for m in self.mimics], np.int64)
+        self.mimic_leader = np.array([index[id(m.leader)] for m in self.mimics], np.int64)
+        self.mimic_multiplier = np.array([m.mimic.multiplier for m in self.mimics], float)
+        self.mimic_offset = np.array([m.mimic.offset for m in self.mimics], float)
+        self.mimic_k = np.array([m.follower.k_coordinate for m in self.mimics], float)
+        self.mimic_beta = np.array([m.beta for m in self.mimics], float)
+        self.mimic_blocks = np.array([m.blocks for m in self.mimics], np.int64).reshape(-1, 8)
+
     # ------------------------------------------------------------------ per step
     def after_advance(self, state) -> None:
         """Nothing follows from the positions (a body system: ``bodies/system.py``)."""
@@ -217,49 +243,89 @@ class JointSystem:
 
     def assemble(self, state, control, A, b, coef, t: float, dt: float) -> None:
         """Add every joint's ``(a_k + a_kb β) Jᵀ K J`` to A and ``−b_f Jᵀ K e`` (+ coordinate terms:
-        limits, the drives as ``control`` holds them now, efforts, gravity compensation; mimic rows) to b."""
+        limits, the drives as ``control`` holds them now, efforts, gravity compensation; mimic rows) to b.
+        The joints' terms are summed per joint over its 4 blocks (a 12×12 matrix, a 12-vector), a
+        kind of joint at once."""
         n, n_rot = self.model.n_nodes, self.model.n_rot     # read through host views (no copy kernels)
         x = backend.read(state.x, n).astype(np.float64, copy=False)
         v = backend.read(state.v, n).astype(np.float64, copy=False)
         R = (quat_to_matrix(backend.read(state.q, n_rot).astype(np.float64, copy=False)) if n_rot
              else np.zeros((0, 3, 3)))
         conf = Configuration(x, v, R, dt)
-        sums = RowSums()
-        self.actuation, self._actuation_until = {}, t + dt
-        coords: dict = {}            # joint -> (its coordinate, the coordinate's rows)
-        angles = state.host.get(HINGE_ANGLES)
-        angles = np.zeros(len(self.joints)) if angles is None or len(angles) != len(self.joints) else np.array(angles)
-        for i, joint in enumerate(self.joints):
-            g = joint.geometry(conf)
-            sums.add_rows(joint.blocks, joint.rows(g, dt), coef.a_k + coef.a_kb * joint.beta, coef.b_f)
-            if isinstance(joint, CoordinateJoint):
-                angles[i], s, j = joint.coordinate(g, angles[i])
-                coords[joint] = (s, j)
-                self._coordinate_terms(i, control, sums, x, g, s, j, coordinate_rate(j, joint.blocks, v),
-                                       coef, t, dt)
-        state.host[HINGE_ANGLES] = angles
-        for mimic in self.mimics:        # e = s − m s_leader − offset, a stiff joint-space spring
-            sums.add_rows(mimic.blocks, mimic.rows(*coords[mimic.follower], *coords[mimic.leader]),
-                          coef.a_k + coef.a_kb * mimic.beta, coef.b_f)
-        parts = [sums.arrays()]
-        parts += [self._attachment_terms(at, x, conf.pose, coef) for at in self.attach]
+        nj = len(self.joints)
+        H, f = np.zeros((nj, 12, 12)), np.zeros((nj, 12))
+        s, j, gravity = np.zeros(nj), np.zeros((nj, 1, 12)), np.zeros(nj)
+        angles = state.joint_angles
+        angles = np.zeros(nj) if angles is None or len(angles) != nj else np.array(angles)
+        for cls, has_coordinate, idx, st, c_joint, c_block, c_mass in self.groups:
+            g = stack_geometry(st, conf)
+            _add_rows(H, f, idx, cls.stack_rows(st, g, dt), coef.a_k + coef.a_kb * st.beta, coef.b_f)
+            if has_coordinate:
+                angles[idx], s[idx], j[idx] = cls.stack_coordinate(st, g, angles[idx])
+                if len(c_joint):     # Σ m_b g · ∂c_b/∂s over the bodies each joint carries
+                    lever = cls.gravity_lever(g.wA[c_joint], x[c_block], g.pB[c_joint])
+                    gravity[idx] = np.bincount(c_joint, c_mass * (lever @ self.model.gravity), len(idx))
+        state.joint_angles = angles
+        if len(self.coordinates):
+            self._coordinate_terms(control, H, f, s, j, gravity, v, coef, t, dt)
+        mats, vecs = [_block_matrices(H, 4)], [f.reshape(-1, 3)]
+        if self.mimics:                  # e = s − m s_leader − offset, a stiff joint-space spring
+            fo, le = self.mimic_follower, self.mimic_leader
+            rows = MimicCoupling.stack_rows(s[fo], j[fo], s[le], j[le], self.mimic_multiplier, self.mimic_offset,
+                                            self.mimic_k)
+            Hm, fm = np.zeros((len(fo), 24, 24)), np.zeros((len(fo), 24))
+            _add_rows(Hm, fm, slice(None), [rows], coef.a_k + coef.a_kb * self.mimic_beta, coef.b_f)
+            mats.append(_block_matrices(Hm, 8))
+            vecs.append(fm.reshape(-1, 3))
+        parts = [self._attachment_terms(at, x, conf.pose, coef) for at in self.attach]
         parts += [self._orientation_terms(o, R, coef) for o in self.orient]
-        self._scatter(parts, A, b)
+        self._scatter(np.concatenate(mats), np.concatenate(vecs), parts, A, b)
 
-    def _coordinate_terms(self, i: int, control, sums: RowSums, x: np.ndarray, g, s: float, j: list, sdot: float,
-                          coef, t: float, dt: float) -> None:
-        """Joint i's limit, drive with gravity compensation, and feedforward effort on its coordinate
-        ``s`` (rows ``j``, rate ``sdot``); records the actuator's force of the step (``actuator_forces``)."""
-        joint = self.joints[i]
-        spec, blocks = joint.spec, joint.blocks
-        gravity = -self._gravity_effort(i, x, g.pB, g.wA) if control.gravity_compensated(spec.name) else 0.0
-        if joint.limit is not None:
-            joint.limit.add_to(sums, blocks, j, s, sdot, coef, dt)
-        const, slope = self._drive_terms(control.joint_drive(spec.name), s, sdot, j, blocks, sums, coef, t, gravity)
-        effort = control.joint_effort(spec.name, t)
-        if effort != 0.0:
-            sums.add(blocks, j, np.zeros((1, 1)), np.zeros(1), 0.0, 0.0, extra_b=np.array([coef.b_f * effort]))
-        self.actuation[spec.name] = (const + effort, slope, j, blocks)
+    def _coordinate_terms(self, control, H: np.ndarray, f: np.ndarray, s: np.ndarray, j: np.ndarray,
+                          gravity: np.ndarray, v: np.ndarray, coef, t: float, dt: float) -> None:
+        """Every coordinate joint's limit, drive with gravity compensation (``gravity``: the effort of
+        gravity on each joint's coordinate) and feedforward effort on its coordinate ``s`` (rows ``j``),
+        added to its ``H``, ``f``; records the actuators' forces of the step (``actuator_forces``).
+
+        With an effort limit the drive's force ``−k_p (s − s*) − k_d (ṡ − ṡ*)`` plus the gravity
+        compensation is capped at ``max_force`` and applied as a constant force (the saturated drive);
+        unsaturated, its stiffness ``k_p`` (a_k) and damping ``k_d`` (a_kb, as Rayleigh damping enters A)
+        act on the coordinate implicitly, with the target rate in b."""
+        ci = self.coordinates
+        m = len(ci)
+        kp, kd, target, vel, has_target = np.zeros(m), np.zeros(m), np.zeros(m), np.zeros(m), np.zeros(m, bool)
+        cap, effort, compensated, driven = np.full(m, np.inf), np.zeros(m), np.zeros(m), np.zeros(m, bool)
+        for i, name in enumerate(self.coordinate_names):
+            d = control.joint_drive(name)
+            if d is not None:
+                driven[i] = True
+                tgt, vel[i] = d.values(t)
+                kd[i], kp[i] = d.kd, (0.0 if tgt is None else d.kp)
+                if tgt is not None:
+                    target[i], has_target[i] = tgt, True
+                cap[i] = np.inf if d.max_force is None else d.max_force
+            effort[i] = control.joint_effort(name, t)
+            compensated[i] = control.gravity_compensated(name)
+        s, jc, blocks = s[ci], j[ci, 0], self.stack_all.blocks[ci]
+        sdot = (jc * block_values(v, blocks)).sum(1)
+        grav = -gravity[ci] * compensated
+        engaged, rate = limit_rate(self.lower, self.upper, s, sdot, coef, dt)
+        c = np.where(engaged, self.k_limit * dt, 0.0)
+        e = np.where(has_target, s - target, 0.0)
+        force = -kd * (sdot - vel) - kp * e + grav
+        saturated = driven & (np.abs(force) > cap)
+        capped = np.sign(force) * np.minimum(np.abs(force), cap)
+        free = driven & ~saturated
+        w = coef.a_kb * c + np.where(free, coef.a_k * kp + coef.a_kb * kd, 0.0)
+        fb = (coef.a_kb * c * rate + coef.b_f * np.where(saturated, capped, np.where(free, -kp * e, 0.0) + grav)
+              + np.where(free, coef.a_kb * kd * vel, 0.0) + coef.b_f * effort)
+        # the force these rows apply: −kp (e + (a_k/b_f) ṡ̂) − kd (a_kb/b_f)(ṡ̂ − ṡ*) + gravity
+        const = np.where(saturated, capped, np.where(free, -kp * e + kd * vel * coef.a_kb / coef.b_f, 0.0) + grav)
+        slope = np.where(free, -(kp * coef.a_k + kd * coef.a_kb) / coef.b_f, 0.0)
+        H[ci] += w[:, None, None] * (jc[:, :, None] * jc[:, None, :])
+        f[ci] += fb[:, None] * jc
+        self._actuation = (const + effort, slope, jc, blocks)
+        self._actuation_until = t + dt
 
     @staticmethod
     def _attachment_terms(at: dict, x: np.ndarray, pose, coef):
@@ -301,48 +367,10 @@ class JointSystem:
             blk.append(np.full(n, side.lin + 1))
         return _pair_terms(J, blk, o["k"], e, coef.a_k + coef.a_kb * o["beta"], coef.b_f)
 
-    def _gravity_effort(self, i: int, x: np.ndarray, anchor: np.ndarray, axis: np.ndarray) -> float:
-        """Generalized force of gravity on joint i's coordinate from the bodies it carries:
-        ``Σ m_b g · (a × (c_b − p))`` (hinge about axis a through p) or ``Σ m_b g · a`` (prismatic)."""
-        g = self.model.gravity
-        total = 0.0
-        for k, m in self.carried[i]:
-            c = x[int(self.model.rigid_lin[k])]
-            total += m * float(g @ self.joints[i].gravity_lever(axis, c, anchor))
-        return total
-
-    @staticmethod
-    def _drive_terms(d, s: float, sdot: float, j: list, blocks: list, sums: RowSums, coef, t: float,
-                     gravity: float) -> tuple[float, float]:
-        """The actuator's drive plus gravity compensation ``gravity`` (N or N m), whose sum is capped at
-        the drive's max_force. Returns the actuator force of the step as ``(c, g)``: ``c + g ṡ̂`` with
-        ``ṡ̂`` the solved coordinate rate (the implicit PD terms are linear in it)."""
-        one = np.ones((1, 1))
-        if d is None:
-            if gravity != 0.0:
-                sums.add(blocks, j, 0.0 * one, np.zeros(1), 0.0, 0.0, extra_b=np.array([coef.b_f * gravity]))
-            return gravity, 0.0
-        target, vel = d.values(t)
-        force = -d.kd * (sdot - vel) - (0.0 if target is None else d.kp * (s - target)) + gravity
-        if d.max_force is not None and abs(force) > d.max_force:
-            # saturated: a constant effort along the coordinate (impulse units: b_f)
-            capped = float(np.sign(force) * d.max_force)
-            sums.add(blocks, j, 0.0 * one, np.zeros(1), 0.0, 0.0, extra_b=np.array([coef.b_f * capped]))
-            return capped, 0.0
-        kp = 0.0 if target is None else d.kp
-        e = np.array([0.0 if target is None else s - target])
-        # stiffness kp (a_k), damping kd (a_kb as Rayleigh damping enters A), its target rate in b
-        sums.add(blocks, j, kp * one, e, coef.a_k, coef.b_f)
-        sums.add(blocks, j, d.kd * one, np.zeros(1), coef.a_kb, 0.0,
-                 extra_b=np.array([coef.a_kb * d.kd * vel + coef.b_f * gravity]))
-        # the force these rows apply: −kp (e + (a_k/b_f) ṡ̂) − kd (a_kb/b_f)(ṡ̂ − ṡ*) + gravity
-        return (-kp * float(e[0]) + d.kd * vel * coef.a_kb / coef.b_f + gravity,
-                -(kp * coef.a_k + d.kd * coef.a_kb) / coef.b_f)
-
     def hinge_coordinate(self, state, joint: str) -> Optional[float]:
         """The unwrapped coordinate (rad, ``position0`` included) of hinge ``joint`` at the last
         assembly (None before the first): a reading from the poses lies within π of it."""
-        angles = state.host.get(HINGE_ANGLES)
+        angles = state.joint_angles
         if angles is None or len(angles) != len(self.joints):
             return None
         for i, j in enumerate(self.joints):
@@ -355,33 +383,71 @@ class JointSystem:
         last step: its PD drive and gravity compensation (capped together at the drive's max_force, as
         applied) plus the feedforward effort, with the implicit terms at the solved rate ``ṡ̂ = j v̂``.
         Empty before the first step (and after a checkpoint is loaded, until the next step)."""
-        if not self.actuation or abs(state.time - self._actuation_until) > 1e-9 * self.model.dt:
+        if self._actuation is None or abs(state.time - self._actuation_until) > 1e-9 * self.model.dt:
             return {}
+        const, slope, j, blocks = self._actuation
         v_hat = backend.read(state.v_hat, self.model.n_nodes).astype(np.float64, copy=False)
-        return {name: const + slope * coordinate_rate(j, blocks, v_hat)
-                for name, (const, slope, j, blocks) in self.actuation.items()}
+        force = const + slope * (j * block_values(v_hat, blocks)).sum(1)
+        return {name: float(value) for name, value in zip(self.coordinate_names, force)}
 
-    def _scatter(self, parts: list, A, b) -> None:
-        """Add all (row, col, 3x3) terms to A and (row, vec) terms to b with one kernel; the transfer
-        arrays are kept between steps and grow when a step needs more."""
-        rows, cols, mats, b_rows, b_vecs = (np.concatenate(z) for z in zip(*parts))
-        slots = self.model.pattern.index(rows, cols) if len(rows) else np.zeros(0, np.int64)
+    def _fixed_layout(self) -> tuple:
+        """A's slots (−1: a world block) and b's rows of the joints' and mimics' block terms, in the
+        order of ``_block_matrices``: the same every step."""
+        slots, rows = [], []
+        for blocks in (self.stack_all.blocks, self.mimic_blocks):
+            m = blocks.shape[1]
+            r, c = np.repeat(blocks, m, 1).ravel(), np.tile(blocks, (1, m)).ravel()
+            both = (r >= 0) & (c >= 0)
+            slot = np.full(len(r), -1, np.int64)
+            slot[both] = self.model.pattern.index(r[both], c[both])
+            slots.append(slot)
+            rows.append(blocks.ravel())
+        return np.concatenate(slots), np.concatenate(rows)
+
+    def _scatter(self, mats: np.ndarray, vecs: np.ndarray, parts: list, A, b) -> None:
+        """Add the joints' block terms (``mats``, ``vecs`` in the fixed layout) and the attachments'
+        (row, col, 3x3) / (row, vec) ``parts`` to A and b with one kernel. The transfer arrays are
+        kept between steps (A's slots and b's rows written again only where attachments add terms)
+        and grow when a step needs more."""
+        if self._slots is None:
+            self._slots = self._fixed_layout()
+        slots, b_rows = self._slots
+        if parts:
+            rows, cols, p_mats, p_rows, p_vecs = (np.concatenate(z) for z in zip(*parts))
+            slots = np.concatenate([slots, self.model.pattern.index(rows, cols) if len(rows) else rows])
+            mats, b_rows, vecs = np.concatenate([mats, p_mats]), np.concatenate([b_rows, p_rows]), np.concatenate([vecs, p_vecs])
         n, m = len(slots), len(b_rows)
+        layout = bool(parts)
         if n > self._cap[0] or m > self._cap[1] or self._cap[0] == 0:
             self._cap = (max(n, 1, 2 * self._cap[0]), max(m, 1, 2 * self._cap[1]))
-            self._slots = backend.int_array(np.zeros(self._cap[0]))
+            self._slot_arr = backend.int_array(np.zeros(self._cap[0]))
             self._mats = backend.mat3_array(self._cap[0])
             self._rows = backend.int_array(np.zeros(self._cap[1]))
             self._vecs = backend.vec3_array(self._cap[1])
+            layout = True
         real = backend.np_real()
-        pad = lambda a, size, fill: np.concatenate([a, np.full((size - len(a),) + a.shape[1:], fill, a.dtype)])
-        for arr, data in ((self._slots, pad(slots.astype(np.int32), self._cap[0], -1)),
-                          (self._mats, pad(mats.astype(real), self._cap[0], 0)),
-                          (self._rows, pad(b_rows.astype(np.int32), self._cap[1], -1)),
-                          (self._vecs, pad(b_vecs.astype(real), self._cap[1], 0))):
+        transfers = [(self._mats, mats.astype(real, copy=False), 0.0), (self._vecs, vecs.astype(real, copy=False), 0.0)]
+        if layout:
+            transfers += [(self._slot_arr, slots.astype(np.int32), -1), (self._rows, b_rows.astype(np.int32), -1)]
+        for arr, data, fill in transfers:
             view = backend.host_view(arr)          # CPU: write in place, no copy kernel
             if view is not None:
-                view[...] = data
+                view[:len(data)] = data
+                view[len(data):] = fill
             else:
-                arr.from_numpy(data)
-        scatter_joint_terms(self._slots, self._mats, self._rows, self._vecs, A.blocks, b)
+                arr.from_numpy(np.concatenate([data, np.full((arr.shape[0] - len(data),) + data.shape[1:], fill,
+                                                             data.dtype)]))
+        scatter_joint_terms(self._slot_arr, self._mats, self._rows, self._vecs, A.blocks, b)
+
+
+def _add_rows(H: np.ndarray, f: np.ndarray, idx, rows: list, scale_k, scale_b: float) -> None:
+    """``H[idx] += scale_k k JᵀJ`` and ``f[idx] −= scale_b k Jᵀ e`` of stacked Rows (``scale_k`` per joint)."""
+    for r in rows:
+        JT = r.J.transpose(0, 2, 1)
+        H[idx] += (scale_k * r.k)[:, None, None] * (JT @ r.J)
+        f[idx] -= (scale_b * r.k)[:, None] * (JT @ r.e[:, :, None])[:, :, 0]
+
+
+def _block_matrices(H: np.ndarray, m: int) -> np.ndarray:
+    """(n, 3m, 3m) -> the (n · m · m, 3, 3) blocks, row block major (``_fixed_layout``'s order)."""
+    return H.reshape(-1, m, 3, m, 3).transpose(0, 1, 3, 2, 4).reshape(-1, 3, 3)

@@ -360,7 +360,7 @@ class StictionAnchors:
     def __init__(self, n_nodes: int, dt: float, gain: float = 1.0):
         self.dt = float(dt)
         self.gain = float(gain)
-        self.slips = ContactMemory(n_nodes)          # value: the slip s
+        self.slips = ContactMemory(n_nodes)          # value: the slip s (part of the State: State.anchors)
         self.constants = HostScalars(ANCHOR_F)
         self.constants.set(dt=self.dt, gain=self.gain)
         self.slip_now = backend.vec3_array(1)
@@ -414,11 +414,3 @@ class StictionAnchors:
             return float(view[0, ANCHOR_F.work.off] if view is not None else
                          backend.read(self.constants.array)[0, ANCHOR_F.work.off])
         return offset_work(contacts)
-
-    def memory(self) -> dict[str, np.ndarray]:
-        d = self.slips.memory()
-        return {"anchor_keys": d["keys"], "anchor_points": d["points"], "anchor_slip": d["values"]}
-
-    def restore(self, memory: dict) -> None:
-        self.slips.restore(memory["anchor_keys"], memory["anchor_points"], memory["anchor_slip"])
-        self._applied = False

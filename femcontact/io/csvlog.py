@@ -19,7 +19,7 @@ __all__ = ["CsvLog", "STEPS_CSV", "STEPS_COLUMNS", "steps_row"]
 STEPS_CSV = "steps.csv"
 #: the columns of OUT/steps.csv: one row per completed step, each a field of ``StepStats``
 STEPS_COLUMNS = ("step", "time", "iterations", "residual", "e_m", "contacts", "ms_detection", "ms_assembly",
-                 "ms_solve", "ms_total")
+                 "ms_solve", "ms_total", "converged")
 
 
 def _field(value) -> str:
@@ -31,7 +31,8 @@ def _field(value) -> str:
 
 
 def steps_row(stats) -> str:
-    """One line of steps.csv for a ``StepStats`` (times and residuals exact, ms to 1 µs; no e_m: empty)."""
+    """One line of steps.csv for a ``StepStats`` (times and residuals exact, ms to 1 µs; no e_m: empty;
+    converged: 1, or 0 where the step's solve ended unconverged, ``femcontact.convergence``)."""
     return ",".join(f"{getattr(stats, c):.3f}" if c.startswith("ms_") else _field(getattr(stats, c))
                     for c in STEPS_COLUMNS) + "\n"
 

@@ -15,7 +15,7 @@ frame files only when asked, one piece at a time::
 
 Contacts are attributed to bodies through the ``contacts`` piece's point data ``body_a``/``body_b``
 (indices into its field data ``body_names``, -1 for the world or an obstacle; its ``force`` acts
-on B and its opposite on A: ``Simulator._contact_pieces``). A robot's name stands for all its
+on B and its opposite on A: ``io.frames.contact_pieces``). A robot's name stands for all its
 bodies (field data ``body_robots``).
 
 ``plot`` draws the contact force, the stick/slip counts and the contact solver's momentum error

@@ -12,7 +12,8 @@ literature and planned but not implemented: asking for one fails with a message 
 """
 import importlib
 
-from ..spec.names import PLANNED_SOLVERS, SOLVER_NAMES, check_solver_name
+from ..errors import ParameterError
+from ..spec.names import AUTO_SOLVER, PLANNED_SOLVERS, SOLVER_NAMES, check_solver_name
 
 __all__ = ["CONTACT_SOLVERS", "PLANNED_SOLVERS", "SOLVER_MODULE", "SOLVER_MODULES", "SOLVER_NAMES",
            "check_solver_name", "make_contact_solver"]
@@ -27,5 +28,8 @@ def make_contact_solver(name: str, model, options: dict):
     """Instantiate the contact solver ``name`` for ``model`` (importing the solver's module, which
     registers it in ``CONTACT_SOLVERS``)."""
     name = check_solver_name(name)
+    if name == AUTO_SOLVER:
+        raise ParameterError("solver 'auto' names no solver: the Simulator picks one for the scene "
+                             "(femcontact.convergence.choose_solver)")
     importlib.import_module(f"{__name__}.{SOLVER_MODULE[name]}")
     return CONTACT_SOLVERS[name](model, dict(options or {}))

@@ -120,10 +120,11 @@ class DenseNewtonMatrix:
 
     def setup(self, At: np.ndarray, J: ContactRows) -> None:
         """Ã (3n, 3n) dense and the Jacobian (prescribed columns zeroed) of this step."""
-        if self._nodes is None or self._nodes.shape != J.nodes.shape or not np.array_equal(self._nodes, J.nodes):
+        if (self._nodes is None or self._nodes.shape != J.nodes.shape or self._size != At.shape[0]
+                or not np.array_equal(self._nodes, J.nodes)):
             dof = J.dofs
             self._scatter = (dof[:, :, None] * At.shape[0] + dof[:, None, :]).ravel()
-            self._nodes = J.nodes.copy()
+            self._nodes, self._size = J.nodes.copy(), At.shape[0]
             self.patterns += 1
         self._At = At
         self._Jd = J.rows

@@ -23,6 +23,9 @@ float64 vector, so a GPU/Taichi implementation can replace it later. Implementat
   the structure a GPU version uses, like Genesis' port of SAP). Warm-started from zero; the
   tolerance is relative to ``‖r‖`` and tightened as Newton converges (inexact Newton).
 
+- ``"schur"`` (``newton_schur``): one factorization of Ã per step and Newton on the contact DOFs'
+  Schur complement; the Newton loop runs it (``sap.py``), this module gives it its full-H fallback.
+
 ``make_newton_linear_solver("auto", n_dofs)``: a direct solver (cholmod if importable, else
 splu) up to ``DIRECT_MAX_DOFS`` unknowns, PCG above (direct fill grows superlinearly for 3D
 meshes, PCG memory stays linear).
@@ -43,7 +46,7 @@ import scipy.sparse as sp
 
 from ..errors import ParameterError, SimulationError
 
-NEWTON_LINEAR_SOLVERS = ("auto", "direct", "cholmod", "splu", "pcg")
+NEWTON_LINEAR_SOLVERS = ("auto", "direct", "cholmod", "splu", "pcg", "schur")
 DIRECT_MAX_DOFS = 150_000
 ORDERINGS = ("auto", "metis", "amd")
 METIS_MIN_DOFS = 5000      # "auto": METIS nested dissection from this many unknowns, AMD below
@@ -104,13 +107,14 @@ def nested_dissection(L: sp.csc_matrix, cols: np.ndarray, block: int = 3,
 
 
 def make_newton_linear_solver(kind: str = "auto", n_dofs: int = 0, **options):
-    """A linear solver for the Newton system: "auto", "direct", "cholmod", "splu" or "pcg"."""
+    """A linear solver for the Newton system: "auto", "direct", "cholmod", "splu" or "pcg" ("schur":
+    the direct one, for the steps ``newton_schur`` leaves to the full H)."""
     if kind not in NEWTON_LINEAR_SOLVERS:
         raise ParameterError(f"unknown Newton linear solver {kind!r}; choose one of "
                              f"{', '.join(NEWTON_LINEAR_SOLVERS)}")
     if kind == "auto":
         kind = "direct" if n_dofs <= DIRECT_MAX_DOFS else "pcg"
-    if kind == "direct":
+    if kind in ("direct", "schur"):     # "schur" (newton_schur): this is its full-H path, for steps without contact DOFs
         kind = "cholmod" if cholmod_available() else "splu"
     if kind == "cholmod":
         if not cholmod_available():

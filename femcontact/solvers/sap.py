@@ -15,7 +15,8 @@ models (cost, impulse, Hessian block per contact) live in ``solvers.contact_mode
 linear solve behind ``solvers.newton_linear``. It runs on the host in numpy, vectorized over
 contacts (no Python loop per contact): J as per-contact block rows (``newton_dense.ContactRows``,
 no scipy.sparse product per iteration), H dense with LAPACK's Cholesky up to
-``newton_dense.DENSE_MAX_DOFS`` unknowns (option ``linear_solver`` "auto"/"direct"), else in
+``newton_dense.DENSE_MAX_DOFS`` unknowns (option ``linear_solver`` "auto"/"direct"), for large
+deformables through the Schur complement of Ã on the contact DOFs (``newton_schur``), else in
 ``NewtonMatrix``'s block pattern for CHOLMOD / SuperLU / PCG; J's layout and the per-pair
 parameters are kept while the contacts' nodes and pairs repeat.
 
@@ -91,7 +92,9 @@ weights; prescribed nodes have infinite mass).
 
 Solver options: ``rel_tol`` (ε_r, 1e-6), ``abs_tol`` (ε_a, 1e-14 in √J), ``max_iterations``
 (100), ``max_line_search_iterations`` (100), ``alpha_max`` (1.5), ``linear_solver``
-("auto", "direct", "cholmod", "splu", "pcg"; see ``newton_linear``), ``friction_majorize_above``
+("auto", "direct", "cholmod", "splu", "pcg", see ``newton_linear``; "schur": Ã factored once per step
+and Newton on the contact DOFs' Schur complement, ``newton_schur``, which "auto" takes for large
+deformables on the CPU), ``friction_majorize_above``
 (0.1; ``inf`` for the exact Hessian throughout).
 
 Friction Hessian far from the solution (Lagged only): while e_m exceeds
@@ -119,6 +122,7 @@ from .base import SolveStats, StepProblem, solve_without_contacts
 from .contact_models import HuntCrossley, LaggedModel, SapModel, SimilarModel
 from .newton_dense import DENSE_MAX_DOFS, ContactRows, DenseNewtonMatrix, RowLayout, dense_index
 from .newton_linear import NewtonMatrix, make_newton_linear_solver, solve_newton
+from .newton_schur import ContactSpace, SchurSolver, contact_nodes, make_schur_solver
 
 DEFAULTS = {
     "rel_tol": 1e-6, "abs_tol": 1e-14, "max_iterations": 100, "max_line_search_iterations": 100,
@@ -196,6 +200,10 @@ class NewtonContactSolver:
         self.dense = o["linear_solver"] in ("auto", "direct") and model.n_dofs <= DENSE_MAX_DOFS
         self.hessian = DenseNewtonMatrix() if self.dense else NewtonMatrix()   # H's pattern / scatter, kept
         self.linear = self.hessian if self.dense else make_newton_linear_solver(o["linear_solver"], model.n_dofs)
+        # large deformables: Ã factored once per step, Newton on the contact DOFs' Schur complement
+        self.schur = None if self.dense else make_schur_solver(o["linear_solver"], model.n_dofs,
+                                                               backend.config()["arch"])
+        self._ahat = NewtonMatrix() if self.schur is not None else None    # Ã's lower triangle, pattern kept
         self._dense_A = None               # (pattern, flat positions of its blocks in a dense 3n x 3n)
         self._layout = None                # J's RowLayout of the last step
         self._params = None                # (param rows, table bytes, resolved parameters, restitution)
@@ -205,6 +213,7 @@ class NewtonContactSolver:
         self.lumped_nodes = np.flatnonzero(dofs.lumped)                # see delassus_estimate
         self.lumped_blocks = dofs.mass[self.lumped_nodes, None, None] * np.eye(3)
         self._fixed_src = self._fixed_np = None    # the prescribed mask, read once (``_fixed``)
+        self._no_contacts = None                     # an empty J: Ã's own lower triangle from ``_ahat``
         self.last_stats = None
 
     # ------------------------------------------------------------------ parameters
@@ -377,6 +386,24 @@ class NewtonContactSolver:
         out[self._dense_A[1]] = blocks.ravel()
         return out.reshape(n3, n3)
 
+    def _schur_setup(self, pattern, blocks: np.ndarray, Jf: ContactRows, fixed: np.ndarray):
+        """The Schur solver set up for this step (Ã = ``blocks`` in ``pattern`` factored, the contact
+        DOFs last), or None where this step takes the full-H path: no Schur solver, no free node in
+        contact, or (option "auto") too many contact DOFs (``SchurSolver.takes``)."""
+        if self.schur is None:
+            return None
+        nodes_c = contact_nodes(Jf, fixed)
+        k, n3 = 3 * len(nodes_c), 3 * len(fixed)
+        if k == 0 or (self.opt["linear_solver"] == "auto" and not SchurSolver.takes(n3, k)):
+            return None
+        if self._no_contacts is None:
+            self._no_contacts = ContactRows(np.zeros((0, 1), np.int64), np.zeros((0, 1, 3, 3)), len(fixed),
+                                            np.zeros((0, 1), bool))
+        At = self._ahat
+        At.setup((pattern.indptr, pattern.col, blocks), self._no_contacts)
+        self.schur.setup(At.lower(np.zeros((0, 3, 3))), At.cols, ("Ã", At.key), Jf, nodes_c, At.block_pattern)
+        return self.schur
+
     def _fixed(self, fixed_arr, n: int) -> np.ndarray:
         """The prescribed mask (bool, n): read once per mask array (it is fixed at build time)."""
         if self._fixed_src is not fixed_arr:
@@ -464,9 +491,12 @@ class NewtonContactSolver:
 
         D = momentum_scaling(Dblk, dof_fixed)
         t0 = time.perf_counter()
+        schur = self._schur_setup(problem.A.pattern, (s / ch) * blocks, Jf, fixed)
+        ms_linear = 1e3 * (time.perf_counter() - t0)       # the Schur path's factorization of Ã
+        t0 = time.perf_counter()
         if self.dense:
             self.hessian.setup(At, Jf)
-        else:
+        elif schur is None:
             pat = problem.A.pattern              # Ã in its own 3x3 blocks: no CSR → BSR conversion
             self.hessian.setup((pat.indptr, pat.col, (s / ch) * blocks), Jf)
         ms_setup = 1e3 * (time.perf_counter() - t0)
@@ -474,20 +504,22 @@ class NewtonContactSolver:
         costs, alphas, errors = [], [], []
         ls_total = 0
         converged = False
-        ms_linear = 0.0
         it = 0
         e_m = 0.0
+        if schur is not None:       # the iterates on the contact DOFs, the interior recovered at the end
+            space = ContactSpace(schur, v, At, bt, J, off, D, dof_fixed)
+        else:
+            if self.dense:
+                solve = self.hessian.solve
+            else:
+                def solve(G, r):
+                    return solve_newton(self.linear, self.hessian, G, r)
+            space = FullSpace(v, At, bt, J, Jf, off, D, dof_fixed, solve)
         while True:
-            vc = J.matvec(v).reshape(c, 3) + off
+            vc = space.contact_velocity()
             cost_m, gamma, G, status = cm.evaluate(vc, hessian=True)
-            Av = At @ v
-            r = Av - bt
-            jc = Jf.rmatvec(gamma)
-            grad = r - jc
-            grad[dof_fixed] = 0.0
-            costs.append(float(0.5 * v @ Av - bt @ v + cost_m.sum()))
-            gnorm = float(np.linalg.norm(D * grad))
-            scale = max(float(np.linalg.norm(D * Av)), float(np.linalg.norm(D * jc)))
+            quadratic, gnorm, scale = space.gradient(gamma)
+            costs.append(quadratic + float(cost_m.sum()))
             e_m = gnorm / scale if scale > 0 else gnorm
             errors.append(e_m)
             if not math.isfinite(gnorm):
@@ -500,12 +532,9 @@ class NewtonContactSolver:
             if e_m > o["friction_majorize_above"] and hasattr(cm, "majorize_friction"):
                 cm.majorize_friction(vc, G)       # far from the solution: the friction's majorant
             t0 = time.perf_counter()
-            dv = self.hessian.solve(G, -grad) if self.dense else solve_newton(self.linear, self.hessian, G, -grad)
+            dvc, c0, c1, d0 = space.direction(G)
             ms_linear += 1e3 * (time.perf_counter() - t0)
-            dv[dof_fixed] = 0.0
-            dvc = Jf.matvec(dv).reshape(c, 3)
-            dp = At @ dv
-            alpha, nls = self._line_search(cm, vc, dvc, float(dv @ r), float(dv @ dp), float(dv @ grad))
+            alpha, nls = self._line_search(cm, vc, dvc, c0, c1, d0)
             ls_total += nls
             alphas.append(alpha)
             it += 1
@@ -513,7 +542,8 @@ class NewtonContactSolver:
                 # no descent left: the gradient is at round-off level
                 converged = e_m < 1e3 * max(o["rel_tol"], 1e-12)
                 break
-            v = v + alpha * dv
+            space.advance(alpha)
+        v = space.velocity()
 
         # outputs: v̂, impulses (N s, contact frame), status
         v_hat = (v - co * vk) / ch
@@ -527,7 +557,7 @@ class NewtonContactSolver:
             "line_search_iterations": ls_total, "momentum_error": e_m, "contacts": c, "cost": costs,
             "momentum_errors": errors, "alphas": alphas, "ms_linear": ms_linear, "ms_solve": ms,
             "ms_hessian_setup": ms_setup,
-            "linear_solver": self.linear.name, "open": int(np.sum(status == OPEN)),
+            "linear_solver": (schur or self.linear).name, "open": int(np.sum(status == OPEN)),
         })
         self.last_stats = stats
         return stats
@@ -590,6 +620,44 @@ class NewtonContactSolver:
             if step_old <= a_tol or hi - lo <= 1e-14 * hi:
                 break
         return a, trials
+
+
+class FullSpace:
+    """The Newton iterate v over all DOFs: ``H Δv = −∇ℓ`` by ``solve(G, r)`` each iteration (dense
+    LAPACK or the sparse ``NewtonMatrix`` path). ``newton_schur.ContactSpace`` is its contact-space twin."""
+
+    def __init__(self, v, At, bt, J, Jf, off, D, dof_fixed, solve):
+        self.v, self.At, self.bt, self.J, self.Jf, self.off = v, At, bt, J, Jf, off
+        self.D, self.dof_fixed, self.solve = D, dof_fixed, solve
+
+    def contact_velocity(self) -> np.ndarray:
+        """(c, 3): J v + v_w."""
+        return self.J.matvec(self.v).reshape(-1, 3) + self.off
+
+    def gradient(self, gamma: np.ndarray) -> tuple[float, float, float]:
+        """(½vᵀÃv − b̃ᵀv, ‖D ∇ℓ‖, max(‖D Ã v‖, ‖D Jᵀγ‖)) for the impulses γ at v (SAP eqs. 26, 32)."""
+        Av = self.At @ self.v
+        self.r = Av - self.bt
+        jc = self.Jf.rmatvec(gamma)
+        self.grad = self.r - jc
+        self.grad[self.dof_fixed] = 0.0
+        D = self.D
+        return (float(0.5 * self.v @ Av - self.bt @ self.v), float(np.linalg.norm(D * self.grad)),
+                max(float(np.linalg.norm(D * Av)), float(np.linalg.norm(D * jc))))
+
+    def direction(self, G: np.ndarray) -> tuple[np.ndarray, float, float, float]:
+        """The Newton direction Δv for the blocks G: (J Δv (c, 3), Δvᵀ(Ãv − b̃), ΔvᵀÃΔv, Δvᵀ∇ℓ)."""
+        dv = self.solve(G, -self.grad)
+        dv[self.dof_fixed] = 0.0
+        self.dv = dv
+        return (self.Jf.matvec(dv).reshape(-1, 3), float(dv @ self.r), float(dv @ (self.At @ dv)),
+                float(dv @ self.grad))
+
+    def advance(self, alpha: float) -> None:
+        self.v = self.v + alpha * self.dv
+
+    def velocity(self) -> np.ndarray:
+        return self.v
 
 
 def friction_scaling(mu_axes: np.ndarray):

@@ -3,7 +3,8 @@
 A leaf (it imports nothing from femcontact but ``errors``), so that ``Scene`` checks a name without
 importing, and so compiling, the solvers, and every layer may read it: ``INTEGRATORS``
 (``assembly/integrator.py``), ``SOLVER_NAMES`` (the contact solvers ``solvers.make_contact_solver``
-makes; ``PLANNED_SOLVERS``: named in the literature, not implemented), ``LINEAR_SOLVERS``
+makes; ``AUTO_SOLVER``: the default, the one that converges on the scene's kind, chosen by
+``convergence.choose_solver``; ``PLANNED_SOLVERS``: named in the literature, not implemented), ``LINEAR_SOLVERS``
 (``solvers/linear.py``) and ``CONTACT_PARAM_COLUMNS``, the columns of ``model.contact_params``
 (one row per obstacle or body pair, written by ``spec.contact.ContactParams.row``, read by the
 solvers; NaN means "automatic").
@@ -14,6 +15,7 @@ from ..errors import ParameterError
 
 INTEGRATORS = ("midpoint", "euler")
 SOLVER_NAMES = ("cond", "sap", "lagged", "similar", "pgs", "incp")
+AUTO_SOLVER = "auto"
 PLANNED_SOLVERS: tuple[str, ...] = ()
 LINEAR_SOLVERS = ("auto", "pcg", "direct")
 CONTACT_PARAM_COLUMNS = ("mu1", "mu2", "stiffness", "tau_d", "hc_dissipation", "stiction_tolerance", "sigma",
@@ -21,12 +23,12 @@ CONTACT_PARAM_COLUMNS = ("mu1", "mu2", "stiffness", "tau_d", "hc_dissipation", "
 
 
 def check_solver_name(name: str) -> str:
-    """Return ``name`` (lower case) if this version implements that solver, else raise a clear
-    ParameterError."""
+    """Return ``name`` (lower case) if this version implements that solver or it is ``AUTO_SOLVER``,
+    else raise a clear ParameterError."""
     key = name.lower() if isinstance(name, str) else name
-    if key in SOLVER_NAMES:
+    if key in SOLVER_NAMES or key == AUTO_SOLVER:
         return key
     if key in PLANNED_SOLVERS:
         raise ParameterError(f"solver {name!r} is not implemented in this version; choose one of "
                              f"{', '.join(SOLVER_NAMES)}")
-    raise ParameterError(f"unknown solver {name!r}; choose one of {', '.join(SOLVER_NAMES)}")
+    raise ParameterError(f"unknown solver {name!r}; choose one of {', '.join(SOLVER_NAMES)}, or {AUTO_SOLVER!r}")

@@ -20,7 +20,7 @@ positive definite since ``x p(x) ∈ (0, 1 + 1/T_K)`` on (0, b]; K = 1 is block 
 ``θ = (a + b)/2``. For K ≥ 2 the step is scaled by ``c = 1/(1 + 1/T_K(σ))``, σ = (b + a)/(b − a), so that
 ``c x p(x) ≤ 1`` on [a, b] (the Chebyshev error ``1 − x p(x)`` oscillates with amplitude 1/T_K(σ)
 there; with c = 1 and 4 sweeps on [b/100, b], λ_max(W A) of a resting cube reached 2.02 through the
-coupling to the contact rows' scalar step, with c 1.49: tests/test_cond_step.py). Unknowns are the real nodes 0..n0-1 then the
+coupling to the contact rows' scalar step, with c 1.49: tests/solvers/cond/test_cond_step.py). Unknowns are the real nodes 0..n0-1 then the
 virtual nodes; the velocity table V has the rows of ``layout.VROWS``, W the scalar step per row,
 RK the row's step kind and partner (``layout.ROW``).
 """

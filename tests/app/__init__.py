@@ -1,0 +1,1 @@
+"""The application layer: command line, sweeps, benchmarks, the tutorial, the API docs."""

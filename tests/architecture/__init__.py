@@ -1,0 +1,1 @@
+"""The source's structure, read with ast: import layers, kernel parameters."""

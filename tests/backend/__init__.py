@@ -1,0 +1,1 @@
+"""The kernel runtime and its cache (backend.py), and layout.HostScalars."""

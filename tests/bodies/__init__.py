@@ -1,0 +1,1 @@
+"""Body systems (bodies/, dofs.py): FEM, rods, rigid bodies, joints, springs."""

@@ -1,0 +1,1 @@
+"""Contact detection, self-contact and stiction anchors (contact/)."""

@@ -1,0 +1,1 @@
+"""Shapes, SDF grids and the geometry cache (geometry/, geometry_cache.py)."""

@@ -1,0 +1,1 @@
+"""Bad input gets a clear error: validation, the bad-input catalogue, fuzzing."""

@@ -1,0 +1,1 @@
+"""Output, results, checkpoints and resume, rendering, the viewer (io/)."""

@@ -1,0 +1,1 @@
+"""The mesh pipeline (meshes/)."""

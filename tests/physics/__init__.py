@@ -1,0 +1,1 @@
+"""Known answers across solvers: agreement matrix, contact physics, integrators, cantilever, soak."""

@@ -1,0 +1,1 @@
+"""URDF robots (robots/)."""

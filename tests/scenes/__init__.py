@@ -1,0 +1,1 @@
+"""The scenes of scenes/ and the papers' experiments, run with their known answers."""

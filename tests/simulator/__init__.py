@@ -1,0 +1,1 @@
+"""The simulator's run: control between steps, runs that always stop."""

@@ -1,0 +1,1 @@
+"""COND (solvers/cond/)."""
