@@ -1,8 +1,9 @@
 """COND's host bodies solved with their virtual nodes (option ``host_solve``, solvers/cond/hosts.py).
 
 - the host step (``hosts.host_step``, the kernel code every iteration runs) against a dense numpy
-  solve of the same small system: a rigid body's 6x6 block with three virtual nodes, some held by
-  their contact (anchors, scalar step) and some free (eliminated exactly);
+  solve of the same small system: a rigid body's 6x6 block with three virtual nodes, one held by its
+  contact (an anchor, scalar step) and two free (eliminated exactly), then all free (the exact
+  inverse of the host + virtual block);
 - a single rigid box under COND with ``host_solve``: resting, and sliding to a stop, it converges in
   few iterations at e_m ≤ 1e-6 and gives Lagged's (and the analytic) answer.
 """
@@ -37,7 +38,7 @@ def test_host_step_is_the_exact_solve_of_the_host_with_its_free_virtual_rows():
     J = [np.hstack([np.eye(3), -skew(ri)]) for ri in r]   # point Jacobians [I, −[r]×]
     k = np.array([50.0, 80.0, 120.0])
     w = 0.5 / k                                       # the virtual rows' scalar step
-    held = [hosts.HELD_ALL, hosts.HELD_NONE, hosts.HELD_NONE]
+    free = [0, 1, 1]                                  # node 0 held by its contact, 1 and 2 free
     g = rng.standard_normal(6 + 9)                    # the gradient Ã v − b on (x, y_0, y_1, y_2)
     n0, nv = 2, 3
     WB = np.zeros((hosts.WB_ROWS, n0, 3, 3))
@@ -49,8 +50,8 @@ def test_host_step_is_the_exact_solve_of_the_host_with_its_free_virtual_rows():
     weight[:, 0], weight[:, 1] = [Jq[:, :3] for Jq in J], [Jq[:, 3:] for Jq in J]
     node = np.full((nv, 4), -1)
     node[:, 0], node[:, 1] = 0, 1
-    VNf = VIRTUAL.upload(nv, weight=weight, gain=k, normal=np.tile([0.0, 0.0, 1.0], (nv, 1)))
-    VNi = VIRTUAL_NODES.upload(nv, node=node, state=np.array(held))
+    VNf = VIRTUAL.upload(nv, weight=weight, gain=k)
+    VNi = VIRTUAL_NODES.upload(nv, node=node, state=np.array(free))
     RK = ROW.upload(n0 + nv, step=step, partner=np.full(n0 + nv, -1))
     Vt = ti.Vector.ndarray(3, float, shape=V.shape[:2])
     Vt.from_numpy(V)
@@ -69,14 +70,14 @@ def test_host_step_is_the_exact_solve_of_the_host_with_its_free_virtual_rows():
         A[:6, s] = -k[q] * J[q].T
         A[s, :6] = -k[q] * J[q]
         A[s, s] = k[q] * np.eye(3)
-    free = np.r_[0:6, 9:15]
+    rows = np.r_[0:6, 9:15]
     want = np.zeros(15)
-    want[free] = np.linalg.solve(A[np.ix_(free, free)], g[free])
+    want[rows] = np.linalg.solve(A[np.ix_(rows, rows)], g[rows])
     want[6:9] = w[0] * g[6:9]
     np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
 
     # no row held: the exact inverse of the whole host + virtual block (Schur complement onto the virtual rows)
-    VNi = VIRTUAL_NODES.upload(nv, node=node, state=np.full(nv, hosts.HELD_NONE))
+    VNi = VIRTUAL_NODES.upload(nv, node=node, state=np.ones(nv, np.int32))
     Vt.from_numpy(V)
     _host_step_kernel(Vt, RK, Wt, WBt, VNf, VNi, n0, nv)
     np.testing.assert_allclose(-Vt.to_numpy()[VROWS.V_STAR].ravel(), np.linalg.solve(A, g), rtol=1e-10, atol=1e-12)

@@ -1,9 +1,10 @@
 """COND with host bodies solved with their virtual nodes (issue 32 item 3): before / after side by side.
 
-    PYTHONPATH=. python tools/bench_cond_hosts.py [--scenes clutter gripper_ball cable_winding mat_drag]
+    PYTHONPATH=. python tools/bench_cond_hosts.py [--scenes clutter clutter:2 gripper_ball cable_winding mat_drag]
                                                   [--steps 20] [--modes alternate exact] [--momentum-tol 1e-4]
 
-For each Table I scene (``bench.cases.PRESETS`` at its first size, settled for the preset's time) and
+For each Table I scene (``bench.cases.PRESETS`` at its first size or at ``scene:size``, settled for the
+preset's time) and
 each COND ``host_solve`` mode ("alternate": the hosts' block steps and their virtual nodes alternate,
 as before; "exact": each host solved together with its virtual nodes), runs ``--steps`` measured steps
 at COND's defaults (e_m ≤ ``--momentum-tol``, ``max_iter`` 500) and prints per contact step the median
@@ -54,14 +55,15 @@ def main() -> None:
     fc.backend.init(args.arch, "f64")
     print(f"{'scene':<14} {'solver':<16} {'DOF':>6} {'contacts':>8} {'it med':>7} {'it max':>7} {'cap':>4} "
           f"{'e_m med':>9} {'e_m max':>9} {'pen mm':>7} {'ms med':>8}", flush=True)
-    for name in args.scenes:
+    for spec in args.scenes:
+        name, _, size = spec.partition(":")
         runs = [(f"cond {m}", "cond", {"host_solve": m == "exact", "momentum_tol": args.momentum_tol})
                 for m in args.modes]
         if args.lagged:
             runs.append(("lagged", "lagged", {}))
         for label, solver, opts in runs:
-            r = measure(name, solver, opts, args.steps)
-            print(f"{name:<14} {label:<16} {r['dof']:>6} {r['contacts']:>8.0f} {r['it_med']:>7.0f} {r['it_max']:>7} "
+            r = measure(name, solver, opts, args.steps, int(size) if size else None)
+            print(f"{spec:<14} {label:<16} {r['dof']:>6} {r['contacts']:>8.0f} {r['it_med']:>7.0f} {r['it_max']:>7} "
                   f"{r['cap']:>4} {r['em_med']:>9.1e} {r['em_max']:>9.1e} {r['pen_mm']:>7.2f} {r['ms']:>8.1f}",
                   flush=True)
 

@@ -3,35 +3,32 @@
 A free rigid body (rigid pair of rows, 6x6 block H of A) and the virtual nodes on it (``J_q =
 [W_q0, W_q1]`` on the pair, damper gain ``k_q``, eq. 14/15) form one subsystem of Ã. Without this
 option the body takes the block step on ``H + Σ k_q J_qᵀJ_q`` (every virtual node an anchor at its
-current velocity) and the virtual rows a scalar step: where a virtual node is not held by its
-contact (open, or sliding tangentially) the body is pulled back toward the stale anchor and the
-two alternate at a rate ``k c / (1 + k c)`` (c: the body's compliance at the point; ``rigid_gain``
-100 gives 0.99 per iteration).
+current velocity) and the virtual rows a scalar step w_q: a virtual node its contact does not hold
+pulls the body back toward its stale velocity, and body and node alternate at a rate
+``k c / (1 + k c)`` per iteration (c: the body's compliance at the point; ``rigid_gain`` 100: 0.99).
 
-With it, each iteration solves the body together with its virtual nodes exactly for the contact
-states of the last projection: a virtual node's rows split by ``P_q`` (the directions its contact
-holds: all three sticking, the normal sliding, none open or out of contact) into held rows (an
-anchor, as before, then COND's one-shot projection with the scalar step) and free rows, which are
-eliminated (Schur complement onto the host: a free row follows the body, ``y = J_q x + g/k``):
+With it, every iteration solves the body with its virtual nodes for the contact states of the last
+projection: a virtual row whose contact left it open (λ_n = 0) is free and eliminated exactly
+(Schur complement onto the host: ``y = J_q x + g_q/k_q``), the others are held (an anchor in the
+host's block, then the scalar step and COND's one-shot projection, as before):
 
-    K = H + Σ_q k_q J_qᵀ P_q J_q,      Δx = K⁻¹ (g_h + Σ_q J_qᵀ (I − P_q) g_q)
-    y*_q = y_q − α [(I − P_q)(J_q Δx + g_q / k_q) + P_q w_q g_q]
+    K = H + Σ_held k_q J_qᵀJ_q,        Δx = K⁻¹ (g_h + Σ_free J_qᵀ g_q)
+    y*_q = y_q − α (J_q Δx + g_q / k_q)  (free),     y*_q = y_q − α w_q g_q  (held)
 
-(g = Ã v − b with the dampers, w_q the virtual row's scalar step). All rows held gives the
-alternation's step; no row held, the exact inverse of the host+virtual block. At a fixed point Δx =
-0 and (I − P_q) g_q = 0, so ``Ã v − b = 0`` on the host rows and COND's fixed point is unchanged.
-P_q is the state ``cond_iterate`` records in the contact pass (``VIRTUAL_NODES.state``: 0 free, 1
-normal held, 2 all held; every virtual node starts held), its normal in ``VIRTUAL.normal``. A body
+(g = Ã v − b with the dampers). All rows held is the alternation's step; none held, the exact inverse
+of the host + virtual block. At a fixed point Δx = 0 and g_q = 0 on the free rows, so the host rows
+satisfy ``Ã v − b = 0`` and COND's fixed point is unchanged. The state is ``VIRTUAL_NODES.state``
+(1 free, 0 held; every virtual row starts held), written in ``cond_iterate``'s contact pass. A body
 is a host only if every virtual node on its rows is a point of it (``J_q`` on its pair alone):
-``cond_host_mark``.
+``cond_host_mark``. Tried and dropped (docs/PERFORMANCE.md, "Host bodies"): the body's contacts as
+one dual projected-gradient block (γ = λ_max of its Delassus operator), and sliding rows held in the
+normal only (a sliding box diverged: the stiff normal transients' friction reached the free body).
 """
 from ...backend import ti
 from ...math.smallmat import inv3, mm, mmT, mTm, mTv, mv
 from .groups import KIND_RIGID_ANG, KIND_RIGID_LIN
 from .layout import ITER_I, ROW, STEP_HOST, STEP_HOST_ANG, VIRTUAL, VIRTUAL_NODES, VROWS
 
-HELD_NONE, HELD_NORMAL, HELD_ALL = 0, 1, 2
-SLIDING_FREE = False        # a sliding contact held in the normal only: diverged (a box sliding at 1 m/s)
 HOST_H, HOST_K = 2, 5       # WB[2..4, i]: a host's H (ll, la, aa); WB[5..7, i]: this iteration's K
 WB_ROWS = 8                 # WB's rows with hosts (2 without)
 
@@ -76,7 +73,7 @@ def cond_host_steps(blocks: ti.types.ndarray(), diag: ti.types.ndarray(), pair_s
                     kind: ti.types.ndarray(), ok: ti.types.ndarray(), Pi: ti.types.ndarray()):
     """Per host (``ok``): WB[HOST_H + 0..2, i] = A's blocks ll, la, aa of the pair, its linear row takes
     STEP_HOST (its angular row is i + 1; both after ``blocks.cond_block_inverses``), its virtual rows
-    (gain > 0) take STEP_HOST and start held (HELD_ALL)."""
+    (gain > 0) take STEP_HOST and start held."""
     n0, nvx = ITER_I.n0.get(Pi, 0), ITER_I.nv.get(Pi, 0)
     for i in range(n0):
         if ok[i] != 0:
@@ -92,26 +89,19 @@ def cond_host_steps(blocks: ti.types.ndarray(), diag: ti.types.ndarray(), pair_s
         if j0 >= 0:
             if ok[j0] != 0 and VIRTUAL.gain.get(VNf, q) > 0.0:
                 ROW.step.put(RK, n0 + q, STEP_HOST)
-                VIRTUAL_NODES.state.put(VNi, q, HELD_ALL)
+                VIRTUAL_NODES.state.put(VNi, q, 0)
 
 
 @ti.func
-def held(VNf: ti.template(), VNi: ti.template(), q):
-    """P_q: the projector onto the directions virtual node q's contact holds (module docstring)."""
-    s = VIRTUAL_NODES.state.get(VNi, q)
-    P = ti.Matrix.zero(float, 3, 3)
-    if s == HELD_ALL:
-        P = ti.Matrix.identity(float, 3)
-    elif s == HELD_NORMAL:
-        n = VIRTUAL.normal.get(VNf, q)
-        P = n.outer_product(n)
-    return P
+def is_free(VNi: ti.template(), q) -> ti.i32:
+    """Virtual row q is free (its contact open, λ_n = 0, in the last projection), else held."""
+    return VIRTUAL_NODES.state.get(VNi, q) != 0
 
 
 @ti.func
 def host_step(V: ti.template(), RK: ti.template(), W: ti.template(), WB: ti.template(), VNf: ti.template(),
               VNi: ti.template(), n0, nv, alpha):
-    """v* on the hosts and their virtual rows (module docstring): K = H + Σ k J_qᵀ P_q J_q in WB[5..7]
+    """v* on the hosts and their virtual rows (module docstring): K = H + Σ_held k J_qᵀJ_q in WB[5..7]
     (H in WB[2..4], ``cond_host_steps``) and the right-hand side in V.F_HOST, Δx = K⁻¹ rhs (6x6 by the
     Schur complement of its linear block) in V.D_HOST, then the virtual rows."""
     for i in range(n0):
@@ -124,18 +114,16 @@ def host_step(V: ti.template(), RK: ti.template(), W: ti.template(), WB: ti.temp
         if ROW.step.get(RK, n0 + q) == STEP_HOST:
             j0 = VIRTUAL_NODES.node.at(VNi, q, 0)
             kv = VIRTUAL.gain.get(VNf, q)
-            P = held(VNf, VNi, q)
             W0 = VIRTUAL.weight.at(VNf, q, 0)
             W1 = VIRTUAL.weight.at(VNf, q, 1)
-            PW0 = mm(P, W0)
-            PW1 = mm(P, W1)
-            WB[HOST_K, j0] += kv * mTm(W0, PW0)
-            WB[HOST_K + 1, j0] += kv * mTm(W0, PW1)
-            WB[HOST_K + 2, j0] += kv * mTm(W1, PW1)
-            gf = V[VROWS.G, n0 + q] - V[VROWS.F_HOST, n0 + q]       # damper less contact force
-            gf -= mv(P, gf)
-            V[VROWS.F_HOST, j0] += mTv(W0, gf)
-            V[VROWS.F_HOST, j0 + 1] += mTv(W1, gf)
+            if is_free(VNi, q):
+                g = V[VROWS.G, n0 + q]
+                V[VROWS.F_HOST, j0] += mTv(W0, g)
+                V[VROWS.F_HOST, j0 + 1] += mTv(W1, g)
+            else:
+                WB[HOST_K, j0] += kv * mTm(W0, W0)
+                WB[HOST_K + 1, j0] += kv * mTm(W0, W1)
+                WB[HOST_K + 2, j0] += kv * mTm(W1, W1)
     for i in range(n0):
         if ROW.step.get(RK, i) == STEP_HOST:
             Kll = WB[HOST_K, i]
@@ -156,29 +144,18 @@ def host_step(V: ti.template(), RK: ti.template(), W: ti.template(), WB: ti.temp
         i = n0 + q
         if ROW.step.get(RK, i) == STEP_HOST:
             j0 = VIRTUAL_NODES.node.at(VNi, q, 0)
-            P = held(VNf, VNi, q)
             g = V[VROWS.G, i]
-            f = V[VROWS.F_HOST, i]
-            free = mv(VIRTUAL.weight.at(VNf, q, 0), V[VROWS.D_HOST, j0]) \
-                + mv(VIRTUAL.weight.at(VNf, q, 1), V[VROWS.D_HOST, j0 + 1]) + (g - f) / VIRTUAL.gain.get(VNf, q)
-            free -= mv(P, free)
-            V[VROWS.V_STAR, i] = V[VROWS.V, i] - alpha * (free + W[i] * mv(P, g)) - W[i] * (f - mv(P, f))
-            V[VROWS.F_HOST, i] = ti.Vector.zero(float, 3)      # the contact pass writes this iteration's
+            d = W[i] * g
+            if is_free(VNi, q):
+                d = mv(VIRTUAL.weight.at(VNf, q, 0), V[VROWS.D_HOST, j0]) \
+                    + mv(VIRTUAL.weight.at(VNf, q, 1), V[VROWS.D_HOST, j0 + 1]) + g / VIRTUAL.gain.get(VNf, q)
+            V[VROWS.V_STAR, i] = V[VROWS.V, i] - alpha * d
 
 
 @ti.func
-def record_state(V: ti.template(), VNf: ti.template(), VNi: ti.template(), RK: ti.template(), node, n0, R, lm,
-                 clipped, f):
-    """After a contact's projection: the state of its side ``node`` and the force f it applies there
-    (V.F_HOST), if that is a host's virtual row."""
+def record_state(VNi: ti.template(), RK: ti.template(), node, n0, lm):
+    """After a contact's projection: whether it left its side ``node`` free (open), if that is a host's
+    virtual row (``is_free``)."""
     if node >= n0:
         if ROW.step.get(RK, node) == STEP_HOST:
-            V[VROWS.F_HOST, node] = f
-            q = node - n0
-            s = HELD_ALL
-            if lm[2] <= 0.0:
-                s = HELD_NONE
-            elif clipped > 0.0 and ti.static(SLIDING_FREE):
-                s = HELD_NORMAL
-            VIRTUAL_NODES.state.put(VNi, q, s)
-            VIRTUAL.normal.put(VNf, q, ti.Vector([R[2, 0], R[2, 1], R[2, 2]]))
+            VIRTUAL_NODES.state.put(VNi, node - n0, ti.select(lm[2] <= 0.0, 1, 0))

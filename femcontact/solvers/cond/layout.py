@@ -11,8 +11,8 @@ CONTACT = Table("contact", float, [("frame", "m3"), ("mu", "s", 2), ("phi_tilde"
                                    ("lam", "v3"), ("bias", "s", 2), ("lam_shift", "v3")])
 CONTACT_NODES = Table("contact_nodes", ti.i32, [("node", "s", 2)])        # side a, side b (-1: world)
 # per virtual node q: J_v = Σ_k weight_k on real node node_k (-1 unused), gain k_v (eq. 14/15); on a
-# host's virtual row the directions its contact holds (state, HELD_*, and the contact normal: hosts.py)
-VIRTUAL = Table("virtual", float, [("weight", "m3", 4), ("gain", "s"), ("normal", "v3")])
+# host's virtual row whether its contact left it free (state 1) or holds it (0: hosts.py)
+VIRTUAL = Table("virtual", float, [("weight", "m3", 4), ("gain", "s")])
 VIRTUAL_NODES = Table("virtual_nodes", ti.i32, [("node", "s", 4), ("state", "s")])
 # per unknown: its step (STEP_*) and, for a rigid pair, the partner row (-1 none); STEP_HOST: a host
 # body's linear row or a virtual row solved with it, STEP_HOST_ANG the body's angular row (hosts.py)
@@ -28,9 +28,8 @@ ROD_DIAG_OFF, ROD_SUB_OFF = ROD_BLOCKS.diag.off, ROD_BLOCKS.sub.off
 ROD_FACTOR = Table("rod_factor", float, [("s_inv", "m6"), ("g", "m6"), ("y", "v6")])   # S_j⁻¹, G_j, sweep
 # rows of the velocity table V: v̂ˡ, v̂ˡ⁻¹, v* / v̂**, gradient, previous gradient, b,
 # rod block step Ã_rod⁻¹ g and its previous value, the FEM step W_F g (``fem_step``, iterate.py) with
-# its Chebyshev direction (two buffers: a sweep reads one and writes the other) and residual, the
-# contact forces on the hosts' virtual rows and their sum Σ J_qᵀ f_q on the host rows, and the host
-# rows' response H⁻¹ Σ J_qᵀ f_q (hosts.py)
+# its Chebyshev direction (two buffers: a sweep reads one and writes the other) and residual, and a
+# host body's right-hand side and step Δx (hosts.py)
 VROWS = Rows("V", "V_PREV", "V_STAR", "G", "G_PREV", "B", "D_ROD", "D_ROD_PREV", "D_FEM", "P_FEM", "P_FEM_B",
              "R_FEM", "F_HOST", "D_HOST")
 # COND's scalars (one row each): a float or an int outside [-5, 256] among a kernel's arguments makes
