@@ -7,7 +7,7 @@ For each Table I scene (``bench.cases.PRESETS`` at its first size or at ``scene:
 preset's time) and
 each COND ``host_solve`` mode ("alternate": the hosts' block steps and their virtual nodes alternate,
 as before; "exact": each host solved together with its virtual nodes), runs ``--steps`` measured steps
-at COND's defaults (e_m ≤ ``--momentum-tol``, ``max_iter`` 500) and prints per contact step the median
+at COND's defaults (e_m ≤ ``--momentum-tol``, ``max_iter`` 500, θ < ``--tol``) and prints per contact step the median
 and max iterations, the steps at the cap, the median and max e_m (SAP eq. 32) and the deepest
 penetration (mm) at the end; ``--lagged`` adds the Lagged row for the penetration comparison.
 """
@@ -49,6 +49,8 @@ def main() -> None:
     ap.add_argument("--modes", nargs="+", default=["alternate", "exact"], choices=["alternate", "exact"])
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--momentum-tol", type=float, default=1e-4)
+    ap.add_argument("--tol", type=float, default=None,
+                    help="COND's inner θ threshold (default: the solver's; 1e-2 lets e_m decide, as the accuracy table)")
     ap.add_argument("--lagged", action="store_true", help="add Lagged's row (penetration reference)")
     ap.add_argument("--arch", default="cpu")
     args = ap.parse_args()
@@ -57,7 +59,8 @@ def main() -> None:
           f"{'e_m med':>9} {'e_m max':>9} {'pen mm':>7} {'ms med':>8}", flush=True)
     for spec in args.scenes:
         name, _, size = spec.partition(":")
-        runs = [(f"cond {m}", "cond", {"host_solve": m == "exact", "momentum_tol": args.momentum_tol})
+        theta = {} if args.tol is None else {"tol": args.tol}
+        runs = [(f"cond {m}", "cond", {"host_solve": m == "exact", "momentum_tol": args.momentum_tol, **theta})
                 for m in args.modes]
         if args.lagged:
             runs.append(("lagged", "lagged", {}))
