@@ -8,7 +8,8 @@ pulls the body back toward its stale velocity, and body and node alternate at a 
 ``k c / (1 + k c)`` per iteration (c: the body's compliance at the point; ``rigid_gain`` 100: 0.99).
 
 With it, every iteration solves the body with its virtual nodes for the contact states of the last
-projection: a virtual row whose contact left it open (λ_n = 0) is free and eliminated exactly
+projection: a virtual row whose contact left it open (λ_n = 0, separating faster than
+``SEPARATING``) is free and eliminated exactly
 (Schur complement onto the host: ``y = J_q x + g_q/k_q``), the others are held (an anchor in the
 host's block, then the scalar step and COND's one-shot projection, as before):
 
@@ -29,6 +30,10 @@ from ...math.smallmat import inv3, mm, mmT, mTm, mTv, mv
 from .groups import KIND_RIGID_ANG, KIND_RIGID_LIN
 from .layout import ITER_I, ROW, STEP_HOST, STEP_HOST_ANG, VIRTUAL, VIRTUAL_NODES, VROWS
 
+# a contact frees its host's virtual row only while separating faster than this (m/s): the zero-load
+# contacts of a resting face chatter between open and held otherwise (4 stacked boxes: 50-131
+# iterations with it, the cap from the second step without; docs/PERFORMANCE.md, "Host bodies")
+SEPARATING = 1e-4
 HOST_H, HOST_K = 2, 5       # WB[2..4, i]: a host's H (ll, la, aa); WB[5..7, i]: this iteration's K
 WB_ROWS = 8                 # WB's rows with hosts (2 without)
 
@@ -94,7 +99,7 @@ def cond_host_steps(blocks: ti.types.ndarray(), diag: ti.types.ndarray(), pair_s
 
 @ti.func
 def is_free(VNi: ti.template(), q) -> ti.i32:
-    """Virtual row q is free (its contact open, λ_n = 0, in the last projection), else held."""
+    """Virtual row q is free (its contact open and separating in the last projection), else held."""
     return VIRTUAL_NODES.state.get(VNi, q) != 0
 
 
@@ -153,9 +158,10 @@ def host_step(V: ti.template(), RK: ti.template(), W: ti.template(), WB: ti.temp
 
 
 @ti.func
-def record_state(VNi: ti.template(), RK: ti.template(), node, n0, lm):
-    """After a contact's projection: whether it left its side ``node`` free (open), if that is a host's
+def record_state(VNi: ti.template(), RK: ti.template(), node, n0, lm, eta_n):
+    """After a contact's projection: whether it left its side ``node`` free (λ_n = 0 and the normal
+    velocity before the impulse, η_n, separating by more than ``SEPARATING``), if that is a host's
     virtual row (``is_free``)."""
     if node >= n0:
         if ROW.step.get(RK, node) == STEP_HOST:
-            VIRTUAL_NODES.state.put(VNi, node - n0, ti.select(lm[2] <= 0.0, 1, 0))
+            VIRTUAL_NODES.state.put(VNi, node - n0, ti.select(lm[2] <= 0.0 and eta_n > SEPARATING, 1, 0))

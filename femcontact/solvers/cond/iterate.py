@@ -274,8 +274,8 @@ def cond_iterate(P: ti.types.ndarray(), blocks: ti.types.ndarray(), V: ti.types.
                 r = project_cone(ls, CONTACT.mu.at(Cf, m, 0), CONTACT.mu.at(Cf, m, 1))
             lm = ti.Vector([r[0], r[1], r[2]])
             if ti.static(kinds & HAS_HOSTS):       # the contact state the next host step uses (hosts.py)
-                record_state(VNi, RK, nb, n0, lm)
-                record_state(VNi, RK, na, n0, lm)
+                record_state(VNi, RK, nb, n0, lm, eta[2])
+                record_state(VNi, RK, na, n0, lm, eta[2])
             f = mTv(R, lm)
             V[VROWS.V_STAR, nb] += wb * f
             if na >= 0:
