@@ -98,7 +98,8 @@ def box(solver: str, options: dict | None = None, velocity=(0.0, 0.0, 0.0)) -> f
                          ids=["resting", "sliding"])
 def test_rigid_box_under_host_solve_agrees_with_lagged(velocity, max_iter):
     """Resting (Lagged's answer) and sliding at 1 m/s for 0.2 s (v_x = 1 − μ g t = 0.4114 m/s; Lagged's
-    lagged friction bound gives 0.4408, one step of friction less), each step converged at e_m ≤ 1e-6 in at most ``max_iter`` iterations (measured: 11 resting, 31–38 sliding)."""
+    lagged friction bound gives 0.4408, one step of friction less), each step converged at e_m ≤ 1e-6
+    in at most ``max_iter`` iterations (measured: 11 resting, 31–38 sliding)."""
     from femcontact.bench.measure import Recorder
     sim = fc.Simulator(box("cond", {"host_solve": True, "momentum_tol": 1e-6}, velocity))
     assert sim.contact_solver._hosts

@@ -50,7 +50,8 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--momentum-tol", type=float, default=1e-4)
     ap.add_argument("--tol", type=float, default=None,
-                    help="COND's inner θ threshold (default: the solver's; 1e-2 lets e_m decide, as the accuracy table)")
+                    help="COND's inner θ threshold (default: the solver's; 1e-2 lets e_m decide, as in the "
+                         "accuracy table)")
     ap.add_argument("--lagged", action="store_true", help="add Lagged's row (penetration reference)")
     ap.add_argument("--arch", default="cpu")
     args = ap.parse_args()

@@ -29,8 +29,8 @@ from .chebyshev import make_schedule
 from .groups import block_tables
 from .iterate import cond_finish, cond_iterate, cond_pattern, cond_start
 from .hosts import WB_ROWS, cond_host_mark, cond_host_steps
-from .layout import (CONTACT, CONTACT_NODES, HAS_BLOCKS, HAS_HOSTS, HAS_RODS, ITER_F, ITER_I, ROD_BLOCKS, ROD_FACTOR, ROD_ROWS,
-                     ROD_SLOTS, ROW, VIRTUAL, VIRTUAL_NODES, VROWS)
+from .layout import (CONTACT, CONTACT_NODES, HAS_BLOCKS, HAS_HOSTS, HAS_RODS, ITER_F, ITER_I, ROD_BLOCKS,
+                     ROD_FACTOR, ROD_ROWS, ROD_SLOTS, ROW, VIRTUAL, VIRTUAL_NODES, VROWS)
 from .options import FEM_AUTO_FREE, CondOptions, default_tol
 from .targets import cond_targets
 from .virtual import cond_compliance_shift, cond_gains, cond_nodalize, cond_pack_virtual
