@@ -19,8 +19,8 @@ recovery, max_recovery_speed (normal targets, ``targets.py``); virtual_gain, rig
 (virtual-node gains, ``virtual.py``); compliance_passes (re-solves with the targets shifted by the
 virtual dampers' compliance, ``virtual.cond_compliance_shift``); host_solve (each free rigid body solved
 together with its virtual nodes every iteration, ``hosts.py``; False: they alternate); contact_free
-"linear" | "iterate": a step without contacts is solved exactly by the step's linear solver (default) or by COND's own iteration. docs/COND.md
-explains each choice.
+"linear" | "iterate": a step without contacts is solved exactly by the step's linear solver (default)
+or by COND's own iteration. docs/COND.md explains each choice.
 """
 import math
 from dataclasses import dataclass, fields
