@@ -216,6 +216,7 @@ class NewtonContactSolver:
         self._fixed_src = self._fixed_np = None    # the prescribed mask, read once (``_fixed``)
         self._no_contacts = None                     # an empty J: Ã's own lower triangle from ``_ahat``
         self.last_stats = None
+        self._scaling = None               # (Ã's diagonal blocks, prescribed DOFs, D of SAP eq. 32)
         self._delassus = {}                # delassus_estimate's index work and block inverses, kept
         self._filled_for = None            # (resolved parameters, their filled arrays): ``_filled``
 
@@ -424,6 +425,7 @@ class NewtonContactSolver:
         """The prescribed mask (bool, n): read once per mask array (it is fixed at build time)."""
         if self._fixed_src is not fixed_arr:
             self._fixed_src, self._fixed_np = fixed_arr, backend.read(fixed_arr, n) != 0
+            self._dof_fixed = np.repeat(self._fixed_np, 3)
         return self._fixed_np
 
     # ------------------------------------------------------------------ the solve
@@ -441,7 +443,7 @@ class NewtonContactSolver:
         b = rd(problem.b, n).astype(np.float64, copy=False).ravel()
         vk = rd(problem.state.v, n).astype(np.float64, copy=False).ravel()
         fixed = self._fixed(problem.fixed, n)
-        dof_fixed = np.repeat(fixed, 3)
+        dof_fixed = self._dof_fixed          # (3n,) the same mask per DOF, kept with it
         cd = contacts.read(*STEP_COLUMNS)    # only what the solve uses (no world-frame impulse)
         off = contacts.world_offset(cd) + contacts.anchor_offset(cd)
         if self.dense:
@@ -506,7 +508,9 @@ class NewtonContactSolver:
             J, Jf = J.scale_rows(S), Jf.scale_rows(S)
             off = S * off + T * (1.0 - th) * vc_prev
 
-        D = momentum_scaling(Dblk, dof_fixed)
+        if self._scaling is None or self._scaling[1] is not dof_fixed or not np.array_equal(self._scaling[0], Dblk):
+            self._scaling = (Dblk, dof_fixed, momentum_scaling(Dblk, dof_fixed))    # kept while Ã's diagonal repeats
+        D = self._scaling[2]
         t0 = time.perf_counter()
         schur = self._schur_setup(problem.A.pattern, (s / ch) * blocks, Jf, fixed)
         ms_linear = 1e3 * (time.perf_counter() - t0)       # the Schur path's factorization of Ã
