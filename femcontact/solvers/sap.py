@@ -216,6 +216,7 @@ class NewtonContactSolver:
         self._fixed_src = self._fixed_np = None    # the prescribed mask, read once (``_fixed``)
         self._no_contacts = None                     # an empty J: Ã's own lower triangle from ``_ahat``
         self.last_stats = None
+        self._gravity_norm = float(np.linalg.norm(model.gravity))    # |g| (impact_speed)
         self._scaling = None               # (Ã's diagonal blocks, prescribed DOFs, D of SAP eq. 32)
         self._delassus = {}                # delassus_estimate's index work and block inverses, kept
         self._filled_for = None            # (resolved parameters, their filled arrays): ``_filled``
@@ -381,7 +382,7 @@ class NewtonContactSolver:
         gravity gives in one step (a resting contact's normal velocity stays below it)."""
         if self.opt["impact_speed"] is not None:
             return float(self.opt["impact_speed"])
-        return float(np.linalg.norm(self.model.gravity)) * dt
+        return self._gravity_norm * dt
 
     def _pair_parameters(self, param_rows: np.ndarray):
         """(``contact_parameters``, restitution) per contact, kept while the rows and the table repeat."""
@@ -663,8 +664,7 @@ class FullSpace:
         self.grad = self.r - jc
         self.grad[self.dof_fixed] = 0.0
         D = self.D
-        return (float(0.5 * self.v @ Av - self.bt @ self.v), float(np.linalg.norm(D * self.grad)),
-                max(float(np.linalg.norm(D * Av)), float(np.linalg.norm(D * jc))))
+        return (float(0.5 * self.v @ Av - self.bt @ self.v), _norm(D * self.grad), max(_norm(D * Av), _norm(D * jc)))
 
     def direction(self, G: np.ndarray) -> tuple[np.ndarray, float, float, float]:
         """The Newton direction Δv for the blocks G: (J Δv (c, 3), Δvᵀ(Ãv − b̃), ΔvᵀÃΔv, Δvᵀ∇ℓ)."""
@@ -681,6 +681,11 @@ class FullSpace:
         return self.v
 
 
+def _norm(x: np.ndarray) -> float:
+    """‖x‖₂ of a vector: numpy.linalg.norm's own formula (sqrt of x·x), without its per-call overhead."""
+    return math.sqrt(float(x @ x))
+
+
 def friction_scaling(mu_axes: np.ndarray):
     """(μ̄, T, r) for friction coefficients ``mu_axes`` (c, 2) along (t1, t2): μ̄ = max(μ₁, μ₂) (c,)
     the isotropic model's coefficient, T = (μ₁, μ₂)/μ̄ (c, 2) the tangential row scaling
@@ -688,7 +693,7 @@ def friction_scaling(mu_axes: np.ndarray):
     friction regularization. T and r are None when every contact is isotropic."""
     mu_axes = np.asarray(mu_axes, dtype=np.float64).reshape(-1, 2)
     mu_bar = mu_axes.max(axis=1)
-    if np.array_equal(mu_axes[:, 0], mu_axes[:, 1]):
+    if (mu_axes[:, 0] == mu_axes[:, 1]).all():
         return mu_bar, None, None
     with np.errstate(divide="ignore", invalid="ignore"):
         T = np.where(mu_bar[:, None] > 0, mu_axes / mu_bar[:, None], 1.0)
