@@ -717,7 +717,8 @@ def delassus_estimate(J: "sp.csr_matrix | ContactRows", blocks: np.ndarray, fixe
     smallest ``w`` of the others.
 
     ``cache``: a dict the caller keeps across steps (``ContactRows`` only): the index work is kept while
-    J's ``nodes`` and ``fixed`` are the same arrays, the block inverses while those blocks repeat."""
+    J's ``nodes`` and ``fixed`` are the same arrays, the block inverses while those blocks repeat, and
+    ``w`` itself while J's blocks repeat too (a body at rest)."""
     # per 3x3 block J_mk of J (contact m, node k): tr(J_mk B_k⁻¹ J_mkᵀ)/3, summed per (contact, body);
     # only the blocks of nodes in contact are inverted
     nb = len(body_mass)
@@ -744,12 +745,16 @@ def delassus_estimate(J: "sp.csr_matrix | ContactRows", blocks: np.ndarray, fixe
             inverse = (B, np.linalg.inv(B)[which])
             if cache is not None:
                 cache["inverse"] = inverse
+        elif cache.get("w") is not None and cache["w"][0] is inverse and np.array_equal(cache["w"][1], Jd):
+            return cache["w"][2]               # the same blocks and inverses as last step (a body at rest)
         tr[free] = np.einsum("bij,bjk,bik->b", Jd, inverse[1], Jd) / 3.0
     per_body = np.bincount(bins, weights=tr, minlength=c * nb).reshape(c, nb)
     floor = np.where(per_body > 0, 1.0 / np.maximum(body_mass, 1e-300), 0.0)
     w = np.maximum(per_body, floor).sum(axis=1)
     if np.any(w <= 0):
         w = np.where(w > 0, w, w[w > 0].min() if np.any(w > 0) else 1.0 / np.abs(blocks).max(initial=1.0))
+    if cache is not None and len(inv_nodes):
+        cache["w"] = (inverse, Jd, w)
     return w
 
 
