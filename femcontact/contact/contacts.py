@@ -228,6 +228,7 @@ class ContactSet:
         n = self.n_nodes
         R = d["frame"]
         m_idx, nodes, mats = [], [], []
+        vd = None
         for side, sign in (("node_b", 1.0), ("node_a", -1.0)):
             node = d[side].astype(np.int64)
             real = (node >= 0) & ((node < n) | (not expand_virtual))
@@ -236,12 +237,10 @@ class ContactSet:
             mats.append(sign * R[real])
             virt = np.flatnonzero((node >= n) & expand_virtual)
             if virt.size:
-                vd = self.virtual_to_numpy()
+                vd = self.virtual_to_numpy() if vd is None else vd
                 v = node[virt] - n
-                for k in range(4):
-                    links = vd["node"][v, k]
-                    ok = links >= 0
-                    m_idx.append(virt[ok])
-                    nodes.append(links[ok].astype(np.int64))
-                    mats.append(sign * np.einsum("mij,mjk->mik", R[virt[ok]], vd["weight"][v[ok], k]))
+                i, k = np.nonzero(vd["node"][v] >= 0)     # every link in use, per virtual node in k order
+                m_idx.append(virt[i])
+                nodes.append(vd["node"][v[i], k].astype(np.int64))
+                mats.append(sign * np.einsum("mij,mjk->mik", R[virt[i]], vd["weight"][v[i], k]))
         return np.concatenate(m_idx), np.concatenate(nodes), np.concatenate(mats).reshape(-1, 3, 3)

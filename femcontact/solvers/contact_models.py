@@ -44,9 +44,10 @@ _TINY = 1e-300
 
 
 def _soft_norm(vt: np.ndarray, eps: np.ndarray):
-    """s = sqrt(|v_t|² + ε²), ‖v_t‖ₛ = s - ε, t̂ₛ = v_t / s (docs/THEORY.md §4)."""
-    s = np.sqrt(np.einsum("ci,ci->c", vt, vt) + eps * eps)
-    return s, s - eps, vt / s[:, None]
+    """s = sqrt(|v_t|² + ε²), ‖v_t‖ₛ = s - ε, t̂ₛ = v_t / s (docs/THEORY.md §4), and |v_t|²."""
+    vt2 = np.einsum("ci,ci->c", vt, vt)
+    s = np.sqrt(vt2 + eps * eps)
+    return s, s - eps, vt / s[:, None], vt2
 
 
 def _tangent_hessian(vt: np.ndarray, s: np.ndarray, scale: np.ndarray) -> np.ndarray:
@@ -177,8 +178,7 @@ class HuntCrossley:
     dt: float
 
     def __post_init__(self):
-        with np.errstate(divide="ignore"):
-            inv_d = np.where(self.d > 0, 1.0 / np.where(self.d > 0, self.d, 1.0), np.inf)
+        inv_d = np.divide(1.0, self.d, out=np.full(np.shape(self.d), np.inf), where=self.d > 0)   # 1/d, ∞ at d = 0
         self._dtk = self.dt * self.k                                     # kept: the line search calls impulse often
         self.v_hat = np.minimum(self.fe0 / self._dtk, inv_d)              # impulse is zero for v >= v̂
         self._F_hat = self._F(self.v_hat)
@@ -220,14 +220,14 @@ class LaggedModel:
 
     def evaluate(self, vc: np.ndarray, hessian: bool = True):
         vt, vn = vc[:, :2], vc[:, 2]
-        s, snorm, that = _soft_norm(vt, self.eps)
+        s, snorm, that, vt2 = _soft_norm(vt, self.eps)
         n, dn = self.hc.impulse(vn)
         ft = self.mu * self.n0
         cost = self.hc.cost(vn) + ft * snorm
         gamma = np.empty((len(vn), 3))
         gamma[:, :2] = -ft[:, None] * that
         gamma[:, 2] = n
-        status = _hc_status(n, vt, self.eps)
+        status = _hc_status(n, vt2, self.eps)
         if not hessian:
             return cost, gamma, None, status
         G = np.zeros((len(vn), 3, 3))
@@ -280,14 +280,14 @@ class SimilarModel:
     def evaluate(self, vc: np.ndarray, hessian: bool = True):
         vt, vn = vc[:, :2], vc[:, 2]
         mu = self.mu
-        s, snorm, that = _soft_norm(vt, self.eps)
+        s, snorm, that, vt2 = _soft_norm(vt, self.eps)
         z = vn - mu * snorm
         n, dn = self.hc.impulse(z)
         cost = self.hc.cost(z)
         gamma = np.empty((len(vn), 3))
         gamma[:, :2] = -(mu * n)[:, None] * that
         gamma[:, 2] = n
-        status = _hc_status(n, vt, self.eps)
+        status = _hc_status(n, vt2, self.eps)
         if not hessian:
             return cost, gamma, None, status
         G = np.zeros((len(vn), 3, 3))
@@ -323,10 +323,11 @@ class SimilarModel:
         return at
 
 
-def _hc_status(n, vt, eps):
+def _hc_status(n, vt2, eps):
+    """OPEN / STICK / SLIP per contact for normal impulses n and squared slip speeds |v_t|² ``vt2``."""
     status = np.full(len(n), OPEN, np.int32)
     on = n > 0
-    slip = np.sqrt(np.einsum("ci,ci->c", vt, vt)) > eps
+    slip = np.sqrt(vt2) > eps
     status[on & ~slip] = STICK
     status[on & slip] = SLIP
     return status

@@ -130,6 +130,7 @@ DEFAULTS = {
     "stiction_tolerance": 1e-4, "sigma": 1e-3, "beta": 1.0, "midpoint_contact": "consistent", "impact_speed": None,
     "restitution": 0.0, "max_recovery_speed": 0.1, "friction_majorize_above": 1e-1,
 }
+STEP_COLUMNS = ("node_a", "node_b", "frame", "phi", "mu", "v_world", "v_anchor", "param")   # read per step
 REBOUND_BETA = 0.1     # eq. 29's β for an impact with restitution (near-rigid, so the rebound is met)
 PHYSICAL = ("stiffness", "tau_d", "hc_dissipation", "stiction_tolerance", "sigma")
 
@@ -215,6 +216,10 @@ class NewtonContactSolver:
         self._fixed_src = self._fixed_np = None    # the prescribed mask, read once (``_fixed``)
         self._no_contacts = None                     # an empty J: Ã's own lower triangle from ``_ahat``
         self.last_stats = None
+        self._gravity_norm = float(np.linalg.norm(model.gravity))    # |g| (impact_speed)
+        self._scaling = None               # (Ã's diagonal blocks, prescribed DOFs, D of SAP eq. 32)
+        self._delassus = {}                # delassus_estimate's index work and block inverses, kept
+        self._filled_for = None            # (resolved parameters, their filled arrays): ``_filled``
 
     # ------------------------------------------------------------------ parameters
     def _table(self):
@@ -280,7 +285,8 @@ class NewtonContactSolver:
                           p["sigma"], where="(contact parameters)")
             self._checked_table = table
         beta = float(self.opt["beta"])
-        sigma = np.where(np.isnan(p["sigma"]), 1e-3, p["sigma"])
+        f = self._filled(p)
+        sigma = f["sigma"]
         R_t = sigma * w
         if reg_scale is not None:
             R_t = R_t * reg_scale**2
@@ -289,10 +295,10 @@ class NewtonContactSolver:
         th_t, th_n = (1.0, 1.0) if theta is None else (theta[:, 0], theta[:, 2])
         mu_u = mu * th_n / th_t                  # friction cone of γ̃ = γ/θ
         if self.kind == "sap":
-            tau_d = np.where(np.isnan(p["tau_d"]), beta * dt / math.pi, p["tau_d"])
-            k = np.where(np.isnan(p["stiffness"]), np.inf, p["stiffness"])
+            tau_d = np.where(f["tau_d_auto"], beta * dt / math.pi, p["tau_d"])
+            k = f["k_sap"]
             tau_d = np.where(bounce, 0.0, tau_d)        # a rebound's dissipation is its restitution
-            beta_n = np.where(bounce & np.isnan(p["stiffness"]), REBOUND_BETA * beta, beta)
+            beta_n = np.where(bounce & f["k_auto"], REBOUND_BETA * beta, beta)
             with np.errstate(divide="ignore"):
                 R_n = np.maximum(beta_n**2 / (4 * math.pi**2) * w, 1.0 / (dt * k * (dt + tau_d)))
             # stabilization velocity: −φ₀/(dt + τ_d) for touching pairs (SAP §V-B); a pair still
@@ -306,9 +312,8 @@ class NewtonContactSolver:
                 vhat_n = np.minimum(vhat_n, float(self.opt["max_recovery_speed"]))   # (checked >= 0)
             vhat_n = np.where(bounce, np.maximum(vhat_n, rebound), vhat_n)
             return SapModel(mu_u, np.maximum(R_t * th_t**2, 1e-300), R_n * th_n**2, vhat_n)
-        k = np.where(np.isnan(p["stiffness"]), 4 * math.pi**2 / (beta**2 * w * dt * dt), p["stiffness"])
-        d = np.where(np.isnan(p["hc_dissipation"]), DEFAULTS["hc_dissipation"], p["hc_dissipation"])
-        vs = np.where(np.isnan(p["stiction_tolerance"]), DEFAULTS["stiction_tolerance"], p["stiction_tolerance"])
+        k = np.where(f["k_auto"], 4 * math.pi**2 / (beta**2 * w * dt * dt), p["stiffness"])
+        d, vs = f["d"], f["vs"]
         fe0 = -k * phi0
         n0 = dt * np.maximum(fe0, 0.0) * np.maximum(0.0, 1.0 - d * vn0)
         eps = np.maximum(vs, th_t * mu * R_t * n0)
@@ -316,7 +321,7 @@ class NewtonContactSolver:
             eps = eps * reg_scale
         if bounce.any():
             # the spring releases at the rebound speed: zero impulse for v_n ≥ max(−φ₀/dt, rebound)
-            k = np.where(bounce & np.isnan(p["stiffness"]), k / REBOUND_BETA**2, k)
+            k = np.where(bounce & f["k_auto"], k / REBOUND_BETA**2, k)
             fe0 = np.where(bounce, k * np.maximum(-phi0, dt * rebound), fe0)
             d = np.where(bounce, 0.0, d)
         hc = HuntCrossley(k / th_n, d, fe0 / th_n, dt)
@@ -325,6 +330,19 @@ class NewtonContactSolver:
         if self.kind == "lagged":
             return LaggedModel(hc, mu, n0, eps)
         return SimilarModel(hc, mu, eps)
+
+    def _filled(self, p: dict) -> dict:
+        """The step-independent parts of ``build_model`` for the resolved parameters ``p`` (automatic
+        values filled in, NaN masks), kept while ``p`` (``_pair_parameters``'s) is the same object."""
+        if self._filled_for is None or self._filled_for[0] is not p:
+            k_auto = np.isnan(p["stiffness"])
+            self._filled_for = (p, {
+                "sigma": np.where(np.isnan(p["sigma"]), 1e-3, p["sigma"]), "k_auto": k_auto,
+                "k_sap": np.where(k_auto, np.inf, p["stiffness"]), "tau_d_auto": np.isnan(p["tau_d"]),
+                "d": np.where(np.isnan(p["hc_dissipation"]), DEFAULTS["hc_dissipation"], p["hc_dissipation"]),
+                "vs": np.where(np.isnan(p["stiction_tolerance"]), DEFAULTS["stiction_tolerance"],
+                               p["stiction_tolerance"])})
+        return self._filled_for[1]
 
     def contact_weights(self, impact: np.ndarray, co: float):
         """θ (c, 3) of the contact velocity ``u = θ v_{k+1} + (1 − θ) v_k`` per contact, or None
@@ -364,7 +382,7 @@ class NewtonContactSolver:
         gravity gives in one step (a resting contact's normal velocity stays below it)."""
         if self.opt["impact_speed"] is not None:
             return float(self.opt["impact_speed"])
-        return float(np.linalg.norm(self.model.gravity)) * dt
+        return self._gravity_norm * dt
 
     def _pair_parameters(self, param_rows: np.ndarray):
         """(``contact_parameters``, restitution) per contact, kept while the rows and the table repeat."""
@@ -408,6 +426,7 @@ class NewtonContactSolver:
         """The prescribed mask (bool, n): read once per mask array (it is fixed at build time)."""
         if self._fixed_src is not fixed_arr:
             self._fixed_src, self._fixed_np = fixed_arr, backend.read(fixed_arr, n) != 0
+            self._dof_fixed = np.repeat(self._fixed_np, 3)
         return self._fixed_np
 
     # ------------------------------------------------------------------ the solve
@@ -425,8 +444,8 @@ class NewtonContactSolver:
         b = rd(problem.b, n).astype(np.float64, copy=False).ravel()
         vk = rd(problem.state.v, n).astype(np.float64, copy=False).ravel()
         fixed = self._fixed(problem.fixed, n)
-        dof_fixed = np.repeat(fixed, 3)
-        cd = contacts.to_numpy()
+        dof_fixed = self._dof_fixed          # (3n,) the same mask per DOF, kept with it
+        cd = contacts.read(*STEP_COLUMNS)    # only what the solve uses (no world-frame impulse)
         off = contacts.world_offset(cd) + contacts.anchor_offset(cd)
         if self.dense:
             A = self._dense_matrix(problem.A, blocks)
@@ -445,16 +464,17 @@ class NewtonContactSolver:
         # warm start (end-of-step velocity) and prescribed values
         v_prev_hat = rd(problem.v_hat, n).astype(np.float64, copy=False).ravel()
         v = ch * v_prev_hat + co * vk if co == 0.0 else vk.copy()
+        Adiag = problem.A.diagonal_blocks(blocks)
         if fixed.any():
-            Dfix = problem.A.diagonal_blocks(blocks)[fixed]
+            Dfix = Adiag[fixed]
             vhat_fixed = np.linalg.solve(Dfix, b.reshape(n, 3)[fixed][:, :, None])[:, :, 0]
             v.reshape(n, 3)[fixed] = ch * vhat_fixed + co * vk.reshape(n, 3)[fixed]
 
         # per-contact data: Delassus estimate from the diagonal blocks of Ã (SAP §V-A)
-        Dblk = (s / ch) * problem.A.diagonal_blocks(blocks)
+        Dblk = (s / ch) * Adiag
         Bw = Dblk.copy()
         Bw[self.lumped_nodes] = self.lumped_blocks
-        w = delassus_estimate(Jf, Bw, fixed, c, self.node_body, self.body_mass)
+        w = delassus_estimate(Jf, Bw, fixed, c, self.node_body, self.body_mass, self._delassus)
         vc_prev = J.matvec(vk).reshape(c, 3) + off
         mu, tscale, reg_scale = friction_scaling(cd["mu"] if c else np.zeros((0, 2)))
         vc_hat_prev = J.matvec(v_prev_hat).reshape(c, 3) + off if co != 0.0 else vc_prev
@@ -489,7 +509,9 @@ class NewtonContactSolver:
             J, Jf = J.scale_rows(S), Jf.scale_rows(S)
             off = S * off + T * (1.0 - th) * vc_prev
 
-        D = momentum_scaling(Dblk, dof_fixed)
+        if self._scaling is None or self._scaling[1] is not dof_fixed or not np.array_equal(self._scaling[0], Dblk):
+            self._scaling = (Dblk, dof_fixed, momentum_scaling(Dblk, dof_fixed))    # kept while Ã's diagonal repeats
+        D = self._scaling[2]
         t0 = time.perf_counter()
         schur = self._schur_setup(problem.A.pattern, (s / ch) * blocks, Jf, fixed)
         ms_linear = 1e3 * (time.perf_counter() - t0)       # the Schur path's factorization of Ã
@@ -642,8 +664,7 @@ class FullSpace:
         self.grad = self.r - jc
         self.grad[self.dof_fixed] = 0.0
         D = self.D
-        return (float(0.5 * self.v @ Av - self.bt @ self.v), float(np.linalg.norm(D * self.grad)),
-                max(float(np.linalg.norm(D * Av)), float(np.linalg.norm(D * jc))))
+        return (float(0.5 * self.v @ Av - self.bt @ self.v), _norm(D * self.grad), max(_norm(D * Av), _norm(D * jc)))
 
     def direction(self, G: np.ndarray) -> tuple[np.ndarray, float, float, float]:
         """The Newton direction Δv for the blocks G: (J Δv (c, 3), Δvᵀ(Ãv − b̃), ΔvᵀÃΔv, Δvᵀ∇ℓ)."""
@@ -660,6 +681,11 @@ class FullSpace:
         return self.v
 
 
+def _norm(x: np.ndarray) -> float:
+    """‖x‖₂ of a vector: numpy.linalg.norm's own formula (sqrt of x·x), without its per-call overhead."""
+    return math.sqrt(float(x @ x))
+
+
 def friction_scaling(mu_axes: np.ndarray):
     """(μ̄, T, r) for friction coefficients ``mu_axes`` (c, 2) along (t1, t2): μ̄ = max(μ₁, μ₂) (c,)
     the isotropic model's coefficient, T = (μ₁, μ₂)/μ̄ (c, 2) the tangential row scaling
@@ -667,7 +693,7 @@ def friction_scaling(mu_axes: np.ndarray):
     friction regularization. T and r are None when every contact is isotropic."""
     mu_axes = np.asarray(mu_axes, dtype=np.float64).reshape(-1, 2)
     mu_bar = mu_axes.max(axis=1)
-    if np.array_equal(mu_axes[:, 0], mu_axes[:, 1]):
+    if (mu_axes[:, 0] == mu_axes[:, 1]).all():
         return mu_bar, None, None
     with np.errstate(divide="ignore", invalid="ignore"):
         T = np.where(mu_bar[:, None] > 0, mu_axes / mu_bar[:, None], 1.0)
@@ -676,7 +702,7 @@ def friction_scaling(mu_axes: np.ndarray):
 
 
 def delassus_estimate(J: "sp.csr_matrix | ContactRows", blocks: np.ndarray, fixed: np.ndarray, c: int,
-                      node_body: np.ndarray, body_mass: np.ndarray) -> np.ndarray:
+                      node_body: np.ndarray, body_mass: np.ndarray, cache: dict | None = None) -> np.ndarray:
     """Per-contact Delassus estimate ``w_m`` (1/kg) for the near-rigid regularization (SAP eq. 29).
 
     Per body touching contact m: ``w_mb = tr(J_mb B⁻¹ J_mbᵀ)/3`` with ``B`` the 3×3 diagonal
@@ -688,29 +714,56 @@ def delassus_estimate(J: "sp.csr_matrix | ContactRows", blocks: np.ndarray, fixe
     as ``B``: their diagonal blocks hold the stretch–shear stiffness that the segment rotations
     relieve, hundreds of times too stiff.)
     Prescribed nodes (``fixed``) have infinite mass; a contact with no free node gets the
-    smallest ``w`` of the others."""
+    smallest ``w`` of the others.
+
+    ``cache``: a dict the caller keeps across steps (``ContactRows`` only): the index work is kept while
+    J's ``nodes`` and ``fixed`` are the same arrays, the block inverses while those blocks repeat, and
+    ``w`` itself while J's blocks repeat too (a body at rest)."""
     # per 3x3 block J_mk of J (contact m, node k): tr(J_mk B_k⁻¹ J_mkᵀ)/3, summed per (contact, body);
     # only the blocks of nodes in contact are inverted
+    nb = len(body_mass)
     if isinstance(J, ContactRows):
-        contact = np.repeat(np.arange(c), J.nodes.shape[1])
-        node, Jdata = J.nodes.ravel(), J.blocks.reshape(-1, 3, 3)
+        Jdata = J.blocks.reshape(-1, 3, 3)
+        index = None if cache is None else cache.get("index")
+        if index is None or index[0] is not J.nodes or index[1] is not fixed:
+            index = (J.nodes, fixed) + _delassus_index(np.repeat(np.arange(c), J.nodes.shape[1]), J.nodes.ravel(),
+                                                       fixed, node_body, nb)
+            if cache is not None:
+                cache["index"], cache["inverse"] = index, None
     else:
         Jb = sp.bsr_matrix(J, blocksize=(3, 3))
-        contact = np.repeat(np.arange(Jb.shape[0] // 3), np.diff(Jb.indptr))
-        node, Jdata = Jb.indices, Jb.data
-    free = ~fixed[node]
-    tr = np.zeros(len(node))
-    if free.any():
+        index = (None, None) + _delassus_index(np.repeat(np.arange(Jb.shape[0] // 3), np.diff(Jb.indptr)),
+                                               Jb.indices, fixed, node_body, nb)
+        Jdata = Jb.data
+    free, inv_nodes, which, bins = index[2:]
+    tr = np.zeros(len(bins))
+    if len(inv_nodes):
         Jd = Jdata[free]
-        inv_nodes, which = np.unique(node[free], return_inverse=True)     # each node's block inverted once
-        tr[free] = np.einsum("bij,bjk,bik->b", Jd, np.linalg.inv(blocks[inv_nodes])[which], Jd) / 3.0
-    nb = len(body_mass)
-    per_body = np.bincount(contact * nb + node_body[node], weights=tr, minlength=c * nb).reshape(c, nb)
+        B = blocks[inv_nodes]                  # each node's block inverted once, again only when it changed
+        inverse = None if cache is None else cache.get("inverse")
+        if inverse is None or not np.array_equal(inverse[0], B):
+            inverse = (B, np.linalg.inv(B)[which])
+            if cache is not None:
+                cache["inverse"] = inverse
+        elif cache.get("w") is not None and cache["w"][0] is inverse and np.array_equal(cache["w"][1], Jd):
+            return cache["w"][2]               # the same blocks and inverses as last step (a body at rest)
+        tr[free] = np.einsum("bij,bjk,bik->b", Jd, inverse[1], Jd) / 3.0
+    per_body = np.bincount(bins, weights=tr, minlength=c * nb).reshape(c, nb)
     floor = np.where(per_body > 0, 1.0 / np.maximum(body_mass, 1e-300), 0.0)
     w = np.maximum(per_body, floor).sum(axis=1)
     if np.any(w <= 0):
         w = np.where(w > 0, w, w[w > 0].min() if np.any(w > 0) else 1.0 / np.abs(blocks).max(initial=1.0))
+    if cache is not None and len(inv_nodes):
+        cache["w"] = (inverse, Jd, w)
     return w
+
+
+def _delassus_index(contact: np.ndarray, node: np.ndarray, fixed: np.ndarray, node_body: np.ndarray, nb: int):
+    """(free blocks mask, the free nodes in contact, each free block's index among them, (contact, body) bin)
+    for ``delassus_estimate``'s blocks of J at (``contact``, ``node``)."""
+    free = ~fixed[node]
+    inv_nodes, which = np.unique(node[free], return_inverse=True)
+    return free, inv_nodes, which, contact * nb + node_body[node]
 
 
 def momentum_scaling(blocks: np.ndarray, dof_fixed: np.ndarray) -> np.ndarray:

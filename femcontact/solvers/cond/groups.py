@@ -40,6 +40,11 @@ class BlockTables:
         return int(self.rod_start[-1])
 
     @property
+    def has_rigid(self) -> bool:
+        """Any rigid pair (6x6 block step)."""
+        return bool(np.any(self.step_kind == KIND_RIGID_LIN))
+
+    @property
     def has_blocks(self) -> bool:
         """Any 3x3 or rigid 6x6 block step."""
         return bool(np.any((self.step_kind >= KIND_SPIN) & (self.step_kind <= KIND_RIGID_ANG)))

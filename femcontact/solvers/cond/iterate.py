@@ -31,7 +31,8 @@ from ..projection import STRICT, project_cone, project_strict
 from .blocks import rod_solve
 from .groups import KIND_ROD, KIND_SCALAR
 from ...contact.schema import CONTACT_SET_F, CONTACT_SET_I
-from .layout import (CONTACT, CONTACT_NODES, HAS_BLOCKS, HAS_RODS, ITER_F, ITER_I, ROW,
+from .hosts import host_step, record_state
+from .layout import (CONTACT, CONTACT_NODES, HAS_BLOCKS, HAS_HOSTS, HAS_RODS, ITER_F, ITER_I, ROW,
                      STEP_BLOCK, STEP_FEM, STEP_ROD, STEP_SCALAR, VIRTUAL, VIRTUAL_NODES, VROWS)
 from .reduce import group_size, partial_sums
 from .step_matrix import inf_norm
@@ -247,6 +248,8 @@ def cond_iterate(P: ti.types.ndarray(), blocks: ti.types.ndarray(), V: ti.types.
                 V[VROWS.V_STAR, i] = V[VROWS.V, i] - (alpha * fem_c) * V[VROWS.D_FEM, i]
         else:
             V[VROWS.V_STAR, i] = V[VROWS.V, i] - (alpha * W[i]) * V[VROWS.G, i]
+    if ti.static(kinds & HAS_HOSTS):      # host bodies with their virtual rows (hosts.py), over the above
+        host_step(V, RK, W, WB, VNf, VNi, n0, nv, alpha)
     # one-shot contact solve (Alg. 2) and v̂** = v* + W Jᵀ λ
     for m in range(nc):
         R = CONTACT.frame.get(Cf, m)
@@ -270,6 +273,9 @@ def cond_iterate(P: ti.types.ndarray(), blocks: ti.types.ndarray(), V: ti.types.
             else:
                 r = project_cone(ls, CONTACT.mu.at(Cf, m, 0), CONTACT.mu.at(Cf, m, 1))
             lm = ti.Vector([r[0], r[1], r[2]])
+            if ti.static(kinds & HAS_HOSTS):       # the contact state the next host step uses (hosts.py)
+                record_state(VNi, RK, nb, n0, lm, eta[2])
+                record_state(VNi, RK, na, n0, lm, eta[2])
             f = mTv(R, lm)
             V[VROWS.V_STAR, nb] += wb * f
             if na >= 0:

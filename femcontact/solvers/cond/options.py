@@ -17,9 +17,10 @@ between reads of the residual: None = every one on the CPU, 8 on a GPU; Chebyshe
 warm_start; restitution,
 recovery, max_recovery_speed (normal targets, ``targets.py``); virtual_gain, rigid_gain
 (virtual-node gains, ``virtual.py``); compliance_passes (re-solves with the targets shifted by the
-virtual dampers' compliance, ``virtual.cond_compliance_shift``); contact_free "linear" | "iterate": a step without contacts is
-solved exactly by the step's linear solver (default) or by COND's own iteration. docs/COND.md
-explains each choice.
+virtual dampers' compliance, ``virtual.cond_compliance_shift``); host_solve (each free rigid body solved
+together with its virtual nodes every iteration, ``hosts.py``; False: they alternate); contact_free
+"linear" | "iterate": a step without contacts is solved exactly by the step's linear solver (default)
+or by COND's own iteration. docs/COND.md explains each choice.
 """
 import math
 from dataclasses import dataclass, fields
@@ -85,6 +86,7 @@ class CondOptions:
     rigid_gain: float = 100.0
     compliance_passes: int = 2
     contact_free: str = "linear"
+    host_solve: bool = False
 
     @classmethod
     def from_dict(cls, options: Optional[dict]) -> "CondOptions":
@@ -140,7 +142,7 @@ class CondOptions:
         if self.acceleration == "anderson" and self.step != "frobenius":
             raise ParameterError("COND option acceleration='anderson' needs step='frobenius' (Barzilai-Borwein "
                                  "changes the fixed-point map every iteration)")
-        for name in ("warm_start", "rho_adapt"):
+        for name in ("warm_start", "rho_adapt", "host_solve"):
             if not isinstance(getattr(self, name), (bool, np.bool_)):
                 raise ParameterError(f"COND option {name} must be True or False, got {getattr(self, name)!r}")
         num("omega", 0.0)

@@ -28,8 +28,9 @@ from .anderson import AndersonMixer
 from .chebyshev import make_schedule
 from .groups import block_tables
 from .iterate import cond_finish, cond_iterate, cond_pattern, cond_start
-from .layout import (CONTACT, CONTACT_NODES, HAS_BLOCKS, HAS_RODS, ITER_F, ITER_I, ROD_BLOCKS, ROD_FACTOR, ROD_ROWS,
-                     ROD_SLOTS, ROW, VIRTUAL, VIRTUAL_NODES, VROWS)
+from .hosts import WB_ROWS, cond_host_mark, cond_host_steps
+from .layout import (CONTACT, CONTACT_NODES, HAS_BLOCKS, HAS_HOSTS, HAS_RODS, ITER_F, ITER_I, ROD_BLOCKS,
+                     ROD_FACTOR, ROD_ROWS, ROD_SLOTS, ROW, VIRTUAL, VIRTUAL_NODES, VROWS)
 from .options import FEM_AUTO_FREE, CondOptions, default_tol
 from .targets import cond_targets
 from .virtual import cond_compliance_shift, cond_gains, cond_nodalize, cond_pack_virtual
@@ -74,11 +75,14 @@ class CondSolver:
         groups = block_tables(model)
         self.n_rods, self.n_rod_blocks = groups.n_rods, groups.n_rod_blocks
         self._has_blocks = groups.has_blocks
-        self._kinds = HAS_BLOCKS * bool(self._has_blocks) | HAS_RODS * (self.n_rods > 0)   # compile-time switch
+        self._hosts = bool(self.options.host_solve and self.options.step == "frobenius" and groups.has_rigid)
+        self._kinds = (HAS_BLOCKS * bool(self._has_blocks) | HAS_RODS * (self.n_rods > 0)
+                       | HAS_HOSTS * self._hosts)      # compile-time switch
         self._blockstep = backend.int_array(groups.step_kind)
         self._claim = backend.int_array(np.zeros(n0, np.int32))      # nodalization (cond_nodalize)
         self._count = backend.int_array(np.zeros(1, np.int32))
         self._pair_slot = backend.int_array(groups.pair_slot)
+        self._host_ok = backend.int_array(np.zeros(n0, np.int32))          # hosts.py
         self._rod_start = backend.int_array(groups.rod_start)
         self._rod_pos = backend.int_array(groups.rod_pos)
         self._rod_rows = ROD_ROWS.alloc(self.n_rod_blocks)
@@ -93,7 +97,7 @@ class CondSolver:
         # W: A's Frobenius / Gershgorin row sums (recycled), with the coupling, and the block steps
         self._tr, self._rs, self._l1 = (backend.scalar_array(n0) for _ in range(3))
         self._tr2, self._rs2, self._l12 = (backend.scalar_array(n0) for _ in range(3))
-        self._WB = ti.Matrix.ndarray(3, 3, float, shape=(2, max(n0, 1)))
+        self._WB = ti.Matrix.ndarray(3, 3, float, shape=(WB_ROWS if self._hosts else 2, max(n0, 1)))
         self._px, self._py = backend.vec3_array(n0), backend.vec3_array(n0)
         self._pout = backend.scalar_array(3)
         # iteration norms ring (cond_iterate), read every check_every iterations
@@ -284,7 +288,7 @@ class CondSolver:
         p = _Progress(*self._accelerators(nvx))
         tol, target, checks = o.tol, o.momentum_tol, 0
         shift_tol = min(o.tol, default_tol(o.acceleration))       # θ at which a shift need not wait for e_m
-        if target is not None and self._em_ratio is not None:     # the θ the last solve's e_m/θ predicts
+        if target is not None and self._em_ratio:     # the θ the last solve's e_m/θ predicts (none if e_m was 0)
             tol = min(tol, EM_MARGIN * target / self._em_ratio)
         while True:
             if p.shifted:                   # the targets moved since the run began: a new run
@@ -488,6 +492,8 @@ class CondSolver:
                    self._kinds)
         step_matrix.cond_coupling(self._tr, self._rs, self._l1, self._tr2, self._rs2, self._l12, self._VNf,
                                   self._VNi, Pi)
+        if self._hosts:
+            cond_host_mark(self._blockstep, fixed, self._VNi, self._host_ok, Pi)
         if self._has_blocks:
             blocks.cond_block_diagonal(A.blocks, A.diag, self._blockstep, self._pair_slot, self._WB, self._VNf,
                                        self._VNi, Pi)
@@ -495,6 +501,9 @@ class CondSolver:
                             self._rs2, self._l12, self.V, self._W, self._RK, self._VNf, self._VNi, Pf, Pi)
         if self._has_blocks:
             blocks.cond_block_inverses(fixed, self._blockstep, self._WB, self._RK, Pi)
+        if self._hosts:
+            cond_host_steps(A.blocks, A.diag, self._pair_slot, self._RK, self._WB, self._VNf, self._VNi,
+                            self._blockstep, self._host_ok, Pi)
         self.fem_rows = 0
         if self._fem and self.fem_lmax and (not self._fem_auto or self._fem_step_pays(fixed, n0, nvx)):
             self.fem_rows = int(blocks.cond_fem_blocks(A.blocks, A.diag, fixed, self._blockstep, self._claim, self._WB,

@@ -1,0 +1,167 @@
+"""Host bodies solved with their virtual nodes (COND option ``host_solve``; docs/COND.md, "Hosts").
+
+A free rigid body (rigid pair of rows, 6x6 block H of A) and the virtual nodes on it (``J_q =
+[W_q0, W_q1]`` on the pair, damper gain ``k_q``, eq. 14/15) form one subsystem of Ã. Without this
+option the body takes the block step on ``H + Σ k_q J_qᵀJ_q`` (every virtual node an anchor at its
+current velocity) and the virtual rows a scalar step w_q: a virtual node its contact does not hold
+pulls the body back toward its stale velocity, and body and node alternate at a rate
+``k c / (1 + k c)`` per iteration (c: the body's compliance at the point; ``rigid_gain`` 100: 0.99).
+
+With it, every iteration solves the body with its virtual nodes for the contact states of the last
+projection: a virtual row whose contact left it open (λ_n = 0, separating faster than
+``SEPARATING``) is free and eliminated exactly
+(Schur complement onto the host: ``y = J_q x + g_q/k_q``), the others are held (an anchor in the
+host's block, then the scalar step and COND's one-shot projection, as before):
+
+    K = H + Σ_held k_q J_qᵀJ_q,        Δx = K⁻¹ (g_h + Σ_free J_qᵀ g_q)
+    y*_q = y_q − α (J_q Δx + g_q / k_q)  (free),     y*_q = y_q − α w_q g_q  (held)
+
+(g = Ã v − b with the dampers). All rows held is the alternation's step; none held, the exact inverse
+of the host + virtual block. At a fixed point Δx = 0 and g_q = 0 on the free rows, so the host rows
+satisfy ``Ã v − b = 0`` and COND's fixed point is unchanged. The state is ``VIRTUAL_NODES.state``
+(1 free, 0 held; every virtual row starts held), written in ``cond_iterate``'s contact pass. A body
+is a host only if every virtual node on its rows is a point of it (``J_q`` on its pair alone):
+``cond_host_mark``. Tried and dropped (docs/PERFORMANCE.md, "Host bodies"): the body's contacts as
+one dual projected-gradient block (γ = λ_max of its Delassus operator), and sliding rows held in the
+normal only (a sliding box diverged: the stiff normal transients' friction reached the free body).
+"""
+from ...backend import ti
+from ...math.smallmat import inv3, mm, mmT, mTm, mTv, mv
+from .groups import KIND_RIGID_ANG, KIND_RIGID_LIN
+from .layout import ITER_I, ROW, STEP_HOST, STEP_HOST_ANG, VIRTUAL, VIRTUAL_NODES, VROWS
+
+# a contact frees its host's virtual row only while separating faster than this (m/s): the zero-load
+# contacts of a resting face chatter between open and held otherwise (4 stacked boxes: 50-131
+# iterations with it, the cap from the second step without; docs/PERFORMANCE.md, "Host bodies")
+SEPARATING = 1e-4
+HOST_H, HOST_K = 2, 5       # WB[2..4, i]: a host's H (ll, la, aa); WB[5..7, i]: this iteration's K
+WB_ROWS = 8                 # WB's rows with hosts (2 without)
+
+
+@ti.func
+def on_pair(VNi: ti.template(), kind: ti.template(), q) -> ti.i32:
+    """The linear row of the rigid pair virtual node q is a point of (J_q on (j0, j0+1) only), or -1."""
+    j0 = VIRTUAL_NODES.node.at(VNi, q, 0)
+    out = -1
+    if j0 >= 0:
+        if kind[j0] == KIND_RIGID_LIN and VIRTUAL_NODES.node.at(VNi, q, 1) == j0 + 1 \
+                and VIRTUAL_NODES.node.at(VNi, q, 2) < 0 and VIRTUAL_NODES.node.at(VNi, q, 3) < 0:
+            out = j0
+    return out
+
+
+@ti.kernel
+def cond_host_mark(kind: ti.types.ndarray(), fixed: ti.types.ndarray(), VNi: ti.types.ndarray(),
+                   ok: ti.types.ndarray(), Pi: ti.types.ndarray()):
+    """ok[i] = 1 on the linear row of every free rigid pair that no virtual node shares with another
+    row (``on_pair``), else 0 (n0, nvx from ``Pi``)."""
+    n0, nvx = ITER_I.n0.get(Pi, 0), ITER_I.nv.get(Pi, 0)
+    for i in range(n0):
+        ok[i] = 0
+        if kind[i] == KIND_RIGID_LIN and fixed[i] == 0:
+            if fixed[i + 1] == 0:
+                ok[i] = 1
+    for q in range(nvx):
+        if on_pair(VNi, kind, q) < 0:
+            for k in range(4):
+                j = VIRTUAL_NODES.node.at(VNi, q, k)
+                if j >= 0:
+                    if kind[j] == KIND_RIGID_LIN:
+                        ok[j] = 0
+                    elif kind[j] == KIND_RIGID_ANG:
+                        ok[j - 1] = 0
+
+
+@ti.kernel
+def cond_host_steps(blocks: ti.types.ndarray(), diag: ti.types.ndarray(), pair_slot: ti.types.ndarray(),
+                    RK: ti.types.ndarray(), WB: ti.types.ndarray(), VNf: ti.types.ndarray(), VNi: ti.types.ndarray(),
+                    kind: ti.types.ndarray(), ok: ti.types.ndarray(), Pi: ti.types.ndarray()):
+    """Per host (``ok``): WB[HOST_H + 0..2, i] = A's blocks ll, la, aa of the pair, its linear row takes
+    STEP_HOST (its angular row is i + 1; both after ``blocks.cond_block_inverses``), its virtual rows
+    (gain > 0) take STEP_HOST and start held."""
+    n0, nvx = ITER_I.n0.get(Pi, 0), ITER_I.nv.get(Pi, 0)
+    for i in range(n0):
+        if ok[i] != 0:
+            WB[HOST_H, i] = blocks[diag[i]]
+            WB[HOST_H + 1, i] = ti.Matrix.zero(float, 3, 3)
+            if pair_slot[i] >= 0:
+                WB[HOST_H + 1, i] = blocks[pair_slot[i]]
+            WB[HOST_H + 2, i] = blocks[diag[i + 1]]
+            ROW.step.put(RK, i, STEP_HOST)
+            ROW.step.put(RK, i + 1, STEP_HOST_ANG)
+    for q in range(nvx):
+        j0 = on_pair(VNi, kind, q)
+        if j0 >= 0:
+            if ok[j0] != 0 and VIRTUAL.gain.get(VNf, q) > 0.0:
+                ROW.step.put(RK, n0 + q, STEP_HOST)
+                VIRTUAL_NODES.state.put(VNi, q, 0)
+
+
+@ti.func
+def is_free(VNi: ti.template(), q) -> ti.i32:
+    """Virtual row q is free (its contact open and separating in the last projection), else held."""
+    return VIRTUAL_NODES.state.get(VNi, q) != 0
+
+
+@ti.func
+def host_step(V: ti.template(), RK: ti.template(), W: ti.template(), WB: ti.template(), VNf: ti.template(),
+              VNi: ti.template(), n0, nv, alpha):
+    """v* on the hosts and their virtual rows (module docstring): K = H + Σ_held k J_qᵀJ_q in WB[5..7]
+    (H in WB[2..4], ``cond_host_steps``) and the right-hand side in V.F_HOST, Δx = K⁻¹ rhs (6x6 by the
+    Schur complement of its linear block) in V.D_HOST, then the virtual rows."""
+    for i in range(n0):
+        if ROW.step.get(RK, i) == STEP_HOST:
+            for s in ti.static(range(3)):
+                WB[HOST_K + s, i] = WB[HOST_H + s, i]
+            V[VROWS.F_HOST, i] = V[VROWS.G, i]
+            V[VROWS.F_HOST, i + 1] = V[VROWS.G, i + 1]
+    for q in range(nv):
+        if ROW.step.get(RK, n0 + q) == STEP_HOST:
+            j0 = VIRTUAL_NODES.node.at(VNi, q, 0)
+            kv = VIRTUAL.gain.get(VNf, q)
+            W0 = VIRTUAL.weight.at(VNf, q, 0)
+            W1 = VIRTUAL.weight.at(VNf, q, 1)
+            if is_free(VNi, q):
+                g = V[VROWS.G, n0 + q]
+                V[VROWS.F_HOST, j0] += mTv(W0, g)
+                V[VROWS.F_HOST, j0 + 1] += mTv(W1, g)
+            else:
+                WB[HOST_K, j0] += kv * mTm(W0, W0)
+                WB[HOST_K + 1, j0] += kv * mTm(W0, W1)
+                WB[HOST_K + 2, j0] += kv * mTm(W1, W1)
+    for i in range(n0):
+        if ROW.step.get(RK, i) == STEP_HOST:
+            Kll = WB[HOST_K, i]
+            Kla = WB[HOST_K + 1, i]
+            Pinv = inv3(Kll)
+            Si = inv3(WB[HOST_K + 2, i] - mm(mTm(Kla, Pinv), Kla))
+            Wla = -mm(mm(Pinv, Kla), Si)
+            Wll = Pinv - mm(mmT(Wla, Kla), Pinv)
+            rl = V[VROWS.F_HOST, i]
+            ra = V[VROWS.F_HOST, i + 1]
+            dl = mv(Wll, rl) + mv(Wla, ra)
+            da = mTv(Wla, rl) + mv(Si, ra)
+            V[VROWS.D_HOST, i] = dl
+            V[VROWS.D_HOST, i + 1] = da
+            V[VROWS.V_STAR, i] = V[VROWS.V, i] - alpha * dl
+            V[VROWS.V_STAR, i + 1] = V[VROWS.V, i + 1] - alpha * da
+    for q in range(nv):
+        i = n0 + q
+        if ROW.step.get(RK, i) == STEP_HOST:
+            j0 = VIRTUAL_NODES.node.at(VNi, q, 0)
+            g = V[VROWS.G, i]
+            d = W[i] * g
+            if is_free(VNi, q):
+                d = mv(VIRTUAL.weight.at(VNf, q, 0), V[VROWS.D_HOST, j0]) \
+                    + mv(VIRTUAL.weight.at(VNf, q, 1), V[VROWS.D_HOST, j0 + 1]) + g / VIRTUAL.gain.get(VNf, q)
+            V[VROWS.V_STAR, i] = V[VROWS.V, i] - alpha * d
+
+
+@ti.func
+def record_state(VNi: ti.template(), RK: ti.template(), node, n0, lm, eta_n):
+    """After a contact's projection: whether it left its side ``node`` free (λ_n = 0 and the normal
+    velocity before the impulse, η_n, separating by more than ``SEPARATING``), if that is a host's
+    virtual row (``is_free``)."""
+    if node >= n0:
+        if ROW.step.get(RK, node) == STEP_HOST:
+            VIRTUAL_NODES.state.put(VNi, node - n0, ti.select(lm[2] <= 0.0 and eta_n > SEPARATING, 1, 0))
