@@ -25,6 +25,14 @@ source file of femcontact, so a changed constant (or any changed line) compiles 
 loading a stale kernel. Taichi 1.7.4 writes its offline cache only when its program shuts down,
 so ``init`` registers that shutdown at exit.
 
+Compilation: on the CPU ``init`` turns the runtime's own control-flow-graph optimisation of its IR
+off (``cfg_optimization=False``: store-to-load forwarding and dead-store elimination before LLVM). It
+was two thirds of every kernel's compile time (the CPU seconds of the first launches of
+panda_mat_fold's 19 kernels: 7.7 -> 2.5-2.7 s) and LLVM's own passes do the same work after it: the
+LLVM IR that is cached comes out within 1 % of the same size, and the kernels' minimum times are the
+same (docs/PERFORMANCE.md, "issue 28 closing measurements"). GPU backends keep it until a GPU run
+has measured the same (tools/gpu_check.sh).
+
 Determinism: threads adding into shared sums (assembly of A, contacts appended through atomic
 counters) finish in an order that varies, so two runs of one scene agree only to round-off, and
 detection may order contacts (and COND nodalize them) differently. ``FEMCONTACT_DETERMINISTIC=1`` (or
@@ -324,7 +332,8 @@ def init(arch: str | None = None, precision: str | None = None, *, debug: bool =
             continue  # Metal has no float64 and Vulkan's is device-dependent: auto uses them for f32 only
         try:
             with contextlib.redirect_stdout(io.StringIO()):    # its "[Taichi] Starting on arch=..." line
-                ti.init(arch=getattr(ti, "x64" if name == "cpu" else name), log_level=ti.ERROR, **common)
+                ti.init(arch=getattr(ti, "x64" if name == "cpu" else name), log_level=ti.ERROR, **common,
+                        **({"cfg_optimization": False} if name == "cpu" else {}))  # module docstring, "Compilation"
         except Exception as exc:  # noqa: BLE001 - an unavailable backend raises various errors
             failure = exc
             continue

@@ -79,7 +79,7 @@ def von_mises(model, state) -> np.ndarray:
     if not model.n_tets:
         return np.zeros(0)          # no FEM body: nothing to compile or launch
     out = backend.scalar_array(model.n_tets)
-    fem.von_mises_stress(state.x, model.tets, model.dm_inv, model.mu, model.lam, out)
+    fem.stress_and_energy(state.x, model.tets, model.dm_inv, model.vol, model.mu, model.lam, out)
     return out.to_numpy()[: model.n_tets].astype(np.float64)
 
 

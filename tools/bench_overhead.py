@@ -13,15 +13,17 @@ them; "outside" = step − solve: its minimum over all steps, and the median ove
 of ``--repeat`` rounds). On a shared machine the minima are the robust numbers (a step that was
 not preempted). A second pass times the parts per step by wrapping them (each wrapper adds
 ~0.3 µs), reported as minimum / median over ``--repeat`` × ``--steps`` steps:
-assembly (``stepper.assemble``), detection (``CollisionPipeline.collide``), anchors
-(``apply`` + ``update``), advance (``advance_all`` + ``after_advance``), energy monitor
-(``after_step``). Launches per step count every kernel call of the runtime.
+assembly (``stepper.assemble``), detection (``CollisionPipeline.collide``), the anchors' apply,
+the advance with the anchors' update (``update``, which runs ``fused.advance_and_remember``: one launch;
+``advance_all`` + ``after_advance`` where there are no anchors), energy monitor (``after_step``). Launches per step count every kernel call of the runtime.
 
 ``cube``: the 2,187-DOF soft cube of tools/bench_step.py dropped onto the ground under COND (``--fem-step``
 auto: the default FEM step, ``fem_sweeps`` Chebyshev sweeps; jacobi: without it); after
 its first 40 steps (contact established) every step's µs per COND iteration
 (``SolveStats.extra["us_per_iteration"]``: the iteration loop's wall time / iterations) is taken,
-and in the same process one bare ``bsr_matvec`` of its A and one bare ``iterate_once`` launch.
+and in the same process one bare ``bsr_matvec`` of its A, one bare ``iterate_once`` (``cond_iterate``) and one
+bare ``anderson_step`` launch, in turn, 400 rounds (``bare_launches``): their least and median µs, and the
+iteration (``cond_iterate`` + ``anderson_step``, the two launches an iteration makes) in matvecs on the minima.
 """
 from __future__ import annotations
 
@@ -115,8 +117,9 @@ def sphere(solver: str, steps: int, repeat: int, profile: bool) -> dict:
     if sim.collision is not None:
         _wrap(sim.collision, "collide", parts, "detection")
     if sim.anchors is not None:
-        _wrap(sim.anchors, "apply", parts, "anchors")
-        _wrap(sim.anchors, "update", parts, "anchors")
+        # the update runs the advance in its launch (fused.advance_and_remember): timed as one part
+        _wrap(sim.anchors, "apply", parts, "anchors_apply")
+        _wrap(sim.anchors, "update", parts, "advance+anchors_update")
     if sim.energy_monitor is not None:
         _wrap(sim.energy_monitor, "after_step", parts, "energy")
     adv_name = next((n for n in ("advance_step", "advance_all") if hasattr(simmod.integ, n)), None)
@@ -203,14 +206,33 @@ def cube(steps: int, fem_step: str = "auto") -> dict:
     sol = sim.contact_solver
     nc = int(sim.contacts.count)
     nvx = sol._last_nv
-    ts = []
-    for _ in range(400):
-        t0 = time.perf_counter()
-        sol.iterate_once(sim.A, nvx, nc, 1.0, 1.0)
-        ts.append(time.perf_counter() - t0)
+    bare = bare_launches(sim, nvx, nc)
     return {"us_per_it": statistics.median(us), "us_per_it_min": min(us), "matvec_us": mv_us,
-            "empty_us": e_us, "bare_iterate_us": 1e6 * statistics.median(ts), "iters": float(np.mean(its)),
-            "launches_per_it": per_it, "contacts": nc}
+            "empty_us": e_us, "bare_iterate_us": bare["iterate"][1], "iters": float(np.mean(its)),
+            "launches_per_it": per_it, "contacts": nc, "bare": bare, "sweeps": sol._fem if sol.fem_rows else 0}
+
+
+def bare_launches(sim, nvx: int, nc: int, rounds: int = 400) -> dict:
+    """(least, median) µs of one bare launch of ``bsr_matvec`` of sim.A, ``cond_iterate`` (``iterate_once``)
+    and ``anderson_step`` (the mixer's ``advance``), launched in turn in each of ``rounds`` rounds so the three
+    see the same load; the iteration's ratio to the matvec is taken on the minima (the launches that were
+    not preempted)."""
+    from femcontact.assembly.sparse import bsr_matvec
+
+    A, sol = sim.A, sim.contact_solver
+    y = backend.vec3_array(A.n)
+    mixer = sol._mixer if sol.options.acceleration == "anderson" else None
+    calls = {"matvec": lambda: bsr_matvec(A.indptr, A.indices, A.blocks, sim.state.v, y, A.n),
+             "iterate": lambda: sol.iterate_once(sim.A, nvx, nc, 1.0, 1.0)}
+    if mixer is not None:
+        calls["anderson"] = lambda: mixer.advance(sol.V, sol.n0 + nvx)
+    ts = {k: [] for k in calls}
+    for _ in range(rounds):
+        for k, f in calls.items():
+            t0 = time.perf_counter()
+            f()
+            ts[k].append(time.perf_counter() - t0)
+    return {k: (1e6 * min(v), 1e6 * statistics.median(v)) for k, v in ts.items()}
 
 
 def main(argv=None) -> None:
@@ -243,10 +265,15 @@ def main(argv=None) -> None:
                 r["prof"].sort_stats("tottime").print_stats(25)
     for fem_step in (a.fem_step if "cube" in a.part else []):
         r = cube(min(a.steps, 60), fem_step)
+        b = r["bare"]
+        mv = b["matvec"][0]
+        it = b["iterate"][0] + b.get("anderson", (0.0, 0.0))[0]
         print(f"cube cond fem_step {fem_step}  DOF 2187  contacts {r['contacts']}  iters/step {r['iters']:.0f}  "
-              f"us/iteration median {r['us_per_it']:.1f} (min {r['us_per_it_min']:.1f})  bare iterate_once "
-              f"{r['bare_iterate_us']:.1f} us  matvec {r['matvec_us']:.1f} us  empty launch {r['empty_us']:.1f} us  "
-              f"ratio {r['us_per_it'] / r['matvec_us']:.2f} matvecs", flush=True)
+              f"us/iteration median {r['us_per_it']:.1f} (min {r['us_per_it_min']:.1f})  empty launch "
+              f"{r['empty_us']:.1f} us  ratio {r['us_per_it'] / r['matvec_us']:.2f} matvecs (median/median)", flush=True)
+        bare = "  ".join(f"{k} {lo:.1f}/{med:.1f}" for k, (lo, med) in b.items())
+        print(f"    bare launches, least/median us: {bare}  iteration (cond_iterate + anderson_step) {it:.1f} us = "
+              f"{it / mv:.2f} matvecs (least); FEM sweeps {r['sweeps']}", flush=True)
         if a.launches:
             for k, v in sorted(r["launches_per_it"].items(), key=lambda kv: -kv[1]):
                 print(f"      {k:36s} {v:6.3f}/iteration")

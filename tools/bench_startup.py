@@ -70,23 +70,34 @@ def _median(values: list) -> float | None:
 
 
 def measure(tree: Path, label: str, scenes: list[str], runtimes: list[str], warm_only: bool,
-            repeat: int = 1) -> list[dict]:
-    """One cold run and ``repeat`` warm runs (medians reported) per scene and runtime of ``tree``."""
+            repeat: int = 1, cold_repeat: int = 1) -> list[dict]:
+    """``cold_repeat`` cold runs (each on a fresh, empty cache) and ``repeat`` warm runs (on the last cold
+    run's cache) per scene and runtime of ``tree``; medians reported (``--stat min``: minima)."""
     rows = []
     for runtime in runtimes:
         for scene in scenes:
+            load0 = os.getloadavg()[0]
             with tempfile.TemporaryDirectory(prefix="fc_startup_") as tmp:
-                cache = Path(tmp) / "cache"
-                cold = run_once(tree, scene, runtime, cache, Path(tmp) / "o0")
+                colds = [run_once(tree, scene, runtime, Path(tmp) / f"cache{k}", Path(tmp) / f"c{k}")
+                         for k in range(cold_repeat)]
+                cache = Path(tmp) / f"cache{cold_repeat - 1}"
                 warm = [run_once(tree, scene, runtime, cache, Path(tmp) / f"o{k + 1}") for k in range(repeat)]
+            cold = (_median([c[0] for c in colds]), _median([c[1] for c in colds]),
+                    next((c[2] for c in colds if c[2]), ""), _median([c[3] for c in colds]))
             row = {"tree": label, "scene": scene, "runtime": runtime,
                    "cold_first_step_s": None if warm_only else cold[0], "cold_wall_s": None if warm_only else cold[1],
                    "warm_first_step_s": _median([w[0] for w in warm]), "warm_wall_s": _median([w[1] for w in warm]),
                    "cold_cpu_s": None if warm_only else cold[3], "warm_cpu_s": _median([w[3] for w in warm]),
-                   "error": cold[2] or next((w[2] for w in warm if w[2]), "")}
+                   "load": _load(load0), "error": cold[2] or next((w[2] for w in warm if w[2]), "")}
             rows.append(row)
             print(_fmt(row), flush=True)
     return rows
+
+
+def _load(load0: float) -> str:
+    """The machine's 1-minute load average at the row's start and end ("a-b"): the runs' wall times
+    mean something only beside it (the CPU columns far less inflated)."""
+    return f"{load0:.1f}-{os.getloadavg()[0]:.1f}"
 
 
 def measure_interleaved(trees: list[tuple[Path, str]], scenes: list[str], runtimes: list[str],
@@ -96,6 +107,7 @@ def measure_interleaved(trees: list[tuple[Path, str]], scenes: list[str], runtim
     rows = []
     for runtime in runtimes:
         for scene in scenes:
+            load0 = os.getloadavg()[0]
             with tempfile.TemporaryDirectory(prefix="fc_startup_") as tmp:
                 caches = [Path(tmp) / f"cache{t}" for t in range(len(trees))]
                 colds = [run_once(tree, scene, runtime, caches[t], Path(tmp) / f"o{t}-0")
@@ -110,7 +122,7 @@ def measure_interleaved(trees: list[tuple[Path, str]], scenes: list[str], runtim
                        "warm_first_step_s": _median([w[0] for w in warm]),
                        "warm_wall_s": _median([w[1] for w in warm]),
                        "cold_cpu_s": cold[3], "warm_cpu_s": _median([w[3] for w in warm]),
-                       "error": cold[2] or next((w[2] for w in warm if w[2]), "")}
+                       "load": _load(load0), "error": cold[2] or next((w[2] for w in warm if w[2]), "")}
                 rows.append(row)
                 print(_fmt(row), flush=True)
     return rows
@@ -130,12 +142,12 @@ def _fmt(row: dict) -> str:
     return (f"| {row['tree']} | {row['scene']} | {row['runtime']} | {_num(row['cold_first_step_s'])} | "
             f"{_num(row['cold_wall_s'])} | {_num(row['warm_first_step_s'])} | {_num(row['warm_wall_s'])} | "
             f"{_num(row['cold_cpu_s'])} | {_num(row['warm_cpu_s'])} | "
-            f"{', '.join(miss) or ''} | {row['error']} |")
+            f"{', '.join(miss) or ''} | {row.get('load', '')} | {row['error']} |")
 
 
 HEADER = ("| tree | scene | runtime | cold: first step (s) | cold: wall (s) | warm: first step (s) | "
-          "warm: wall (s) | cold: CPU (s) | warm: CPU (s) | misses target | error |\n"
-          "|---|---|---|---|---|---|---|---|---|---|---|")
+          "warm: wall (s) | cold: CPU (s) | warm: CPU (s) | misses target | load (1-min, start-end) | error |\n"
+          "|---|---|---|---|---|---|---|---|---|---|---|---|")
 
 
 def worktree(ref: str, where: Path) -> Path:
@@ -156,7 +168,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="time this git ref too, cold and warm on --runtimes, interleaved with this tree scene by "
                          "scene (before/after on a machine whose load drifts)")
     ap.add_argument("--repeat", type=int, default=1, help="warm runs per scene (medians reported)")
-    ap.add_argument("--stat", choices=("median", "min"), default="median", help="of the warm runs")
+    ap.add_argument("--cold-repeat", type=int, default=1,
+                    help="cold runs per scene, each on a fresh empty cache (medians, or minima with --stat min)")
+    ap.add_argument("--stat", choices=("median", "min"), default="median", help="of the warm (and cold) runs")
     ap.add_argument("--out", default="out/startup", help="folder for startup.csv and startup.md")
     ap.add_argument("--env-bytecode", action="store_true",
                     help="keep PYTHONDONTWRITEBYTECODE from the environment (default: drop it, so that the warm "
@@ -183,7 +197,8 @@ def main(argv: list[str] | None = None) -> int:
                 subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)],
                                capture_output=True)
     else:
-        rows = measure(ROOT, "this", scenes, args.runtimes, warm_only=False, repeat=args.repeat)
+        rows = measure(ROOT, "this", scenes, args.runtimes, warm_only=False, repeat=args.repeat,
+                       cold_repeat=args.cold_repeat)
     if args.compare_ref:
         with tempfile.TemporaryDirectory(prefix="fc_ref_") as tmp:
             tree = worktree(args.compare_ref, Path(tmp))

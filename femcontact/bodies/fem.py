@@ -9,6 +9,7 @@ stiffness block K_ab = R K0_ab R^T with
 K0_ab = V (lam g_a g_b^T + mu g_b g_a^T + mu (g_a . g_b) I),
 g_a the gradient of the linear shape function of node a.
 """
+from .. import backend
 from ..backend import ti
 from ..math.smallmat import mm, mmT, mTm, mv
 
@@ -101,28 +102,21 @@ def elastic_forces(x: ti.types.ndarray(), tets: ti.types.ndarray(), dm_inv: ti.t
 
 
 @ti.kernel
-def elastic_energy(x: ti.types.ndarray(), tets: ti.types.ndarray(), dm_inv: ti.types.ndarray(),
-                   vol: ti.types.ndarray(), mu: ti.types.ndarray(), lam: ti.types.ndarray()) -> float:
-    """Total corotated linear-elastic energy V (mu eps:eps + lam/2 tr(eps)^2), J."""
+def stress_and_energy(x: ti.types.ndarray(), tets: ti.types.ndarray(), dm_inv: ti.types.ndarray(),
+                      vol: ti.types.ndarray(), mu: ti.types.ndarray(), lam: ti.types.ndarray(),
+                      von_mises: ti.types.ndarray()) -> float:
+    """``von_mises[e]``: the von Mises equivalent of element e's corotated Cauchy stress, Pa; returns the
+    total corotated linear-elastic energy V (mu eps:eps + lam/2 tr(eps)^2), J. One kernel for both (the
+    energy monitor's and the output's): the polar decomposition (``ti.svd``) is most of its compile time."""
     total = 0.0
     for e in range(tets.shape[0]):
         F = deformation_gradient(x, tets[e], dm_inv[e])
         R = rotation_of(F)
         sigma, eps = corotated_stress(F, R, mu[e], lam[e])
         total += vol[e] * (mu[e] * (eps * eps).sum() + 0.5 * lam[e] * eps.trace() ** 2)
-    return total
-
-
-@ti.kernel
-def von_mises_stress(x: ti.types.ndarray(), tets: ti.types.ndarray(), dm_inv: ti.types.ndarray(),
-                     mu: ti.types.ndarray(), lam: ti.types.ndarray(), out: ti.types.ndarray()):
-    """out[e] = von Mises equivalent of the element's corotated Cauchy stress, Pa."""
-    for e in range(tets.shape[0]):
-        F = deformation_gradient(x, tets[e], dm_inv[e])
-        R = rotation_of(F)
-        sigma, eps = corotated_stress(F, R, mu[e], lam[e])
         s = sigma - sigma.trace() / 3.0 * ti.Matrix.identity(float, 3)
-        out[e] = ti.sqrt(1.5 * (s * s).sum())
+        von_mises[e] = ti.sqrt(1.5 * (s * s).sum())
+    return total
 
 
 class FemSystem:
@@ -131,6 +125,7 @@ class FemSystem:
 
     def __init__(self, model):
         self.model = model
+        self._von_mises = None          # stress_and_energy's per-element output, allocated at first use
 
     def assemble(self, state, control, A, b, coef, t: float, dt: float) -> None:
         m = self.model
@@ -142,4 +137,6 @@ class FemSystem:
 
     def elastic_energy(self, state) -> float:
         m = self.model
-        return float(elastic_energy(state.x, m.tets, m.dm_inv, m.vol, m.mu, m.lam))
+        if self._von_mises is None:
+            self._von_mises = backend.scalar_array(m.n_tets)
+        return float(stress_and_energy(state.x, m.tets, m.dm_inv, m.vol, m.mu, m.lam, self._von_mises))

@@ -326,7 +326,8 @@ class CollisionPipeline:
             out = (b.counters, c.cf, c.ci, c.vn_node, c.vn_weight)
             for p in self.passes:
                 p.run(state, dt, out, sdf)
-            n = [int(v) for v in (counters_v[:N_COUNTERS] if counters_v is not None else read_counters(b.counters))]
+            n = (counters_v[:N_COUNTERS].tolist() if counters_v is not None     # one C call: Python ints
+                 else [int(v) for v in read_counters(b.counters)])
             wide = [k for k, (_, slot, _) in enumerate(b.grids) if n[slot] > 0]
             for k in wide:
                 self._coarsen(state, k, n[b.grids[k][1]], coarsened[k])

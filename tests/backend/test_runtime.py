@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from femcontact import backend
+from femcontact.backend import ti       # (the runtime is chosen at its first attribute used, not here)
 from femcontact.errors import ParameterError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -316,3 +317,12 @@ def test_copies_through_host_views_match_the_runtimes_kernels():
     f64 = ti.ndarray(float, shape=3)
     f64.from_numpy(np.array([1.5, 2.5, 3.5]))          # float64 data into the active precision: IEEE cast
     assert np.array_equal(f64.to_numpy(), np.array([1.5, 2.5, 3.5], real))
+
+
+def test_cpu_kernels_compile_without_the_runtimes_cfg_pass():
+    """On the CPU the runtime's own CFG optimisation is off (backend module docstring, "Compilation":
+    two thirds of a kernel's compile, redone by LLVM); every known-answer test runs its kernels so."""
+    cfg = backend.ensure_init()
+    if cfg["arch"] != "cpu":
+        pytest.skip("the CFG pass is left on for GPU backends")
+    assert ti.lang.impl.current_cfg().cfg_optimization is False
