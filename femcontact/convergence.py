@@ -87,6 +87,8 @@ class StopRule:
 def stop_rule(name: str, solver) -> StopRule:
     """The StopRule of the contact solver ``solver`` (``make_contact_solver(name, ...)``)."""
     lagged = "" if name in NEWTON_SOLVERS else ", or solver='lagged' (Newton; converges on grasps and rigid contact)"
+    if not hasattr(solver, "options" if name == "cond" else "opt"):      # a solver swapped in by the user
+        return StopRule(name, "residual", math.nan, 0, "see the solver's options")
     if name == "cond":
         o = solver.options
         measure, tol = ("e_m", o.momentum_tol) if o.momentum_tol is not None else ("theta", o.tol)
