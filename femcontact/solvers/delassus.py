@@ -17,8 +17,9 @@ imposes (``cond/targets.py``): ``u_n = J_n v̂ − t_m ≥ 0`` with the velocity
 stick means ``v_{k+1,t} = 0``. Rows per contact: t1, t2, n.
 
 ``DelassusSolver`` holds what both solvers share: option checks, the reduction of the step's
-``host_problem.HostContactProblem`` (A, J, J_f, offsets; ``reduce`` → ``ContactSpace``), the warm start by contact key and nearest point (``memory`` /
-``restore``), and writing the result back with the common statistics (``finish``). A subclass
+``host_problem.HostContactProblem`` (A, J, J_f, offsets; ``reduce`` → ``ContactSpace``), the warm
+start by contact key and nearest point (``memory`` / ``restore``), and the result with the common
+statistics (``finish`` → ``SolveResult``, which ``solve`` writes into the problem). A subclass
 implements ``iterate(space) -> ContactIterate``.
 """
 from __future__ import annotations
@@ -36,9 +37,8 @@ from ..contact.contacts import OPEN, SLIP, STICK, restitution_per_contact
 from ..errors import ParameterError
 from .base import SolveStats, StepProblem, solve_without_contacts
 from .cond.targets import normal_targets
-from .host_problem import HostContactProblem, PrescribedMask
+from .host_problem import HostContactProblem, PrescribedMask, SolveResult
 from .newton_linear import make_newton_linear_solver
-from .sap import momentum_error
 
 DELASSUS_BLOCK_BYTES = 1 << 28     # columns of A⁻¹ J_fᵀ solved at a time: at most this many bytes
 
@@ -163,7 +163,7 @@ class DelassusSolver(abc.ABC):
         t1 = time.perf_counter()
         result = self.iterate(space)
         ms_iter = 1e3 * (time.perf_counter() - t1)
-        return self.finish(problem, space, result, ms_iter)
+        return space.host.apply(self.finish(space, result, ms_iter))
 
     def reduce(self, problem: StepProblem) -> ContactSpace:
         """Factorize A, form v*, the Delassus operator G, q and the warm-start impulses."""
@@ -209,21 +209,20 @@ class DelassusSolver(abc.ABC):
                             points=cd["point"].copy(), host=hp, ms_factorization=ms_factor, ms_delassus=ms_delassus,
                             t_start=t_start)
 
-    def finish(self, problem: StepProblem, space: ContactSpace, result: ContactIterate, ms_iter: float) -> SolveStats:
-        """Write v̂ = v* + A⁻¹ J_fᵀ λ (prescribed blocks keep their v̂), the impulses and statuses; return the
-        statistics every Delassus solver reports (plus ``result.extra``)."""
-        contacts, coef = problem.contacts, problem.coef
+    def finish(self, space: ContactSpace, result: ContactIterate, ms_iter: float) -> SolveResult:
+        """v̂ = v* + A⁻¹ J_fᵀ λ (prescribed blocks at their v̂), the impulses and statuses, and the statistics
+        every Delassus solver reports (plus ``result.extra``); nothing written into the problem."""
+        hp = space.host
         c = space.count
         lam = np.asarray(result.lam, np.float64).reshape(c, 3)
         status = np.asarray(result.status, np.int32)
-        space.host.write_v_hat(space.v_star + space.factor.solve(space.Jf.T @ lam.ravel()))
+        v_hat = hp.with_prescribed(space.v_star + space.factor.solve(space.Jf.T @ lam.ravel()))
+        impulse = hp.s * lam
         u = (space.G @ lam.ravel() + space.q).reshape(c, 3)
-        contacts.write("impulse", float(coef.impulse_scale) * lam)
-        contacts.write("status", status)
-        self._last.store(contacts, space.points, np.einsum("mij,mi->mj", space.frame, lam))
+        self._last.store(hp.problem.contacts, space.points, np.einsum("mij,mi->mj", space.frame, lam))
         self.history = list(result.history)
         t2 = time.perf_counter()
-        e_m = momentum_error(problem)
+        e_m = hp.momentum_error(v_hat, impulse)
         ms_cert = 1e3 * (time.perf_counter() - t2)
         scale_u = max(float(np.abs(u).max()), 1e-300)
         res = result.residual
@@ -239,4 +238,4 @@ class DelassusSolver(abc.ABC):
             f"us_per_{self.iteration_word}": 1e3 * ms_iter / max(result.iterations, 1), **result.extra,
         })
         self.last_stats = stats
-        return stats
+        return SolveResult(v_hat, impulse, status, stats)

@@ -9,25 +9,43 @@ From the ``StepProblem`` of ``A v̂ = b + Jᵀλ`` (base.py) it holds, read once
   (``diagonal_blocks``); b and v_k as float64 vectors (3n,);
 - the free / prescribed split (``fixed`` per node, ``dof_fixed`` per DOF; ``PrescribedMask`` reads it
   once per mask array, which is fixed at build time) and the prescribed nodes' v̂ from their
-  decoupled rows ``D_ii v̂_i = b_i`` (``prescribed_v_hat``; ``write_v_hat`` keeps them exactly);
+  decoupled rows ``D_ii v̂_i = b_i`` (``prescribed_v_hat``; ``with_prescribed`` sets them exactly);
 - the contact columns a solver asks for, J as per-contact block rows (``jacobian_rows``) or as scipy
   CSR (``jacobian_csr``), and J_f, J with the prescribed columns zeroed (``free_columns``: a drive
   absorbs the contact's reaction; the prescribed v̂ still enters J v);
 - the world's and the stiction anchors' parts of the contact velocity ``v_c = J v + off``
-  (``off_world``, ``off_anchor``, contact frame).
+  (``off_world``, ``off_anchor``, contact frame);
+- the momentum error e_m of a solution (``momentum_error``, SAP eq. 32).
+
+A host solver returns a ``SolveResult`` (v̂, impulses, statuses, statistics) and writes nothing;
+``HostContactProblem.apply`` writes it into the ``StepProblem`` (the step contract of ``base.py``).
 """
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
 
 from .. import backend
 from ..errors import SimulationError
-from .base import StepProblem
+from .base import SolveStats, StepProblem
 from .newton_dense import ContactRows, RowLayout
 
 #: the contact columns J and the offsets are built from
 JACOBIAN_COLUMNS = ("node_a", "node_b", "frame", "v_world", "v_anchor")
+
+
+@dataclass
+class SolveResult:
+    """What a host solver found for one step, nothing of it yet written into the ``StepProblem``
+    (``HostContactProblem.apply`` does): v̂ (3n,) with the prescribed nodes at their v̂, the impulses
+    (c, 3) (N s, contact frame), each contact's status (c,) (OPEN, STICK, SLIP), the statistics."""
+
+    v_hat: np.ndarray
+    impulse: np.ndarray
+    status: np.ndarray
+    stats: SolveStats
 
 
 class PrescribedMask:
@@ -69,11 +87,15 @@ class HostContactProblem:
         self.off_anchor = contacts.anchor_offset(self.data)
         self._diagonal = None
         self._prescribed = None
+        self._a_scipy = None
+        self._jacobian_csr = None
 
     # ------------------------------------------------------------------ A
     def a_scipy(self) -> sp.csr_matrix:
-        """A (3n × 3n) as scipy CSR."""
-        return self.problem.A.to_scipy(self.blocks)
+        """A (3n × 3n) as scipy CSR (formed once)."""
+        if self._a_scipy is None:
+            self._a_scipy = self.problem.A.to_scipy(self.blocks)
+        return self._a_scipy
 
     def diagonal_blocks(self) -> np.ndarray:
         """A's (n, 3, 3) diagonal blocks."""
@@ -89,11 +111,41 @@ class HostContactProblem:
             self._prescribed = np.linalg.solve(D, self.b.reshape(self.n, 3)[self.fixed][:, :, None])[:, :, 0]
         return self._prescribed
 
-    def write_v_hat(self, v_hat: np.ndarray) -> None:
-        """Write the solution v̂ (3n,) into the problem, the prescribed nodes set to their v̂ exactly."""
+    def with_prescribed(self, v_hat: np.ndarray) -> np.ndarray:
+        """v̂ (3n,) with the prescribed nodes set to their v̂ exactly (in place)."""
         if self.fixed.any():
             v_hat.reshape(self.n, 3)[self.fixed] = self.prescribed_v_hat()
-        backend.write(self.problem.v_hat, v_hat.reshape(self.n, 3))
+        return v_hat
+
+    # ------------------------------------------------------------------ the result
+    def apply(self, result: SolveResult) -> SolveStats:
+        """Write a solve's v̂, impulses and statuses into the step problem; return its statistics."""
+        backend.write(self.problem.v_hat, result.v_hat.reshape(self.n, 3))
+        contacts = self.problem.contacts
+        contacts.write("impulse", result.impulse)
+        contacts.write("status", result.status)
+        return result.stats
+
+    def momentum_error(self, v_hat: np.ndarray, impulse: np.ndarray) -> float:
+        """SAP eq. 32 momentum error ``‖D (Ã v − b̃ − Jᵀγ)‖ / max(‖D Ã v‖, ‖D Jᵀγ‖)`` of the solution v̂ (3n,)
+        with the impulses γ (c, 3) (N s, contact frame), both taken at the runtime's precision (as the
+        problem would store them); ``sap.momentum_error`` states the units."""
+        real = backend.np_real()
+        v_hat = np.asarray(v_hat).astype(real, copy=False).astype(np.float64, copy=False).ravel()
+        s, ch, co = self.s, self.ch, self.co
+        v = ch * v_hat + co * self.vk
+        A = self.a_scipy()
+        Av = (s / ch) * (A @ v)
+        bt = s * self.b + ((s * co / ch) * (A @ self.vk) if co != 0.0 else 0.0)
+        if self.c:
+            gamma = np.asarray(impulse).astype(real, copy=False).astype(np.float64, copy=False).ravel()
+            jc = self.jacobian_csr().T @ gamma
+        else:
+            jc = np.zeros(3 * self.n)
+        D = momentum_scaling((s / ch) * self.diagonal_blocks(), self.dof_fixed)
+        scale = max(float(np.linalg.norm(D * Av)), float(np.linalg.norm(D * jc)))
+        err = float(np.linalg.norm(D * (Av - bt - jc)))
+        return err / scale if scale > 0 else err
 
     # ------------------------------------------------------------------ J
     def jacobian_rows(self, layout: RowLayout | None = None) -> tuple[ContactRows, RowLayout]:
@@ -105,11 +157,13 @@ class HostContactProblem:
         return ContactRows.from_triplets(m_idx, nodes, jblocks, self.c, self.n, layout), layout
 
     def jacobian_csr(self) -> sp.csr_matrix:
-        """J (3c × 3n, virtual nodes expanded) as scipy CSR."""
-        J = self.problem.contacts.jacobian(expand_virtual=True, data=self.data).tocsr()
-        if J.shape != (3 * self.c, 3 * self.n):
-            raise SimulationError(f"contact Jacobian has shape {J.shape}, expected {(3 * self.c, 3 * self.n)}")
-        return J
+        """J (3c × 3n, virtual nodes expanded) as scipy CSR (formed once)."""
+        if self._jacobian_csr is None:
+            J = self.problem.contacts.jacobian(expand_virtual=True, data=self.data).tocsr()
+            if J.shape != (3 * self.c, 3 * self.n):
+                raise SimulationError(f"contact Jacobian has shape {J.shape}, expected {(3 * self.c, 3 * self.n)}")
+            self._jacobian_csr = J
+        return self._jacobian_csr
 
     def free_columns(self, J: ContactRows | sp.csr_matrix) -> ContactRows | sp.csr_matrix:
         """J_f: ``J`` with the prescribed DOFs' columns zeroed (``J`` itself when nothing is prescribed)."""
@@ -118,3 +172,9 @@ class HostContactProblem:
         if isinstance(J, ContactRows):
             return J.without(self.fixed)
         return (J @ sp.diags((~self.dof_fixed).astype(np.float64))).tocsr()
+
+
+def momentum_scaling(blocks: np.ndarray, dof_fixed: np.ndarray) -> np.ndarray:
+    """SAP eq. 32 scaling ``D = diag(Ã)^{-1/2}`` per DOF (zero on prescribed DOFs)."""
+    d = np.einsum("nii->ni", blocks).ravel()
+    return np.where(dof_fixed | ~(d > 0), 0.0, 1.0 / np.sqrt(np.where(d > 0, d, 1.0)))

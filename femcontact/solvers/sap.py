@@ -120,7 +120,7 @@ from ..errors import ParameterError, SimulationError
 from . import CONTACT_SOLVERS
 from .base import SolveStats, StepProblem, solve_without_contacts
 from .contact_models import HuntCrossley, LaggedModel, SapModel, SimilarModel
-from .host_problem import HostContactProblem, PrescribedMask
+from .host_problem import HostContactProblem, PrescribedMask, SolveResult, momentum_scaling
 from .newton_dense import DENSE_MAX_DOFS, ContactRows, DenseNewtonMatrix, dense_index
 from .newton_linear import NewtonMatrix, make_newton_linear_solver, solve_newton
 from .newton_schur import ContactSpace, SchurSolver, contact_nodes, make_schur_solver
@@ -429,6 +429,12 @@ class NewtonContactSolver:
             return solve_without_contacts(problem)
         t_start = time.perf_counter()
         hp = HostContactProblem(problem, STEP_COLUMNS, self._mask)
+        return hp.apply(self.solve_host(hp, t_start))
+
+    def solve_host(self, hp: HostContactProblem, t_start: float | None = None) -> SolveResult:
+        """One step's Newton solve on ``hp`` (contacts: ``STEP_COLUMNS``), nothing written into the problem."""
+        t_start = time.perf_counter() if t_start is None else t_start
+        problem = hp.problem
         n, c, dt = hp.n, hp.c, hp.dt
         s, ch, co = hp.s, hp.ch, hp.co
         blocks, b, vk = hp.blocks, hp.b, hp.vk
@@ -551,10 +557,7 @@ class NewtonContactSolver:
         v = space.velocity()
 
         # outputs: v̂, impulses (N s, contact frame), status
-        hp.write_v_hat((v - co * vk) / ch)
-        contacts = problem.contacts
-        contacts.write("impulse", gamma if S is None else S * gamma)
-        contacts.write("status", status)
+        v_hat = hp.with_prescribed((v - co * vk) / ch)
         ms = 1e3 * (time.perf_counter() - t_start)
         stats = SolveStats(it, e_m, converged, {
             "line_search_iterations": ls_total, "momentum_error": e_m, "contacts": c, "cost": costs,
@@ -563,7 +566,7 @@ class NewtonContactSolver:
             "linear_solver": (schur or self.linear).name, "open": int(np.sum(status == OPEN)),
         })
         self.last_stats = stats
-        return stats
+        return SolveResult(v_hat, gamma if S is None else S * gamma, status, stats)
 
     def memory(self) -> dict:
         """Nothing: a Newton solve depends only on its StepProblem (the warm start is in the State)."""
@@ -747,12 +750,6 @@ def _delassus_index(contact: np.ndarray, node: np.ndarray, fixed: np.ndarray, no
     return free, inv_nodes, which, contact * nb + node_body[node]
 
 
-def momentum_scaling(blocks: np.ndarray, dof_fixed: np.ndarray) -> np.ndarray:
-    """SAP eq. 32 scaling ``D = diag(Ã)^{-1/2}`` per DOF (zero on prescribed DOFs)."""
-    d = np.einsum("nii->ni", blocks).ravel()
-    return np.where(dof_fixed | ~(d > 0), 0.0, 1.0 / np.sqrt(np.where(d > 0, d, 1.0)))
-
-
 def momentum_error(problem: StepProblem) -> float:
     """SAP eq. 32 momentum error of a solved step, whichever solver solved it.
 
@@ -764,17 +761,7 @@ def momentum_error(problem: StepProblem) -> float:
     this measures how far its stopping threshold leaves the momentum balance.
     """
     hp = HostContactProblem(problem, ("impulse",))
-    s, ch, co = hp.s, hp.ch, hp.co
-    v_hat = backend.read(problem.v_hat, hp.n).astype(np.float64, copy=False).ravel()
-    v = ch * v_hat + co * hp.vk
-    A = hp.a_scipy()
-    Av = (s / ch) * (A @ v)
-    bt = s * hp.b + ((s * co / ch) * (A @ hp.vk) if co != 0.0 else 0.0)
-    jc = hp.jacobian_csr().T @ hp.data["impulse"].ravel() if hp.c else np.zeros(3 * hp.n)
-    D = momentum_scaling((s / ch) * hp.diagonal_blocks(), hp.dof_fixed)
-    scale = max(float(np.linalg.norm(D * Av)), float(np.linalg.norm(D * jc)))
-    err = float(np.linalg.norm(D * (Av - bt - jc)))
-    return err / scale if scale > 0 else err
+    return hp.momentum_error(backend.read(problem.v_hat, hp.n), hp.data["impulse"])
 
 
 def _factory(kind):
