@@ -16,9 +16,10 @@ imposes (``cond/targets.py``): ``u_n = J_n v̂ − t_m ≥ 0`` with the velocity
 ``t_m`` from the gap, and under the midpoint rule the tangential bias ``−½ J_t v_k`` so that
 stick means ``v_{k+1,t} = 0``. Rows per contact: t1, t2, n.
 
-``DelassusSolver`` holds what both solvers share: option checks, the reduction
-(``reduce`` → ``ContactSpace``), the warm start by contact key and nearest point (``memory`` /
-``restore``), and writing the result back with the common statistics (``finish``). A subclass
+``DelassusSolver`` holds what both solvers share: option checks, the reduction of the step's
+``host_problem.HostContactProblem`` (A, J, J_f, offsets; ``reduce`` → ``ContactSpace``), the warm
+start by contact key and nearest point (``memory`` / ``restore``), and the result with the common
+statistics (``finish`` → ``SolveResult``, which ``solve`` writes into the problem). A subclass
 implements ``iterate(space) -> ContactIterate``.
 """
 from __future__ import annotations
@@ -31,16 +32,17 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse as sp
 
-from .. import backend
 from ..contact.anchors import ContactMemory
 from ..contact.contacts import OPEN, SLIP, STICK, restitution_per_contact
-from ..errors import ParameterError, SimulationError
+from ..errors import ParameterError
 from .base import SolveStats, StepProblem, solve_without_contacts
 from .cond.targets import normal_targets
+from .host_problem import HostContactProblem, PrescribedMask, SolveResult
 from .newton_linear import make_newton_linear_solver
-from .sap import momentum_error
 
 DELASSUS_BLOCK_BYTES = 1 << 28     # columns of A⁻¹ J_fᵀ solved at a time: at most this many bytes
+
+DELASSUS_COLUMNS = ("frame", "phi", "mu", "point", "param")     # the contact columns a solve reads
 
 COMMON_DEFAULTS = {"tol": 1e-6, "max_iter": 500, "warm_start": True, "restitution": 0.0, "recovery": 0.2,
                    "max_recovery_speed": 0.05, "linear_solver": "direct"}
@@ -80,6 +82,7 @@ class ContactSpace:
     v_star: np.ndarray
     frame: np.ndarray
     points: np.ndarray
+    host: HostContactProblem
     ms_factorization: float
     ms_delassus: float
     t_start: float
@@ -133,6 +136,7 @@ class DelassusSolver(abc.ABC):
                                  f"factorization of A), got {o['linear_solver']!r}")
         self.model = model
         self.factor = make_newton_linear_solver(o["linear_solver"], model.n_dofs)
+        self._mask = PrescribedMask()           # the prescribed mask, read once
         self._last = ContactMemory(model.n_nodes)   # warm start: the last solve's contacts and world-frame λ
         self.history: list[float] = []          # residual per iteration, last solve
         self.last_stats = None
@@ -159,45 +163,36 @@ class DelassusSolver(abc.ABC):
         t1 = time.perf_counter()
         result = self.iterate(space)
         ms_iter = 1e3 * (time.perf_counter() - t1)
-        return self.finish(problem, space, result, ms_iter)
+        return space.host.apply(self.finish(space, result, ms_iter))
 
     def reduce(self, problem: StepProblem) -> ContactSpace:
         """Factorize A, form v*, the Delassus operator G, q and the warm-start impulses."""
         t_start = time.perf_counter()
         o = self.opt
-        model, contacts = problem.model, problem.contacts
-        n, c, dt = model.n_nodes, int(contacts.count), float(problem.dt)
-        midpoint = problem.integrator == "midpoint"
-        rd = backend.read
-        A = problem.A.to_scipy(problem.A.blocks_numpy()).tocsc()
-        b = rd(problem.b, n).astype(np.float64, copy=False).ravel()
-        vk = rd(problem.state.v, n).astype(np.float64, copy=False).ravel()
-        fixed = rd(problem.fixed, n) != 0
-        dof_fixed = np.repeat(fixed, 3)
-
-        cd = contacts.to_numpy()
-        J = contacts.jacobian(expand_virtual=True, data=cd).tocsr()
-        if J.shape != (3 * c, 3 * n):
-            raise SimulationError(f"contact Jacobian has shape {J.shape}, expected {(3 * c, 3 * n)}")
-        Jf = (J @ sp.diags((~dof_fixed).astype(np.float64))).tocsr() if fixed.any() else J
+        hp = HostContactProblem(problem, DELASSUS_COLUMNS, self._mask)
+        c, dt, midpoint = hp.c, hp.dt, hp.midpoint
+        A = hp.a_scipy().tocsc()
+        J = hp.jacobian_csr()
+        Jf = hp.free_columns(J)
+        cd = hp.data
         frame = cd["frame"]
-        off = contacts.world_offset(cd)
+        off = hp.off_world
 
         # factorization, free velocity, Delassus operator
         t0 = time.perf_counter()
         F = self.factor.factorize(A)
-        v_star = F.solve(b)
+        v_star = F.solve(hp.b)
         ta = time.perf_counter()
         Gd = delassus_operator(F, Jf)
         ms_factor = 1e3 * (ta - t0)
         ms_delassus = 1e3 * (time.perf_counter() - ta)
 
         # normal targets and biases (COND's rule, cond/targets.py), q = u(λ = 0)
-        vck = (J @ vk).reshape(c, 3) + off
+        vck = (J @ hp.vk).reshape(c, 3) + off
         e = restitution_per_contact(self.model.contact_params, cd["param"].astype(np.int64), self.opt["restitution"])
         t_m = normal_targets(cd["phi"], vck[:, 2], e, dt, float(o["recovery"]), float(o["max_recovery_speed"]),
                              midpoint)
-        q = (J @ v_star).reshape(c, 3) + off + contacts.anchor_offset(cd)
+        q = (J @ v_star).reshape(c, 3) + off + hp.off_anchor
         q[:, 2] -= t_m
         if midpoint:
             q[:, :2] -= 0.5 * vck[:, :2]
@@ -206,35 +201,28 @@ class DelassusSolver(abc.ABC):
         lam = np.zeros((c, 3))
         hit = np.zeros(c, bool)
         if o["warm_start"] and self._last.remembered:
-            prev = self._last.match(contacts)
+            prev = self._last.match(problem.contacts)
             hit = prev >= 0
             lam[hit] = np.einsum("mij,mj->mi", frame[hit], self._last.values()[prev[hit]])
         return ContactSpace(G=Gd, q=q.ravel(), mu=np.asarray(cd["mu"], np.float64), lam_warm=lam,
                             has_warm=bool(hit.any()), factor=F, Jf=Jf, v_star=v_star, frame=frame,
-                            points=cd["point"].copy(), ms_factorization=ms_factor, ms_delassus=ms_delassus,
+                            points=cd["point"].copy(), host=hp, ms_factorization=ms_factor, ms_delassus=ms_delassus,
                             t_start=t_start)
 
-    def finish(self, problem: StepProblem, space: ContactSpace, result: ContactIterate, ms_iter: float) -> SolveStats:
-        """Write v̂ = v* + A⁻¹ J_fᵀ λ (prescribed blocks keep their v̂), the impulses and statuses; return the
-        statistics every Delassus solver reports (plus ``result.extra``)."""
-        model, contacts, coef = problem.model, problem.contacts, problem.coef
-        n, c = model.n_nodes, space.count
+    def finish(self, space: ContactSpace, result: ContactIterate, ms_iter: float) -> SolveResult:
+        """v̂ = v* + A⁻¹ J_fᵀ λ (prescribed blocks at their v̂), the impulses and statuses, and the statistics
+        every Delassus solver reports (plus ``result.extra``); nothing written into the problem."""
+        hp = space.host
+        c = space.count
         lam = np.asarray(result.lam, np.float64).reshape(c, 3)
         status = np.asarray(result.status, np.int32)
-        v_hat = space.v_star + space.factor.solve(space.Jf.T @ lam.ravel())
-        fixed = backend.read(problem.fixed, n) != 0
-        if fixed.any():
-            b = backend.read(problem.b, n).astype(np.float64, copy=False)
-            Dfix = problem.A.diagonal_blocks()[fixed]
-            v_hat.reshape(n, 3)[fixed] = np.linalg.solve(Dfix, b[fixed][:, :, None])[:, :, 0]
+        v_hat = hp.with_prescribed(space.v_star + space.factor.solve(space.Jf.T @ lam.ravel()))
+        impulse = hp.s * lam
         u = (space.G @ lam.ravel() + space.q).reshape(c, 3)
-        backend.write(problem.v_hat, v_hat.reshape(n, 3))
-        contacts.write("impulse", float(coef.impulse_scale) * lam)
-        contacts.write("status", status)
-        self._last.store(contacts, space.points, np.einsum("mij,mi->mj", space.frame, lam))
+        self._last.store(hp.problem.contacts, space.points, np.einsum("mij,mi->mj", space.frame, lam))
         self.history = list(result.history)
         t2 = time.perf_counter()
-        e_m = momentum_error(problem)
+        e_m = hp.momentum_error(v_hat, impulse)
         ms_cert = 1e3 * (time.perf_counter() - t2)
         scale_u = max(float(np.abs(u).max()), 1e-300)
         res = result.residual
@@ -250,4 +238,4 @@ class DelassusSolver(abc.ABC):
             f"us_per_{self.iteration_word}": 1e3 * ms_iter / max(result.iterations, 1), **result.extra,
         })
         self.last_stats = stats
-        return stats
+        return SolveResult(v_hat, impulse, status, stats)

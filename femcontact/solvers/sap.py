@@ -120,7 +120,8 @@ from ..errors import ParameterError, SimulationError
 from . import CONTACT_SOLVERS
 from .base import SolveStats, StepProblem, solve_without_contacts
 from .contact_models import HuntCrossley, LaggedModel, SapModel, SimilarModel
-from .newton_dense import DENSE_MAX_DOFS, ContactRows, DenseNewtonMatrix, RowLayout, dense_index
+from .host_problem import HostContactProblem, PrescribedMask, SolveResult, momentum_scaling
+from .newton_dense import DENSE_MAX_DOFS, ContactRows, DenseNewtonMatrix, dense_index
 from .newton_linear import NewtonMatrix, make_newton_linear_solver, solve_newton
 from .newton_schur import ContactSpace, SchurSolver, contact_nodes, make_schur_solver
 
@@ -213,7 +214,7 @@ class NewtonContactSolver:
         self.body_mass = dofs.body_mass if len(dofs.body_mass) else np.zeros(1)
         self.lumped_nodes = np.flatnonzero(dofs.lumped)                # see delassus_estimate
         self.lumped_blocks = dofs.mass[self.lumped_nodes, None, None] * np.eye(3)
-        self._fixed_src = self._fixed_np = None    # the prescribed mask, read once (``_fixed``)
+        self._mask = PrescribedMask()        # the prescribed mask, read once
         self._no_contacts = None                     # an empty J: Ã's own lower triangle from ``_ahat``
         self.last_stats = None
         self._gravity_norm = float(np.linalg.norm(model.gravity))    # |g| (impact_speed)
@@ -422,53 +423,41 @@ class NewtonContactSolver:
         self.schur.setup(At.lower(np.zeros((0, 3, 3))), At.cols, ("Ã", At.key), Jf, nodes_c, At.block_pattern)
         return self.schur
 
-    def _fixed(self, fixed_arr, n: int) -> np.ndarray:
-        """The prescribed mask (bool, n): read once per mask array (it is fixed at build time)."""
-        if self._fixed_src is not fixed_arr:
-            self._fixed_src, self._fixed_np = fixed_arr, backend.read(fixed_arr, n) != 0
-            self._dof_fixed = np.repeat(self._fixed_np, 3)
-        return self._fixed_np
-
     # ------------------------------------------------------------------ the solve
     def solve(self, problem: StepProblem) -> SolveStats:
         if int(problem.contacts.count) == 0:
             return solve_without_contacts(problem)
         t_start = time.perf_counter()
-        model, contacts, coef = problem.model, problem.contacts, problem.coef
-        n = model.n_nodes
-        c = int(contacts.count)
-        dt = float(problem.dt)
-        s, ch, co = float(coef.impulse_scale), float(coef.v_hat), float(coef.v_old)
-        rd = backend.read                    # host views on the CPU: no copy kernels (backend.host_view)
-        blocks = problem.A.blocks_numpy()    # read A once: the matrix and its diagonal blocks
-        b = rd(problem.b, n).astype(np.float64, copy=False).ravel()
-        vk = rd(problem.state.v, n).astype(np.float64, copy=False).ravel()
-        fixed = self._fixed(problem.fixed, n)
-        dof_fixed = self._dof_fixed          # (3n,) the same mask per DOF, kept with it
-        cd = contacts.read(*STEP_COLUMNS)    # only what the solve uses (no world-frame impulse)
-        off = contacts.world_offset(cd) + contacts.anchor_offset(cd)
+        hp = HostContactProblem(problem, STEP_COLUMNS, self._mask)
+        return hp.apply(self.solve_host(hp, t_start))
+
+    def solve_host(self, hp: HostContactProblem, t_start: float | None = None) -> SolveResult:
+        """One step's Newton solve on ``hp`` (contacts: ``STEP_COLUMNS``), nothing written into the problem."""
+        t_start = time.perf_counter() if t_start is None else t_start
+        problem = hp.problem
+        n, c, dt = hp.n, hp.c, hp.dt
+        s, ch, co = hp.s, hp.ch, hp.co
+        blocks, b, vk = hp.blocks, hp.b, hp.vk
+        fixed, dof_fixed = hp.fixed, hp.dof_fixed
+        cd = hp.data                         # only what the solve uses (no world-frame impulse)
+        off = hp.off_world + hp.off_anchor
         if self.dense:
             A = self._dense_matrix(problem.A, blocks)
             At = (s / ch) * A
         else:
-            A = problem.A.to_scipy(blocks)
+            A = hp.a_scipy()
             At = ((s / ch) * A).tocsr()
         # J (Jf: prescribed columns zeroed) in per-contact block rows: products without scipy.sparse
-        m_idx, nodes, jblocks = contacts.jacobian_blocks(True, cd)
-        if self._layout is None or not self._layout.same(m_idx, nodes, c, n):
-            self._layout = RowLayout(m_idx, nodes, c, n)      # kept while the contacts' nodes repeat
-        J = ContactRows.from_triplets(m_idx, nodes, jblocks, c, n, self._layout)
-        Jf = J.without(fixed) if fixed.any() else J
+        J, self._layout = hp.jacobian_rows(self._layout)      # the layout kept while the contacts' nodes repeat
+        Jf = hp.free_columns(J)
         bt = s * b + ((s * co / ch) * (A @ vk) if co != 0.0 else 0.0)
 
         # warm start (end-of-step velocity) and prescribed values
-        v_prev_hat = rd(problem.v_hat, n).astype(np.float64, copy=False).ravel()
+        v_prev_hat = backend.read(problem.v_hat, n).astype(np.float64, copy=False).ravel()
         v = ch * v_prev_hat + co * vk if co == 0.0 else vk.copy()
-        Adiag = problem.A.diagonal_blocks(blocks)
+        Adiag = hp.diagonal_blocks()
         if fixed.any():
-            Dfix = Adiag[fixed]
-            vhat_fixed = np.linalg.solve(Dfix, b.reshape(n, 3)[fixed][:, :, None])[:, :, 0]
-            v.reshape(n, 3)[fixed] = ch * vhat_fixed + co * vk.reshape(n, 3)[fixed]
+            v.reshape(n, 3)[fixed] = ch * hp.prescribed_v_hat() + co * vk.reshape(n, 3)[fixed]
 
         # per-contact data: Delassus estimate from the diagonal blocks of Ã (SAP §V-A)
         Dblk = (s / ch) * Adiag
@@ -568,12 +557,7 @@ class NewtonContactSolver:
         v = space.velocity()
 
         # outputs: v̂, impulses (N s, contact frame), status
-        v_hat = (v - co * vk) / ch
-        if fixed.any():
-            v_hat.reshape(n, 3)[fixed] = vhat_fixed
-        backend.write(problem.v_hat, v_hat.reshape(n, 3))
-        contacts.write("impulse", gamma if S is None else S * gamma)
-        contacts.write("status", status)
+        v_hat = hp.with_prescribed((v - co * vk) / ch)
         ms = 1e3 * (time.perf_counter() - t_start)
         stats = SolveStats(it, e_m, converged, {
             "line_search_iterations": ls_total, "momentum_error": e_m, "contacts": c, "cost": costs,
@@ -582,7 +566,7 @@ class NewtonContactSolver:
             "linear_solver": (schur or self.linear).name, "open": int(np.sum(status == OPEN)),
         })
         self.last_stats = stats
-        return stats
+        return SolveResult(v_hat, gamma if S is None else S * gamma, status, stats)
 
     def memory(self) -> dict:
         """Nothing: a Newton solve depends only on its StepProblem (the warm start is in the State)."""
@@ -766,12 +750,6 @@ def _delassus_index(contact: np.ndarray, node: np.ndarray, fixed: np.ndarray, no
     return free, inv_nodes, which, contact * nb + node_body[node]
 
 
-def momentum_scaling(blocks: np.ndarray, dof_fixed: np.ndarray) -> np.ndarray:
-    """SAP eq. 32 scaling ``D = diag(Ã)^{-1/2}`` per DOF (zero on prescribed DOFs)."""
-    d = np.einsum("nii->ni", blocks).ravel()
-    return np.where(dof_fixed | ~(d > 0), 0.0, 1.0 / np.sqrt(np.where(d > 0, d, 1.0)))
-
-
 def momentum_error(problem: StepProblem) -> float:
     """SAP eq. 32 momentum error of a solved step, whichever solver solved it.
 
@@ -782,27 +760,8 @@ def momentum_error(problem: StepProblem) -> float:
     i.e. the same number the Newton solvers report as ``extra["momentum_error"]``. For COND
     this measures how far its stopping threshold leaves the momentum balance.
     """
-    model, contacts, coef = problem.model, problem.contacts, problem.coef
-    n = model.n_nodes
-    c = int(contacts.count)
-    s, ch, co = float(coef.impulse_scale), float(coef.v_hat), float(coef.v_old)
-    A = problem.A.to_scipy()
-    b = problem.b.to_numpy()[:n].astype(np.float64).ravel()
-    vk = problem.state.v.to_numpy()[:n].astype(np.float64).ravel()
-    v_hat = problem.v_hat.to_numpy()[:n].astype(np.float64).ravel()
-    fixed = np.repeat(problem.fixed.to_numpy()[:n] != 0, 3)
-    v = ch * v_hat + co * vk
-    Av = (s / ch) * (A @ v)
-    bt = s * b + ((s * co / ch) * (A @ vk) if co != 0.0 else 0.0)
-    jc = np.zeros(3 * n)
-    if c:
-        J = contacts.jacobian(expand_virtual=True).tocsr()
-        gamma = contacts.read("impulse")["impulse"].ravel()
-        jc = J.T @ gamma
-    D = momentum_scaling((s / ch) * problem.A.diagonal_blocks().astype(np.float64), fixed)
-    scale = max(float(np.linalg.norm(D * Av)), float(np.linalg.norm(D * jc)))
-    err = float(np.linalg.norm(D * (Av - bt - jc)))
-    return err / scale if scale > 0 else err
+    hp = HostContactProblem(problem, ("impulse",))
+    return hp.momentum_error(backend.read(problem.v_hat, hp.n), hp.data["impulse"])
 
 
 def _factory(kind):
