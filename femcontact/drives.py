@@ -7,35 +7,53 @@ as the step's ``f_ext`` (a device array; gravity is the integrator's).
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Callable, Optional
+
 import numpy as np
 
 from . import backend
 from .assembly import integrator as integ
 from .errors import ParameterError
 from .math.quaternion import cayley_velocity, quat_to_matrix
-from .spec.rigid import RigidBodySpec
+from .spec.validation import evaluate_motion
 from .state import Pose
+
+
+@dataclass(frozen=True)
+class PrescribedGroup:
+    """One row of the prescribed-motion table, built once from the specs: ``index`` (global blocks),
+    ``kind`` ("pose": a kinematic rigid body's ``motion`` t -> (origin, rotation), its centre of mass at
+    ``com_local``; "velocity": ``motion`` t -> velocity; "position": ``motion`` (t, x0) -> positions,
+    x0 = ``placed``) and ``name`` for messages."""
+
+    index: np.ndarray
+    kind: str
+    motion: Callable
+    name: str
+    com_local: Optional[np.ndarray] = None
+    placed: Optional[np.ndarray] = None
 
 
 class Drives:
     """Which nodes are prescribed, and their v̂ and end-of-step velocity per step."""
 
     def __init__(self, scene, model):
-        self.groups = []    # (global indices, drive or kinematic RigidBodySpec)
-        self.placed = []    # positions of each group's nodes at placement (x0 of position drives)
+        self.groups: list[PrescribedGroup] = []
         self._start = []    # each group's positions (pose) at t = 0
         for spec in [*scene.fem_bodies, *scene.rods]:   # rods: same drive records
             start = model.body(spec.name).node_start
             for d in spec.drives:
-                self.groups.append((d.nodes + start, d))
-                self.placed.append(spec.positions[d.nodes].copy())
+                kind, motion = ("velocity", d.velocity) if d.velocity is not None else ("position", d.position)
+                self.groups.append(PrescribedGroup(d.nodes + start, kind, motion, spec.name,
+                                                   placed=spec.positions[d.nodes].copy()))
                 self._start.append(spec.positions[d.nodes].copy())
         for spec in scene.rigid_bodies:
             if spec.kinematic:
-                self.groups.append((np.arange(2) + model.body(spec.name).node_start, spec))
-                self.placed.append(None)
+                self.groups.append(PrescribedGroup(np.arange(2) + model.body(spec.name).node_start, "pose",
+                                                   spec.motion, spec.name, com_local=spec.com_local.copy()))
                 self._start.append(Pose(*spec.pose(0.0)))
-        self.index = np.concatenate([g[0] for g in self.groups]) if self.groups else np.zeros(0, np.int64)
+        self.index = np.concatenate([g.index for g in self.groups]) if self.groups else np.zeros(0, np.int64)
         uniq, counts = np.unique(self.index, return_counts=True)
         if np.any(counts > 1):
             node = int(uniq[counts > 1][0])
@@ -53,30 +71,30 @@ class Drives:
 
     def is_pose(self, k: int) -> bool:
         """Whether group k is a kinematic rigid body (its State entry a ``Pose``)."""
-        return isinstance(self.groups[k][1], RigidBodySpec)
+        return self.groups[k].kind == "pose"
 
     def values(self, t: float, dt: float, integrator: str, prescribed: list) -> tuple[np.ndarray, np.ndarray]:
         """(k, 3) v̂ and (k, 3) end-of-step velocity of all prescribed nodes for the step from t; advances
         ``prescribed`` (``State.prescribed``: each group's current positions) to t + dt."""
         v_hat, v_end = [], []
-        for k, (idx, d) in enumerate(self.groups):
-            x_now = prescribed[k]
-            if isinstance(d, RigidBodySpec):
-                (c0, R0), (c1, R1) = x_now, d.pose(t + dt)
+        for k, g in enumerate(self.groups):
+            x_now, n = prescribed[k], len(g.index)
+            if g.kind == "pose":
+                (c0, R0), (c1, R1) = x_now, evaluate_motion(g.motion, t + dt, f"rigid body {g.name!r}")
                 w = cayley_velocity(R0, R1, dt)
-                vh = np.stack([(c1 + R1 @ d.com_local - c0 - R0 @ d.com_local) / dt, w])
+                vh = np.stack([(c1 + R1 @ g.com_local - c0 - R0 @ g.com_local) / dt, w])
                 ve = vh
                 x_next = Pose(c1, R1)
-            elif d.velocity is not None:
+            elif g.kind == "velocity":
                 t_hat = t + (0.5 * dt if integrator == "midpoint" else dt)
-                vh = np.broadcast_to(np.asarray(d.velocity(t_hat), float), (len(idx), 3))
-                ve = np.broadcast_to(np.asarray(d.velocity(t + dt), float), (len(idx), 3))
+                vh = np.broadcast_to(np.asarray(g.motion(t_hat), float), (n, 3))
+                ve = np.broadcast_to(np.asarray(g.motion(t + dt), float), (n, 3))
                 x_next = x_now + dt * vh
             else:
-                x_next = np.asarray(d.position(t + dt, self.placed[k]), float)
-                if x_next.shape != (len(idx), 3) or not np.isfinite(x_next).all():
+                x_next = np.asarray(g.motion(t + dt, g.placed), float)
+                if x_next.shape != (n, 3) or not np.isfinite(x_next).all():
                     raise ParameterError(f"position drive returned shape {x_next.shape} or non-finite values "
-                                         f"at t={t + dt:g}; expected ({len(idx)}, 3)")
+                                         f"at t={t + dt:g}; expected ({n}, 3)")
                 vh = (x_next - x_now) / dt
                 ve = vh
             if not (np.isfinite(vh).all() and np.isfinite(ve).all()):
@@ -110,7 +128,7 @@ class Loads:
         m = self.model
         static = np.zeros((m.n_nodes, 3))
         timed, rigid = [], []
-        rigid_index = {r.name: k for k, r in enumerate(m.rigid_specs)}
+        rigid_index = {name: k for k, name in enumerate(m.rigid_names)}
         for load in self.control.loads.values():
             f = load.force
             if load.body in rigid_index:
@@ -147,7 +165,7 @@ class Loads:
                     continue
                 f[lin] += value
                 if bf.point is not None:
-                    f[lin + 1] += np.cross(R[k] @ (bf.point - self.model.rigid_specs[k].com_local), value)
+                    f[lin + 1] += np.cross(R[k] @ (bf.point - self.model.rigid_com_local_np[k]), value)
         backend.write(self.f_ext, f)         # host view on the CPU: no copy kernel
 
 

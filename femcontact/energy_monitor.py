@@ -50,7 +50,10 @@ class EnergyMonitor:
 
     def __init__(self, model, scene, pattern, energy, state, *, solver: str, offset_work: bool, rods: bool,
                  factor: float = 10.0, every: int = 1):
-        self.model, self.scene, self.energy, self.rods = model, scene, energy, rods
+        self.model, self.energy, self.rods = model, energy, rods
+        self.integrator, self.dt = scene.integrator, scene.dt
+        self.fem_undamped = {b.name: b.material.rayleigh_alpha == 0 and b.material.rayleigh_beta == 0
+                             for b in scene.fem_bodies}     # FEM body name -> no Rayleigh damping (message)
         self.solver = solver        # the contact solver run (the scene's "auto" resolved)
         self.factor = float(factor)
         self.every = max(1, int(every))
@@ -77,7 +80,7 @@ class EnergyMonitor:
         self.E0 = e["total"]
         x = state.positions()
         L = float(np.linalg.norm(x.max(0) - x.min(0))) if len(x) else 0.0
-        g = float(np.linalg.norm(self.scene.gravity))
+        g = float(np.linalg.norm(self.model.gravity))
         self.scale0 = e["kinetic"] + e["elastic"] + self.free_mass * g * L
         self.W = 0.0        # signed supplied work, J
         self.W_abs = 0.0    # its absolute increments, J
@@ -163,21 +166,21 @@ class EnergyMonitor:
             "Frames written so far are intact.")
 
     def _cause(self, name: str) -> str:
-        scene = self.scene
-        spec = next((b for b in scene.fem_bodies if b.name == name), None)
-        undamped = spec is not None and spec.material.rayleigh_alpha == 0 and spec.material.rayleigh_beta == 0
+        fem = name in self.fem_undamped
+        undamped = self.fem_undamped.get(name, False)
+        midpoint = self.integrator == "midpoint"
         newton = self.solver in ("sap", "lagged", "similar")
-        if scene.integrator == "midpoint" and undamped and newton:
+        if midpoint and undamped and newton:
             return (f"an undamped soft body ({name!r}, no Rayleigh damping) under the midpoint rule with a compliant "
                     f"contact model ({self.solver!r}): the midpoint rule does not damp the body's fast modes, and a "
                     "contact model that is not applied consistently with the velocity that moves the contact "
                     "point pumps energy into them (solver option midpoint_contact='end' does this). Use the "
                     "default midpoint_contact, add Rayleigh damping (rayleigh_beta), use integrator='euler', or "
                     "a smaller dt")
-        if scene.integrator == "midpoint" and self.rods and spec is None:
+        if midpoint and self.rods and not fem:
             return RODS_MIDPOINT_CAUSE
-        if scene.integrator == "midpoint" and undamped:
+        if midpoint and undamped:
             return ("an undamped body under the midpoint rule, which has no numerical damping: use "
                     "integrator='euler', add Rayleigh damping or take a smaller dt")
-        return (f"dt = {scene.dt:g} s too large for the stiffest material or the contact stiffness (try a smaller "
+        return (f"dt = {self.dt:g} s too large for the stiffest material or the contact stiffness (try a smaller "
                 "dt), an element inverted by a violent load, or a prescribed motion with a jump")

@@ -48,6 +48,7 @@ class Model:
         backend.ensure_init()
         self.scene = scene
         self.dt = scene.dt
+        self.integrator = scene.integrator
         self.gravity = scene.gravity.copy()
         self.bodies: list[BodyRange] = []
         rest, vel, tets, mats = [], [], [], []
@@ -106,7 +107,21 @@ class Model:
         self.rot_block_np = np.array(rot_block, np.int64)
         self.rot_inertia_np = np.array(rot_inertia, float).reshape(-1, 3, 3)
         self.rot_q0_np = np.array(rot_q, float).reshape(-1, 4)
+        self._build_rigid_table()
         return node0
+
+    def _build_rigid_table(self) -> None:
+        """Per rigid body (``rigid_specs`` order), what the run reads instead of the specs: ``rigid_names``,
+        ``rigid_com_local_np`` (n, 3; centre of mass in the shape frame, m), ``rigid_mass_np`` (kg),
+        ``rigid_kinematic_np`` (bool: pose prescribed) and ``rigid_surfaces`` ((verts, int64 faces) in the
+        shape frame, for output)."""
+        specs = self.rigid_specs
+        self.rigid_names = [s.name for s in specs]
+        self.rigid_com_local_np = np.array([s.com_local for s in specs], float).reshape(-1, 3)
+        self.rigid_mass_np = np.array([s.mass for s in specs], float)
+        self.rigid_kinematic_np = np.array([s.kinematic for s in specs], bool)
+        surfaces = [s.shape.surface() for s in specs]
+        self.rigid_surfaces = [(v, np.asarray(f, np.int64)) for v, f in surfaces]
 
     def _add_rods(self, node0: int, rest: list, vel: list) -> int:
         """Cosserat rods (``femcontact.spec.rod``): per rod its n+1 node blocks (lumped mass) then its n
@@ -153,10 +168,9 @@ class Model:
         self.is_rotational[self.rot_block_np] = True
 
     def rigid_index(self, name: str) -> int:
-        for k, spec in enumerate(self.rigid_specs):
-            if spec.name == name:
-                return k
-        raise KeyError(f"no rigid body named {name!r}; rigid bodies: {[s.name for s in self.rigid_specs]}")
+        if name in self.rigid_names:
+            return self.rigid_names.index(name)
+        raise KeyError(f"no rigid body named {name!r}; rigid bodies: {self.rigid_names}")
 
     # ------------------------------------------------------------------ contact (femcontact.contact)
     def _build_contact(self) -> None:
@@ -165,11 +179,8 @@ class Model:
         self.contact = build_contact_data(self)
         self.contact_params = self.contact.params
         self.obstacles = self.contact.obstacles
-
-    @property
-    def needs_contact(self) -> bool:
-        """True when anything in the scene can touch (some body-body or body-obstacle pair is enabled)."""
-        return bool((self.contact.pair_row >= 0).any()) or any(r.self_contact for r in self.rod_specs)
+        # True when anything in the scene can touch (some body-body or body-obstacle pair is enabled)
+        self.needs_contact = bool((self.contact.pair_row >= 0).any()) or any(r.self_contact for r in self.rod_specs)
 
     @property
     def n_dofs(self) -> int:

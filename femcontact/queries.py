@@ -60,17 +60,18 @@ def set_rigid_velocity(model, state, name: str, linear=None, angular=None) -> No
     state.v_hat.from_numpy(v_hat.astype(real))
 
 
-def rod(rods, model, name: str):
-    """The range record ``(spec, body range, nodes, segments, rotations)`` of rod ``name``."""
-    for r in (rods.ranges if rods is not None else []):
-        if r[0].name == name:
+def rod(rods, name: str):
+    """The ``RodRange`` (``femcontact.bodies.rod``) of rod ``name``."""
+    ranges = rods.ranges if rods is not None else []
+    for r in ranges:
+        if r.name == name:
             return r
-    raise ParameterError(f"no rod named {name!r}; rods: {[s.name for s in model.rod_specs]}")
+    raise ParameterError(f"no rod named {name!r}; rods: {[r.name for r in ranges]}")
 
 
-def rod_strains(rods, model, state, name: str) -> dict:
+def rod_strains(rods, state, name: str) -> dict:
     """Per-segment strains of a rod now: stretch, shear, bend (1/m), twist (rad/m)."""
-    k = [r[0].name for r in rods.ranges].index(rod(rods, model, name)[0].name)
+    k = [r.name for r in rods.ranges].index(rod(rods, name).name)
     return rods.strains(state.positions(), state.quaternions())[k]
 
 
@@ -113,4 +114,4 @@ def rigid_contact_forces(model, contacts, dt: float, with_contact: bool) -> dict
     if with_contact and contacts.count:
         d = contacts.to_numpy()
         forces = (contacts.jacobian(True, d).T @ d["impulse"].ravel()).reshape(-1, 3) / dt
-    return {spec.name: forces[int(model.rigid_lin[k])].copy() for k, spec in enumerate(model.rigid_specs)}
+    return {name: forces[int(model.rigid_lin[k])].copy() for k, name in enumerate(model.rigid_names)}

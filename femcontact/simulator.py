@@ -310,15 +310,15 @@ class Simulator:
 
     def rod_positions(self, name: str) -> np.ndarray:
         """(n+1, 3) centre-line node positions of a rod now, m."""
-        return self.state.positions()[queries.rod(self.rods, self.model, name)[2]]
+        return self.state.positions()[queries.rod(self.rods, name).nodes]
 
     def rod_frames(self, name: str) -> np.ndarray:
         """(n, 3, 3) segment frames of a rod now (columns d1, d2, d3; d3 along the segment)."""
-        return quat_to_matrix(self.state.quaternions()[queries.rod(self.rods, self.model, name)[4]])
+        return quat_to_matrix(self.state.quaternions()[queries.rod(self.rods, name).quats])
 
     def rod_strains(self, name: str) -> dict:
         """Per-segment strains of a rod now: stretch, shear, bend (1/m), twist (rad/m)."""
-        return queries.rod_strains(self.rods, self.model, self.state, name)
+        return queries.rod_strains(self.rods, self.state, name)
 
     def rod_forces(self) -> tuple[np.ndarray, float]:
         """(all blocks' elastic rod forces (N) / torques (N m), rod elastic energy J) now."""

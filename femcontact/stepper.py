@@ -86,7 +86,7 @@ class PeakSpeed:
 
 def assemble(sim) -> None:
     """Build A and b of ``sim``'s coming step (docs/THEORY.md §1) with prescribed nodes eliminated."""
-    m, s, dt, integrator = sim.model, sim.state, sim.scene.dt, sim.scene.integrator
+    m, s, dt, integrator = sim.model, sim.state, sim.model.dt, sim.model.integrator
     sim.loads.update(s, s.time + (0.5 * dt if integrator == "midpoint" else 0.0))
     sim.drives.scatter(s, dt, integrator, sim.v_fixed, sim.v_end)
     # A = 0, masses and damping, rigid and rod rotational blocks: one launch (assemble_inertial)
@@ -103,7 +103,7 @@ def assemble(sim) -> None:
 
 def step(sim) -> StepStats:
     """Advance ``sim`` one time step (module docstring); returns and records its ``StepStats``."""
-    s, dt = sim.state, sim.scene.dt
+    s, dt = sim.state, sim.model.dt
     t0 = _time.perf_counter()
     assemble(sim)
     t1 = _time.perf_counter()
@@ -115,7 +115,7 @@ def step(sim) -> StepStats:
         n_contacts = sim.contacts.count = 0
     t1b = _time.perf_counter()
     problem = StepProblem(sim.model, s, sim.A, sim.b, s.v_hat, sim.fixed, sim.contacts, sim.coef, dt,
-                          sim.scene.integrator, sim.linear)
+                          sim.model.integrator, sim.linear)
     lin = sim.contact_solver.solve(problem)
     t2 = _time.perf_counter()
     if not math.isfinite(lin.residual):
@@ -167,8 +167,8 @@ def contact_offset_work(anchors, contacts) -> float:
 
 def diverged(sim, what: str) -> SimulationError:
     """The error that stops a step that diverged, naming the step and the likely causes."""
-    rods = RODS_MIDPOINT_CAUSE + ", " if sim.rods is not None and sim.scene.integrator == "midpoint" else ""
+    rods = RODS_MIDPOINT_CAUSE + ", " if sim.rods is not None and sim.model.integrator == "midpoint" else ""
     return SimulationError(
         f"step {sim.state.step + 1} (from t = {sim.state.time:.6g} s) diverged: {what}. Likely causes: {rods}dt = "
-        f"{sim.scene.dt:g} s too large for the stiffest material (try a smaller --dt), an element "
+        f"{sim.model.dt:g} s too large for the stiffest material (try a smaller --dt), an element "
         "inverted by a violent load, or a prescribed motion with a jump. Frames written so far are intact.")

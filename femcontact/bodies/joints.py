@@ -180,6 +180,8 @@ class JointSystem:
         self.coupling_pairs = (np.array(pairs_r, np.int64), np.array(pairs_c, np.int64))
         self.count = len(self.joints) + len(self.attach) + len(self.orient)
         self._setup_stacks(model)
+        self.hinge_position0 = {j.spec.name: (i, j.spec.position0) for i, j in enumerate(self.joints)
+                                if isinstance(j, Hinge)}     # hinge name -> (joint index, position0 rad)
         self._cap = (0, 0)     # sizes of the scatter transfer arrays (allocated by _scatter)
         self._slots = None     # the joints' and mimics' A slots and b rows (a fixed layout, set at the first scatter)
         self._actuation = None     # the last step's actuator force terms (actuator_forces)
@@ -373,10 +375,10 @@ class JointSystem:
         angles = state.joint_angles
         if angles is None or len(angles) != len(self.joints):
             return None
-        for i, j in enumerate(self.joints):
-            if j.spec.name == joint and isinstance(j, Hinge):
-                return float(angles[i]) + j.spec.position0
-        return None
+        if joint not in self.hinge_position0:
+            return None
+        i, position0 = self.hinge_position0[joint]
+        return float(angles[i]) + position0
 
     def actuator_forces(self, state) -> dict:
         """Generalized force (N m or N) each driven or compensated joint's actuator applied over the

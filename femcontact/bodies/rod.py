@@ -45,6 +45,8 @@ Euler: impulses). Rayleigh ``α`` adds ``a_ma α`` times the node mass / segment
 
 (No ``from __future__ import annotations`` here: Taichi reads the annotations.)
 """
+from typing import NamedTuple
+
 import numpy as np
 
 from ..backend import ti
@@ -52,6 +54,25 @@ from .. import backend
 from ..math.quaternion import quat_to_matrix
 from ..math.smallmat import mm, mmT, mTm, mTv, mv, quat_matrix, skew
 from ..spec.rod import SHEAR_COEFFICIENT, darboux
+
+
+class RodRange(NamedTuple):
+    """Where one rod lives and what its output reads, copied from its spec at build: ``body``
+    (``BodyRange``), global ``nodes`` and ``segments`` blocks, ``quats`` (rotation indices), rest
+    segment lengths (m), rest Darboux vectors ((n-1, 3), rad/m) and ``radius`` (m)."""
+
+    name: str
+    body: object
+    nodes: np.ndarray
+    segments: np.ndarray
+    quats: np.ndarray
+    rest_lengths: np.ndarray
+    rest_darboux: np.ndarray
+    radius: float
+
+    @property
+    def n_segments(self) -> int:
+        return len(self.segments)
 
 
 @ti.func
@@ -208,7 +229,8 @@ class RodSystem:
                 al_q += [np.full(npt, -1), qi]
                 al_m += [spec.rayleigh_alpha * spec.node_masses[:, None, None] * np.eye(3)[None],
                          spec.rayleigh_alpha * spec.segment_inertias]
-            self.ranges.append((spec, br, node, seg, qi))
+            self.ranges.append(RodRange(spec.name, br, node, seg, qi, spec.rest_lengths.copy(),
+                                        spec.rest_darboux.copy(), float(spec.radius)))
         cat = lambda L, shape: np.concatenate(L) if L else np.zeros(shape)  # noqa: E731
         self.st_elem_np = cat(st_elem, (0, 3)).astype(np.int64)
         self.n_st = len(self.st_elem_np)
@@ -279,18 +301,18 @@ class RodSystem:
         shear |Γ₁₂|, bend |κ₁₂| (1/m) and twist κ₃ (rad/m), the bend–twist values averaged from the
         adjacent joints to the segments."""
         out = []
-        for spec, br, node, seg, qi in self.ranges:
-            p = x[node]
-            q = quats[qi]
+        for r in self.ranges:
+            p = x[r.nodes]
+            q = quats[r.quats]
             R = quat_to_matrix(q)
-            a = np.diff(p, axis=0) / spec.rest_lengths[:, None]
+            a = np.diff(p, axis=0) / r.rest_lengths[:, None]
             gam = np.einsum("kji,kj->ki", R, a) - np.array([0.0, 0.0, 1.0])
-            n = spec.n_segments
+            n = r.n_segments
             bend = np.zeros(n)
             twist = np.zeros(n)
             if n > 1:
-                lbar = 0.5 * (spec.rest_lengths[1:] + spec.rest_lengths[:-1])
-                kap = darboux(q, lbar) - spec.rest_darboux
+                lbar = 0.5 * (r.rest_lengths[1:] + r.rest_lengths[:-1])
+                kap = darboux(q, lbar) - r.rest_darboux
                 w = np.zeros(n)
                 for arr, val in ((bend, np.linalg.norm(kap[:, :2], axis=1)), (twist, kap[:, 2])):
                     arr[:-1] += val
@@ -299,7 +321,7 @@ class RodSystem:
                 w[1:] += 1
                 bend /= w
                 twist /= w
-            out.append({"name": spec.name, "points": p, "radius": spec.radius, "stretch": gam[:, 2],
+            out.append({"name": r.name, "points": p, "radius": r.radius, "stretch": gam[:, 2],
                         "shear": np.linalg.norm(gam[:, :2], axis=1), "bend": bend, "twist": twist})
         return out
 

@@ -24,19 +24,21 @@ def body_pieces(model, state, von_mises: np.ndarray) -> dict:
 
     x, v, q = state.positions(), state.velocities(), state.quaternions()
     pieces = {}
-    for b, _ in model.fem_bodies:
+    for b in model.bodies:
+        if b.kind != "fem":
+            continue
         tets = model.tets_np[b.tets] - b.node_start
         pieces[b.name] = meshio.Mesh(
             x[b.nodes], [("tetra", tets)],
             point_data={"displacement": x[b.nodes] - model.rest_positions[b.nodes], "velocity": v[b.nodes]},
             cell_data={"von_mises": [von_mises[b.tets]]})
-    for k, spec in enumerate(model.rigid_specs):
+    for k, name in enumerate(model.rigid_names):
         lin = int(model.rigid_lin[k])
         c, R = x[lin], quat_to_matrix(q[k])
-        verts, f = spec.shape.surface()
-        pts = (verts - spec.com_local) @ R.T + c
-        pieces[spec.name] = meshio.Mesh(pts, [("triangle", np.asarray(f, np.int64))],
-                                        point_data={"velocity": v[lin] + np.cross(v[lin + 1], pts - c)})
+        verts, f = model.rigid_surfaces[k]
+        pts = (verts - model.rigid_com_local_np[k]) @ R.T + c
+        pieces[name] = meshio.Mesh(pts, [("triangle", f)],
+                                   point_data={"velocity": v[lin] + np.cross(v[lin + 1], pts - c)})
     return pieces
 
 
@@ -46,12 +48,12 @@ def rod_pieces(rods, state) -> dict:
 
     v = state.velocities()
     pieces = {}
-    for d, (spec, br, node, seg, qi) in zip(rods.strains(state.positions(), state.quaternions()), rods.ranges):
-        n = spec.n_segments
+    for d, r in zip(rods.strains(state.positions(), state.quaternions()), rods.ranges):
+        n = r.n_segments
         lines = np.stack([np.arange(n), np.arange(1, n + 1)], axis=1).astype(np.int64)
-        pieces[spec.name] = meshio.Mesh(
+        pieces[r.name] = meshio.Mesh(
             d["points"], [("line", lines)],
-            point_data={"radius": np.full(n + 1, spec.radius), "velocity": v[node]},
+            point_data={"radius": np.full(n + 1, r.radius), "velocity": v[r.nodes]},
             cell_data={k: [d[k]] for k in ("stretch", "shear", "bend", "twist")})
     return pieces
 

@@ -46,7 +46,7 @@ LAYERS = [
     ("simulator", "convergence", ("solvers",)),
     ("simulator", "stepper", ("assembly", "backend", "contact", "fused", "solvers")),
     ("simulator", "energy_monitor", ("backend", "stepper")),
-    ("simulator", "drives", ("assembly", "backend", "math", "spec", "state")),
+    ("simulator", "drives", ("assembly", "backend", "math", "state")),
     ("simulator", "queries", ("assembly", "backend", "bodies", "math")),
     ("simulator", "simulator", ("assembly", "backend", "bodies", "contact", "control", "convergence", "drives",
                                 "energy_monitor", "io", "math", "model", "queries", "scene", "solvers", "spec", "state",
