@@ -72,6 +72,31 @@ def test_a_converged_run_reports_none():
     assert "every step converged" in str(summary)
 
 
+def test_a_solver_swapped_in_by_the_user_runs_under_the_generic_rule():
+    """``sim.contact_solver`` may be replaced by any object with ``name`` and ``solve`` (the Schur and
+    host-solve agreement tests wrap two solvers this way): ``run`` counts its steps by their own
+    ``converged`` flag instead of failing on options it does not have."""
+    sim = fc.Simulator(_drop_scene(options=CAPS["cond"]), unconverged_stop=None)
+    inner = sim.contact_solver
+
+    class Wrapped:
+        name = "cond"
+        friction_on_end_velocity = inner.friction_on_end_velocity
+
+        def solve(self, problem):
+            return inner.solve(problem)
+
+        def __getattr__(self, attr):           # memory(), restore(), ... but no options
+            if attr == "options":
+                raise AttributeError(attr)
+            return getattr(inner, attr)
+
+    sim.contact_solver = Wrapped()
+    assert stop_rule("cond", sim.contact_solver).measure == "residual"
+    summary, warned = _run(sim, STEPS)
+    assert summary.convergence.unconverged_steps == STEPS - FIRST_CONTACT + 1 and len(warned) == 1
+
+
 def test_a_run_unconverged_for_k_steps_in_a_row_stops_and_keeps_what_it_wrote(tmp_path):
     k = 4
     sim = fc.Simulator(_drop_scene(options=CAPS["cond"]), unconverged_stop=k)
