@@ -31,11 +31,9 @@ from dataclasses import asdict, dataclass
 from typing import Callable, Optional
 
 from .errors import ParameterError, SimulationError
-from .spec.names import AUTO_SOLVER
+from .spec.names import AUTO_SOLVER, DELASSUS_SOLVERS, NEWTON_SOLVERS
 
 DEFAULT_UNCONVERGED_STOP = 50       # consecutive unconverged steps after which Simulator.run stops
-NEWTON_SOLVERS = ("sap", "lagged", "similar")
-DELASSUS_SOLVERS = ("pgs", "incp")
 
 
 class ConvergenceWarning(UserWarning):

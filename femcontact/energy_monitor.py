@@ -36,6 +36,7 @@ import numpy as np
 
 from . import backend
 from .errors import SimulationError
+from .spec.names import NEWTON_SOLVERS
 from .stepper import RODS_MIDPOINT_CAUSE
 
 
@@ -169,7 +170,7 @@ class EnergyMonitor:
         fem = name in self.fem_undamped
         undamped = self.fem_undamped.get(name, False)
         midpoint = self.integrator == "midpoint"
-        newton = self.solver in ("sap", "lagged", "similar")
+        newton = self.solver in NEWTON_SOLVERS
         if midpoint and undamped and newton:
             return (f"an undamped soft body ({name!r}, no Rayleigh damping) under the midpoint rule with a compliant "
                     f"contact model ({self.solver!r}): the midpoint rule does not damp the body's fast modes, and a "

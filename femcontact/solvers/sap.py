@@ -117,6 +117,7 @@ import scipy.sparse as sp
 from .. import backend
 from ..contact.contacts import CONTACT_PARAM_COLUMNS, OPEN, restitution_per_contact
 from ..errors import ParameterError, SimulationError
+from ..spec.names import NEWTON_SOLVERS
 from . import CONTACT_SOLVERS
 from .base import SolveStats, StepProblem, solve_without_contacts
 from .contact_models import HuntCrossley, LaggedModel, SapModel, SimilarModel
@@ -161,7 +162,7 @@ class NewtonContactSolver:
     """Convex Newton contact solver with contact model ``kind`` in ("sap", "lagged", "similar")."""
 
     def __init__(self, model, options: dict, kind: str):
-        if kind not in ("sap", "lagged", "similar"):
+        if kind not in NEWTON_SOLVERS:
             raise ParameterError(f"unknown Newton contact model {kind!r}")
         unknown = set(options) - set(DEFAULTS)
         if unknown:
@@ -768,5 +769,5 @@ def _factory(kind):
     return lambda model, options: NewtonContactSolver(model, options, kind)
 
 
-for _kind in ("sap", "lagged", "similar"):
+for _kind in NEWTON_SOLVERS:
     CONTACT_SOLVERS[_kind] = _factory(_kind)

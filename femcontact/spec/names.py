@@ -15,6 +15,8 @@ from ..errors import ParameterError
 
 INTEGRATORS = ("midpoint", "euler")
 SOLVER_NAMES = ("cond", "sap", "lagged", "similar", "pgs", "incp")
+NEWTON_SOLVERS = ("sap", "lagged", "similar")     # the SAP Newton path (solvers/sap.py)
+DELASSUS_SOLVERS = ("pgs", "incp")                  # the contact-space baselines (solvers/delassus.py)
 AUTO_SOLVER = "auto"
 PLANNED_SOLVERS: tuple[str, ...] = ()
 LINEAR_SOLVERS = ("auto", "pcg", "direct")
