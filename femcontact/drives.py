@@ -69,10 +69,6 @@ class Drives:
         return [np.array(x) if not isinstance(x, Pose) else Pose(x.origin.copy(), x.rotation.copy())
                 for x in self._start]
 
-    def is_pose(self, k: int) -> bool:
-        """Whether group k is a kinematic rigid body (its State entry a ``Pose``)."""
-        return self.groups[k].kind == "pose"
-
     def values(self, t: float, dt: float, integrator: str, prescribed: list) -> tuple[np.ndarray, np.ndarray]:
         """(k, 3) v̂ and (k, 3) end-of-step velocity of all prescribed nodes for the step from t; advances
         ``prescribed`` (``State.prescribed``: each group's current positions) to t + dt."""
