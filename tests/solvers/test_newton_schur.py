@@ -9,7 +9,6 @@ from femcontact.solvers import newton_schur as ns
 from femcontact.solvers.newton_dense import ContactRows
 from femcontact.solvers.newton_linear import _lower_csc
 
-pytest.importorskip("cvxopt")
 RNG = np.random.default_rng(31)
 
 
