@@ -71,8 +71,7 @@ def rod(rods, name: str):
 
 def rod_strains(rods, state, name: str) -> dict:
     """Per-segment strains of a rod now: stretch, shear, bend (1/m), twist (rad/m)."""
-    k = [r.name for r in rods.ranges].index(rod(rods, name).name)
-    return rods.strains(state.positions(), state.quaternions())[k]
+    return rods.range_strains(rod(rods, name), state.positions(), state.quaternions())
 
 
 def von_mises(model, state) -> np.ndarray:

@@ -297,33 +297,35 @@ class RodSystem:
         return f.to_numpy()[:n].astype(np.float64), float(e)
 
     def strains(self, x: np.ndarray, quats: np.ndarray) -> list[dict]:
-        """Per rod (host, for output): node positions and per-segment stretch Γ₃ (axial strain),
-        shear |Γ₁₂|, bend |κ₁₂| (1/m) and twist κ₃ (rad/m), the bend–twist values averaged from the
-        adjacent joints to the segments."""
-        out = []
-        for r in self.ranges:
-            p = x[r.nodes]
-            q = quats[r.quats]
-            R = quat_to_matrix(q)
-            a = np.diff(p, axis=0) / r.rest_lengths[:, None]
-            gam = np.einsum("kji,kj->ki", R, a) - np.array([0.0, 0.0, 1.0])
-            n = r.n_segments
-            bend = np.zeros(n)
-            twist = np.zeros(n)
-            if n > 1:
-                lbar = 0.5 * (r.rest_lengths[1:] + r.rest_lengths[:-1])
-                kap = darboux(q, lbar) - r.rest_darboux
-                w = np.zeros(n)
-                for arr, val in ((bend, np.linalg.norm(kap[:, :2], axis=1)), (twist, kap[:, 2])):
-                    arr[:-1] += val
-                    arr[1:] += val
-                w[:-1] += 1
-                w[1:] += 1
-                bend /= w
-                twist /= w
-            out.append({"name": r.name, "points": p, "radius": r.radius, "stretch": gam[:, 2],
-                        "shear": np.linalg.norm(gam[:, :2], axis=1), "bend": bend, "twist": twist})
-        return out
+        """Per rod (host, for output): ``range_strains`` of each of ``ranges``."""
+        return [self.range_strains(r, x, quats) for r in self.ranges]
+
+    @staticmethod
+    def range_strains(r, x: np.ndarray, quats: np.ndarray) -> dict:
+        """One rod's (a ``RodRange``) node positions and per-segment stretch Γ₃ (axial strain), shear
+        |Γ₁₂|, bend |κ₁₂| (1/m) and twist κ₃ (rad/m), the bend–twist values averaged from the adjacent
+        joints to the segments."""
+        p = x[r.nodes]
+        q = quats[r.quats]
+        R = quat_to_matrix(q)
+        a = np.diff(p, axis=0) / r.rest_lengths[:, None]
+        gam = np.einsum("kji,kj->ki", R, a) - np.array([0.0, 0.0, 1.0])
+        n = r.n_segments
+        bend = np.zeros(n)
+        twist = np.zeros(n)
+        if n > 1:
+            lbar = 0.5 * (r.rest_lengths[1:] + r.rest_lengths[:-1])
+            kap = darboux(q, lbar) - r.rest_darboux
+            w = np.zeros(n)
+            for arr, val in ((bend, np.linalg.norm(kap[:, :2], axis=1)), (twist, kap[:, 2])):
+                arr[:-1] += val
+                arr[1:] += val
+            w[:-1] += 1
+            w[1:] += 1
+            bend /= w
+            twist /= w
+        return {"name": r.name, "points": p, "radius": r.radius, "stretch": gam[:, 2],
+                "shear": np.linalg.norm(gam[:, :2], axis=1), "bend": bend, "twist": twist}
 
 
 __all__ = ["RodSystem"]
