@@ -111,16 +111,28 @@ class BlockJacobiPCG:
         if s[BNORM2] == 0.0:
             pcg_zero(x, n)
             return LinearSolveStats(0, 0.0, True)
-        done = 0
-        while s[RR] > s[THRESHOLD] and s[STOP] == 0.0 and done < self.max_iter:
-            for _ in range(min(self.check_every, self.max_iter - done)):
-                pcg_matvec_dot(A.indptr, A.indices, A.blocks, self.p, self.q, S, n)
-                pcg_update(x, self.r, self.z, self.p, self.q, self.pinv, S, n)
-                pcg_direction(self.z, self.p, S, n)
-                done += 1
-            s = backend.read(self.S)
+
+        def iterate():
+            pcg_matvec_dot(A.indptr, A.indices, A.blocks, self.p, self.q, S, n)
+            pcg_update(x, self.r, self.z, self.p, self.q, self.pinv, S, n)
+            pcg_direction(self.z, self.p, S, n)
+
+        s = pcg_iterations(S, s, iterate, self.check_every, self.max_iter)
         rel = math.sqrt(max(float(s[RR]), 0.0) / float(s[BNORM2]))
         return LinearSolveStats(int(s[COUNT]), rel, rel <= self.tol)
+
+
+def pcg_iterations(S, s: np.ndarray, iterate, check_every: int, max_iter: int) -> np.ndarray:
+    """Run ``iterate()`` (one CG iteration's launches) until the device scalars ``S`` say converged or
+    stopped, or ``max_iter`` iterations, reading ``S`` (8 numbers) every ``check_every`` iterations and
+    nothing else; ``s``: S as read after the start. Returns the last S read."""
+    done = 0
+    while s[RR] > s[THRESHOLD] and s[STOP] == 0.0 and done < max_iter:
+        for _ in range(min(check_every, max_iter - done)):
+            iterate()
+            done += 1
+        s = backend.read(S)
+    return s
 
 
 # the CG scalars in S (pcg_* kernels): r·z, p·Ap, r·r, r·z of the new residual, b·b, the stop flag
@@ -134,16 +146,24 @@ def pcg_start(indptr: ti.types.ndarray(), indices: ti.types.ndarray(), blocks: t
               z: ti.types.ndarray(), p: ti.types.ndarray(), pinv: ti.types.ndarray(), S: ti.types.ndarray(),
               tol2: float, n: ti.i32):
     """Block-Jacobi inverse, r = b - A x, z = p = P r; S = (r·z, 0, r·r, 0, b·b, 0, 0, tol² b·b)."""
-    out = ti.Vector.zero(float, 3)
     for i in range(n):
         acc = ti.Vector.zero(float, 3)
         for k in range(indptr[i], indptr[i + 1]):
             acc += blocks[k] @ x[indices[k]]
-        pi = blocks[diag[i]].inverse()
-        pinv[i] = pi
-        ri = b[i] - acc
-        zi = pi @ ri
-        r[i] = ri
+        pinv[i] = blocks[diag[i]].inverse()
+        r[i] = b[i] - acc
+    pcg_begin(b, r, z, p, pinv, S, tol2, n)
+
+
+@ti.func
+def pcg_begin(b: ti.template(), r: ti.template(), z: ti.template(), p: ti.template(), pinv: ti.template(),
+              S: ti.template(), tol2: float, n: ti.i32):
+    """Given the residual r and the preconditioner P (``pinv``): z = p = P r and
+    S = (r·z, 0, r·r, 0, b·b, 0, 0, tol² b·b) (the start shared by every PCG here)."""
+    out = ti.Vector.zero(float, 3)
+    for i in range(n):
+        ri = r[i]
+        zi = pinv[i] @ ri
         z[i] = zi
         p[i] = zi
         out += ti.Vector([b[i].norm_sqr(), ri.dot(zi), ri.norm_sqr()])
@@ -174,6 +194,12 @@ def pcg_matvec_dot(indptr: ti.types.ndarray(), indices: ti.types.ndarray(), bloc
             acc += blocks[k] @ p[indices[k]]
         q[i] = acc
         s += p[i].dot(acc)
+    record_pq(S, s)
+
+
+@ti.func
+def record_pq(S: ti.template(), s):
+    """S[PQ] = s = p·Ap; a breakdown (p·Ap ≤ 0 or not finite) of a running CG sets the stop flag."""
     S[PQ] = s
     if _running(S) and not (s > 0.0 and s < 1e300):
         S[STOP] = 1.0
