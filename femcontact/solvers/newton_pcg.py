@@ -34,7 +34,8 @@ from .. import backend
 from ..assembly.sparse import BlockPattern, BlockSparseMatrix
 from ..backend import ti
 from ..errors import ParameterError, SimulationError
-from .linear import BNORM2, COUNT, PQ, RR, pcg_begin, pcg_direction, pcg_iterations, pcg_update, pcg_zero, record_pq
+from .linear import (BNORM2, COUNT, PQ, RR, STOP, THRESHOLD, pcg_begin, pcg_direction, pcg_iterations, pcg_update,
+                     pcg_zero, record_pq)
 from .newton_dense import ContactRows
 
 XB = 8          # S[XB]: dᵀr of the warm start (S's slots 0..7: linear.py's CG scalars)
@@ -103,8 +104,10 @@ class NewtonPCG:
     rtol: stop at ``‖r‖ ≤ rtol ‖rhs‖``; max_iter: CG iterations per solve at most; warm_start: start
     from the previous direction (scaled) rather than zero; check_every: iterations between reads of
     the CG scalars (default ``backend.default_check_every()``). After each solve: ``iterations`` (CG
-    iterations of that solve), ``residual`` (its relative recursive residual); over the solver's
-    life ``total_iterations`` and ``solves``."""
+    iterations of that solve), ``residual`` (its relative recursive residual; above rtol after
+    ``max_iter``: the direction is still one of descent, CG's iterates lower the quadratic model);
+    over the solver's life ``total_iterations`` and ``solves``. A breakdown (pᵀHp ≤ 0) raises
+    SimulationError."""
 
     name = "pcg"
 
@@ -210,9 +213,10 @@ class NewtonPCG:
         self.total_iterations += self.iterations
         self.solves += 1
         out = backend.read(x, n).astype(np.float64).ravel()
-        if not np.all(np.isfinite(out)):
+        if (s[STOP] != 0.0 and s[RR] > s[THRESHOLD]) or not np.all(np.isfinite(out)):
             pcg_zero(x, n)
-            raise SimulationError("PCG on the Newton system broke down (H not positive definite?)")
+            raise SimulationError(f"PCG on the Newton system broke down after {self.iterations} iterations "
+                                  "(pᵀHp ≤ 0: H not positive definite)")
         return out
 
     def _vectors(self, n: int) -> None:
