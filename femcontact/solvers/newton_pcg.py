@@ -141,9 +141,8 @@ class NewtonPCG:
         nodes = self._array("nodes", c * K, lambda m: backend.int_array(np.zeros(m, np.int32)))
         jb = self._array("jb", c * K, backend.mat3_array)
         if c:
-            blocks = J.blocks * J.valid[:, :, None, None]
-            backend.write(nodes, np.ascontiguousarray(J.nodes.reshape(-1), dtype=np.int32))
-            backend.write(jb, np.ascontiguousarray(blocks.reshape(-1, 3, 3), dtype=backend.np_real()))
+            _put(nodes, J.nodes.reshape(-1), np.int32)
+            _put(jb, (J.blocks * J.valid[:, :, None, None]).reshape(-1, 3, 3), backend.np_real())
         self._array("G", c, backend.mat3_array)
         self._array("u", c, backend.vec3_array)
 
@@ -152,8 +151,7 @@ class NewtonPCG:
         if self._A is None:
             raise SimulationError("NewtonPCG.solve_step before setup")
         if self._c:
-            backend.write(self._arrays["G"], np.ascontiguousarray(np.asarray(G).reshape(-1, 3, 3),
-                                                                  dtype=backend.np_real()))
+            _put(self._arrays["G"], np.asarray(G).reshape(-1, 3, 3), backend.np_real())
         return self._solve(self._A, self._scale, r)
 
     # ------------------------------------------------------------------ any SPD matrix
@@ -174,7 +172,7 @@ class NewtonPCG:
         A = self._generic[1]
         data = np.zeros((A.pattern.nnzb, 3, 3))
         data[A.pattern.index(rows, B.indices)] = B.data
-        backend.write(A.blocks, data.astype(backend.np_real()))
+        _put(A.blocks, data, backend.np_real())
         self._vectors(nn)
         self._c, self._K = 0, 1
         for name, make in (("nodes", lambda m: backend.int_array(np.zeros(m, np.int32))),
@@ -188,7 +186,7 @@ class NewtonPCG:
     def _solve(self, A: BlockSparseMatrix, scale: float, r: np.ndarray) -> np.ndarray:
         n, a, S = A.n, self._arrays, self.S
         x, q, res, z, p, pinv, b = (self._work[k] for k in ("x", "q", "r", "z", "p", "pinv", "b"))
-        backend.write(b, np.ascontiguousarray(np.asarray(r).reshape(-1, 3), dtype=backend.np_real()))
+        _put(b, np.asarray(r).reshape(-1, 3), backend.np_real())
         contact = (a["nodes"], a["jb"], a["G"])
         newton_block_jacobi(A.blocks, A.diag, scale, *contact, self._K, self._c, pinv, n)
         if not self.warm_start:
@@ -236,3 +234,11 @@ class NewtonPCG:
             self._arrays[name] = make(cap)
             self._cap[name] = cap
         return self._arrays[name]
+
+
+def _put(arr, value: np.ndarray, dtype) -> None:
+    """Upload ``value`` into the first rows of ``arr`` by one ``from_numpy`` of the whole array (zero-padded
+    to its capacity): no read-back first, as ``backend.write`` does off the CPU."""
+    full = np.zeros(tuple(arr.shape) + tuple(getattr(arr, "element_shape", ()) or ()), dtype=dtype)
+    full[:len(value)] = value
+    arr.from_numpy(full)
