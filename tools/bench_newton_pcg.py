@@ -85,7 +85,7 @@ def _matvecs(sim, solver) -> dict:
 
     import femcontact as fc
     from femcontact.assembly.sparse import bsr_matvec
-    from femcontact.solvers.linear import RR, STOP, THRESHOLD, pcg_direction, pcg_update
+    from femcontact.solvers.cg_kernels import RR, STOP, THRESHOLD, pcg_direction, pcg_update
     from femcontact.solvers.newton_pcg import newton_matvec_dot
 
     ti = fc.backend.ti

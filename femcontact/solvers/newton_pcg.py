@@ -13,9 +13,9 @@ last one of the previous step), scaled to the minimizer of the quadratic along i
 ``x₀ = β d, β = dᵀr / dᵀH d``: never further from the answer in H's norm than x₀ = 0, and the
 previous direction's shape where the iterates repeat (``warm_start=False``: x₀ = 0).
 
-The CG itself is ``linear.py``'s (``pcg_begin``, ``pcg_update``, ``pcg_direction``, ``pcg_iterations``):
+The CG itself is ``cg_kernels``' (``pcg_begin``, ``pcg_update``, ``pcg_direction``, ``pcg_iterations``):
 fixed-size kernels that stop changing x on their own once converged (Genesis' per-problem "still
-active" flag: ``linear._running``), the scalars kept on the device and read every ``check_every``
+active" flag: ``cg_kernels._running``), the scalars kept on the device and read every ``check_every``
 iterations (every one on the CPU, where a host view reads them for free; 8 on a GPU), nothing else
 read back until x at the end. Stop: ``‖r‖ ≤ rtol ‖∇ℓ‖`` on the recursive residual.
 
@@ -34,11 +34,11 @@ from .. import backend
 from ..assembly.sparse import BlockPattern, BlockSparseMatrix
 from ..backend import ti
 from ..errors import ParameterError, SimulationError
-from .linear import (BNORM2, COUNT, PQ, RR, STOP, THRESHOLD, pcg_begin, pcg_direction, pcg_iterations, pcg_update,
-                     pcg_zero, record_pq)
+from .cg_kernels import (BNORM2, COUNT, PQ, RR, STOP, THRESHOLD, pcg_begin, pcg_direction, pcg_iterations, pcg_update,
+                         pcg_zero, record_pq)
 from .newton_dense import ContactRows
 
-XB = 8          # S[XB]: dᵀr of the warm start (S's slots 0..7: linear.py's CG scalars)
+XB = 8          # S[XB]: dᵀr of the warm start (S's slots 0..7: cg_kernels' CG scalars)
 
 
 @ti.kernel
@@ -46,7 +46,7 @@ def newton_matvec_dot(indptr: ti.types.ndarray(), indices: ti.types.ndarray(), b
                       scale: float, nodes: ti.types.ndarray(), jb: ti.types.ndarray(), G: ti.types.ndarray(),
                       u: ti.types.ndarray(), K: ti.i32, c: ti.i32, p: ti.types.ndarray(), q: ti.types.ndarray(),
                       S: ti.types.ndarray(), n: ti.i32):
-    """q = (scale A + Jᵀ G J) p; S[PQ] = p·q (a breakdown sets the stop flag, ``linear.record_pq``)."""
+    """q = (scale A + Jᵀ G J) p; S[PQ] = p·q (a breakdown sets the stop flag, ``cg_kernels.record_pq``)."""
     for m in range(c):
         acc = ti.Vector.zero(float, 3)
         for k in range(K):
