@@ -190,3 +190,22 @@ def test_unconverged_step_is_refused():
     assert not sim.stats[-1].converged
     with pytest.raises(SimulationError, match="unconverged"):
         sim.step_derivatives()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("linear_solver", ["schur", "cholmod"])
+def test_large_cube_schur_and_sparse_paths_against_fd(linear_solver):
+    """2187 DOF (above DENSE_MAX_DOFS): H⁻¹ through the step's Schur factorization of Ã, or one sparse
+    factorization of H at the final v (the full-H path)."""
+    from femcontact.diff import DENSE_MAX_DOFS
+
+    sc = fc.Scene(dt=1e-2, integrator="euler", solver="lagged", solver_options={**TIGHT, "linear_solver": linear_solver})
+    sc.add_obstacle(shapes.HalfSpace(), name="ground", friction=0.5, stiffness=1e4, hc_dissipation=10.0)
+    sc.add_fem_body(fc.meshes.box(size=(0.1, 0.1, 0.1), resolution=8), fc.Material(1e5, 0.3, 1000.0, rayleigh_alpha=1.0),
+                    position=(0, 0, 0.05), name="cube")
+    sim = fc.Simulator(sc)
+    assert sim.model.n_dofs > DENSE_MAX_DOFS
+    check(sim, ["mu:ground", "E:cube", "rho:cube"], steps_before=3, label=f"FEM cube 2187 DOF ({linear_solver})")
+    d = sim.step_derivatives(["mu:ground"])
+    d.jacobian()
+    assert d.solver_kind == {"schur": "schur", "cholmod": "sparse"}[linear_solver]
