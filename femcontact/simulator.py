@@ -200,7 +200,8 @@ class Simulator:
 
     def step_derivatives(self, wrt: str | Sequence[str] = ("x", "R", "v")) -> "StepDerivatives":
         """The derivatives of the last step's end state (positions ``x`` of the translational blocks,
-        rotations ``R`` as world-frame rotation vectors, velocities ``v``) with respect to ``wrt``: the
+        rotations ``R`` as world-frame rotation vectors, velocities ``v``, the solution ``v_hat``: the next
+        step's warm start) with respect to ``wrt``: the
         start-of-step state ("x", "R", "v", "v_hat"), the step's controls ("force:<load>",
         "effort:<joint>", "target:<joint>") and scene parameters ("mu:<pair>", "stiffness:<pair>",
         "dissipation:<pair>", "E:<body>", "rho:<body>", "mass:<body>"); ``femcontact.diff.inputs``.

@@ -35,7 +35,7 @@ from ..math.quaternion import quat_mul
 from ..spec.names import CONTACT_PARAM_COLUMNS
 
 STATE_INPUTS = ("x", "R", "v", "v_hat")
-OUTPUTS = ("x", "R", "v")
+OUTPUTS = ("x", "R", "v", "v_hat")
 
 
 # ---------------------------------------------------------------------------- the State in memory
@@ -108,19 +108,24 @@ def rotation_difference(q1: np.ndarray, q0: np.ndarray) -> np.ndarray:
 
 def end_state(sim) -> dict:
     """The state a step's derivatives are of: ``OUTPUTS`` as float64 arrays (x of the translational
-    blocks, the rotational blocks' quaternions, every block's velocity)."""
+    blocks, the rotational blocks' quaternions, every block's velocity, the step's solution v̂: the next
+    step's warm start)."""
     s, m = sim.state, sim.model
-    return {"x": s.positions()[translational(m)].copy(), "R": s.quaternions().copy(), "v": s.velocities().copy()}
+    return {"x": s.positions()[translational(m)].copy(), "R": s.quaternions().copy(), "v": s.velocities().copy(),
+            "v_hat": backend.read(s.v_hat, m.n_nodes).astype(np.float64, copy=True)}
 
 
 def output_difference(a: dict, b: dict) -> np.ndarray:
-    """The flat output vector (x, R as rotation vectors, v) of ``a`` minus ``b`` (``end_state``s)."""
+    """The flat output vector (x, R as rotation vectors, v, v̂) of ``a`` minus ``b`` (``end_state``s)."""
     return np.concatenate([(a["x"] - b["x"]).ravel(), rotation_difference(a["R"], b["R"]).ravel(),
-                           (a["v"] - b["v"]).ravel()])
+                           (a["v"] - b["v"]).ravel(), (a["v_hat"] - b["v_hat"]).ravel()])
 
 
 def output_sizes(model) -> dict:
-    return {"x": 3 * len(translational(model)), "R": 3 * model.n_rot, "v": 3 * model.n_nodes}
+    """Rows of each output in the flat vector (``OUTPUTS`` order); the state inputs of the same names have
+    the same layout, so a step's outputs are the next step's inputs."""
+    return {"x": 3 * len(translational(model)), "R": 3 * model.n_rot, "v": 3 * model.n_nodes,
+            "v_hat": 3 * model.n_nodes}
 
 
 # ---------------------------------------------------------------------------- inputs

@@ -164,7 +164,7 @@ class StepDerivatives:
 
     Outputs (``OUTPUTS``, in this order in a flat vector): ``"x"`` the translational blocks' positions,
     ``"R"`` the rotational blocks' rotations as world-frame rotation vectors, ``"v"`` every block's
-    velocity. ``jacobian(output, input)``: the dense block (None: all rows / columns); ``jvp`` and ``vjp``:
+    velocity, ``"v_hat"`` the step's solution v̂ (the next step's warm start). ``jacobian(output, input)``: the dense block (None: all rows / columns); ``jvp`` and ``vjp``:
     products with the full Jacobian over the requested inputs (flat, in ``inputs`` order)."""
 
     def __init__(self, sim, inputs: list[Input], start: Snapshot, end: Snapshot):
@@ -264,7 +264,7 @@ class StepDerivatives:
             v1[rb[free_rot]] = turned[free_rot]
         fixed = ~self._free
         v1[fixed] = dvend[fixed]
-        return np.concatenate([dx.ravel(), dR.ravel(), v1.ravel()])
+        return np.concatenate([dx.ravel(), dR.ravel(), v1.ravel(), dvhat.ravel()])
 
     # ---------------------------------------------------------------- public
     @property

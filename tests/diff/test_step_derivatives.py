@@ -63,7 +63,10 @@ def test_free_flight_rigid_and_fem_against_fd():
 def test_sliding_box_against_fd(solver, integrator):
     sc, _ = box_scene(solver, integrator, v0=(1.0, 0.2, 0.0), w0=(0.0, 0.0, 0.5))
     sim = fc.Simulator(sc)
-    errors, st = check(sim, ["x", "R", "v", "mu:ground", "stiffness:ground", "dissipation:ground", "mass:box"],
+    wrt = ["x", "R", "v", "mu:ground", "stiffness:ground", "dissipation:ground", "mass:box"]
+    if (solver, integrator) == ("lagged", "midpoint"):
+        wrt.append("v_hat")           # the warm start: Lagged's lagged normal impulse reads it under the midpoint rule
+    errors, st = check(sim, wrt,
                        steps_before=3, label=f"sliding box ({solver}, {integrator})")
     assert st.contacts > 0
 
