@@ -23,6 +23,7 @@ def step_jacobian(sim, wrt=("x", "R", "v"), scale: float = 10.0, richardson: boo
         raise ParameterError("finite differences need a tracked step: call sim.track_derivatives() before sim.step()")
     inputs = resolve(sim, wrt)
     end = snapshot(sim)
+    last_solve = getattr(sim, "last_solve", None)
     cols = []
     try:
         for inp in inputs:
@@ -34,7 +35,7 @@ def step_jacobian(sim, wrt=("x", "R", "v"), scale: float = 10.0, richardson: boo
                 cols.append(col)
     finally:
         restore(sim, end, stepped=True)
-        sim.step_start = start
+        sim.step_start, sim.last_solve = start, last_solve
     return np.stack(cols, axis=1)
 
 

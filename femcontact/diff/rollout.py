@@ -9,8 +9,8 @@ whose layout the state inputs share) and a loss L = Σ_k ℓ_k(S_k), the reverse
 takes each step's vector-Jacobian product from ``StepDerivatives.vjp`` (the implicit function theorem at
 that step's converged solution, ``step.py``), rebuilt from the stored start and end States of the step:
 the forward pass keeps one ``Snapshot`` per step (x, v, v̂ and rotations: 4 × 3n floats, 96 kB per 1k DOF;
-100 steps at 10k DOF: 96 MB), no factorization is stored (each step's H is refactored, dense, or its Schur
-factor rebuilt in the reverse sweep only where the step took that path: see ``StepSolve``).
+100 steps at 10k DOF: 96 MB), no factorization is stored: each step's H is refactored in the reverse sweep (dense, or one sparse
+factorization at its final v; the last step reuses the solver's Schur factor: ``StepSolve``).
 
 Cost: a step's ``vjp`` is computed column by column over its inputs (two residual probes each), so the
 reverse sweep costs Σ over steps of (state size + number of controls and parameters) probe pairs: fine
@@ -81,7 +81,7 @@ def rollout(sim, steps: int, loss: StepLoss, wrt=()) -> RolloutGradient:
     per_step = {i.name: np.zeros((steps, i.size)) for i in inputs[len(STATE_INPUTS):]}
     a = grads[-1]
     for k in range(steps - 1, -1, -1):
-        row = StepDerivatives(sim, inputs, snaps[k], snaps[k + 1]).vjp(a)
+        row = StepDerivatives(sim, inputs, snaps[k], snaps[k + 1], last_step=k == steps - 1).vjp(a)
         j = n_state
         for i in inputs[len(STATE_INPUTS):]:
             per_step[i.name][k] = row[j:j + i.size]

@@ -12,7 +12,8 @@ so for any input p (start-of-step state, the step's controls, scene parameters; 
 H is the step's own Newton matrix at the converged v: dense (Cholesky of the small H refactored at
 the final v, ``DENSE_MAX_DOFS``: the solver's last factor is at the previous iterate, and a dense
 refactor costs less than one Newton iteration), through the step's Schur complement of Ã (the
-solver's factor of this step, ``newton_schur.SchurSolver.solve``: no new sparse factorization), or on
+solver's factor of this step, ``newton_schur.SchurSolver.solve``: no new sparse factorization; taken when
+``step_derivatives`` is called right after the step, its solve being the solver's last), or on
 the sparse full-H path by one numeric factorization of H at the final v (scipy SuperLU; the solver's
 own factor is of the previous iterate's H and would give the derivative of that linearization).
 
@@ -38,6 +39,7 @@ between p − h and p + h raises ``NonSmoothStep``.
 """
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 
 import numpy as np
@@ -110,17 +112,21 @@ def _probe(sim, v_star: np.ndarray, pieces: bool = False) -> Probe:
 class StepSolve:
     """``H⁻¹`` of the step at the converged v (module docstring: dense, Schur, or sparse at the final v)."""
 
-    def __init__(self, sim, pieces: dict):
+    def __init__(self, sim, pieces: dict, last_step: bool):
         At, Jf, G = pieces["At"], pieces["J"], pieces["G"]
         n3 = At.shape[0]
         solver = sim.contact_solver
         schur = getattr(solver, "schur", None)
         used = getattr(solver, "last_stats", None)
         self.kind = "dense" if n3 <= DENSE_MAX_DOFS else "sparse"
-        if (self.kind == "sparse" and Jf is not None and schur is not None and used is not None
-                and used.extra.get("linear_solver") == schur.name):
+        if (self.kind == "sparse" and last_step and Jf is not None and schur is not None and used is not None
+                and used is getattr(sim, "last_solve", None) and used.extra.get("linear_solver") == schur.name):
+            # the solver's factor of this step's Ã, kept: a later step's setup rebinds the solver's
+            # arrays (it does not write into them), so shallow copies hold this step's
             self.kind = "schur"
-            self._solve = lambda r: schur.solve(G, r)
+            frozen = copy.copy(schur)
+            frozen.dense = copy.copy(schur.dense)
+            self._solve = lambda r: frozen.solve(G, r)
             return
         if self.kind == "dense":
             from scipy.linalg import cho_factor, cho_solve
@@ -167,8 +173,11 @@ class StepDerivatives:
     velocity, ``"v_hat"`` the step's solution v̂ (the next step's warm start). ``jacobian(output, input)``: the dense block (None: all rows / columns); ``jvp`` and ``vjp``:
     products with the full Jacobian over the requested inputs (flat, in ``inputs`` order)."""
 
-    def __init__(self, sim, inputs: list[Input], start: Snapshot, end: Snapshot):
+    def __init__(self, sim, inputs: list[Input], start: Snapshot, end: Snapshot, last_step: bool = False):
+        """``last_step``: ``end`` is the simulator's State now, right after the step (the solver's Schur
+        factor is this step's, and it is taken now); else H is rebuilt from the step's own pieces."""
         self.sim, self.inputs, self._start, self._end = sim, inputs, start, end
+        self._last_step = last_step
         m = sim.model
         self.output_sizes = output_sizes(m)
         self.input_sizes = {i.name: i.size for i in inputs}
@@ -177,6 +186,8 @@ class StepDerivatives:
         self._vk = start.arrays["v"][:m.n_nodes].astype(np.float64).ravel()
         self._jac = None
         self._solve = None
+        if last_step:
+            self._setup()
 
     # ---------------------------------------------------------------- the step's pieces
     def _setup(self) -> None:
@@ -189,7 +200,7 @@ class StepDerivatives:
         self._vstar = ch * self._vhat + co * self._vk
         base = self._around(lambda: _probe(sim, self._vstar, pieces=True))
         self._base = base
-        self._solve = StepSolve(sim, base.pieces)
+        self._solve = StepSolve(sim, base.pieces, self._last_step)
         self.solver_kind = self._solve.kind
         # the step's rotations: a = dt ω̂, C = cay(a), ω₁ = C (c_h ω̂ + c_o ω_k) for free blocks
         rb = m.rot_block_np
@@ -355,4 +366,4 @@ def step_derivatives(sim, wrt=("x", "R", "v")) -> StepDerivatives:
                               "zero, so the implicit function theorem does not apply (tighten rel_tol or raise "
                               "max_iterations)")
     inputs = resolve(sim, wrt)
-    return StepDerivatives(sim, inputs, start, snapshot(sim))
+    return StepDerivatives(sim, inputs, start, snapshot(sim), last_step=True)
