@@ -55,7 +55,7 @@ def rollout_value(sim, loss, start, change=None):
             undo()
 
 
-@pytest.mark.parametrize("integrator", ["euler", "midpoint"])
+@pytest.mark.parametrize("integrator", ["euler", pytest.param("midpoint", marks=pytest.mark.slow)])
 def test_rollout_gradient_against_fd(integrator):
     sim = sliding_box(integrator)
     loss = final_position_loss(sim)

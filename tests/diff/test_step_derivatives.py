@@ -83,14 +83,14 @@ def test_sticking_box_sap_against_fd():
 
 
 @pytest.mark.slow
-@pytest.mark.sample
-def test_resting_fem_cube_against_fd():
+@pytest.mark.parametrize("resolution", [pytest.param(1, marks=pytest.mark.sample), 2])
+def test_resting_fem_cube_against_fd(resolution):
     sc = fc.Scene(dt=1e-2, integrator="euler", solver="lagged", solver_options=dict(TIGHT))
     sc.add_obstacle(shapes.HalfSpace(), name="ground", friction=0.5, stiffness=1e4, hc_dissipation=10.0)
-    sc.add_fem_body(fc.meshes.box(size=(0.1, 0.1, 0.1), resolution=2), fc.Material(1e5, 0.3, 1000.0, rayleigh_alpha=1.0),
-                    position=(0, 0, 0.05), name="cube")
+    sc.add_fem_body(fc.meshes.box(size=(0.1, 0.1, 0.1), resolution=resolution),
+                    fc.Material(1e5, 0.3, 1000.0, rayleigh_alpha=1.0), position=(0, 0, 0.05), name="cube")
     check(fc.Simulator(sc), ["x", "v", "E:cube", "rho:cube", "mu:ground", "stiffness:ground"], steps_before=10,
-          label="resting FEM cube (lagged, euler)")
+          label=f"resting FEM cube {(resolution + 1) ** 3} nodes (lagged, euler)")
 
 
 @pytest.mark.slow
