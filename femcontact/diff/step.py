@@ -248,6 +248,26 @@ class StepDerivatives:
         return ((plus.r - minus.r) / (2 * h), (plus.v_fixed - minus.v_fixed) / (2 * h),
                 (plus.v_end - minus.v_end) / (2 * h))
 
+    def _zero(self, inp: Input) -> np.ndarray:
+        """Which unit columns of ``inp`` are zero by construction (bool, inp.size): the warm start v̂_k
+        enters the converged step only through Lagged's lagged normal impulse under the midpoint rule
+        (``sap.py``: n₀ from the contact's v̂_k), so only there, and only for the blocks in contact, is its
+        column nonzero."""
+        zero = np.zeros(inp.size, bool)
+        if inp.name == "v_hat":
+            zero[:] = True
+            J = self._base.pieces["J"]
+            if J is not None and self.sim.contact_solver.name == "lagged" and self.coef[2] != 0.0:
+                nodes = np.unique(J.nodes[J.valid])
+                zero.reshape(-1, 3)[nodes] = False
+        return zero
+
+    def _unit_columns(self, inp: Input) -> list:
+        """The columns of ``inp`` (flat outputs each), zero columns without a probe (``_zero``)."""
+        zero = self._zero(inp)
+        eye = np.eye(inp.size)
+        return [np.zeros(self.n_outputs) if zero[j] else self._column(inp, eye[j]) for j in range(inp.size)]
+
     def _column(self, inp: Input, direction: np.ndarray) -> np.ndarray:
         """d(outputs)/d(inp along direction), flat."""
         dr, dvfix, dvend = self._residual_derivative(inp, direction)
@@ -292,8 +312,7 @@ class StepDerivatives:
             self._setup()
             cols = []
             for inp in self.inputs:
-                eye = np.eye(inp.size)
-                cols += [self._column(inp, eye[j]) for j in range(inp.size)]
+                cols += self._unit_columns(inp)
             self._jac = np.stack(cols, axis=1) if cols else np.zeros((self.n_outputs, 0))
         rows = self._slice(self.output_sizes, output, OUTPUTS, "output")
         cols = self._slice(self.input_sizes, input, [i.name for i in self.inputs], "input")
@@ -311,6 +330,7 @@ class StepDerivatives:
         for inp in self.inputs:
             part = vec[k:k + inp.size]
             k += inp.size
+            part = np.where(self._zero(inp), 0.0, part)
             if np.any(part):
                 out += self._column(inp, part)
         return out
@@ -324,8 +344,7 @@ class StepDerivatives:
         self._setup()
         out = []
         for inp in self.inputs:
-            eye = np.eye(inp.size)
-            out += [float(vec @ self._column(inp, eye[j])) for j in range(inp.size)]
+            out += [float(vec @ col) for col in self._unit_columns(inp)]
         return np.array(out)
 
     @staticmethod
