@@ -229,21 +229,22 @@ class StepDerivatives:
         (dr (3n,), d v_fixed (3n,), d v_end (n, 3))."""
         sim, h = self.sim, inp.step
         out = []
-        for sign in (1.0, -1.0):
-            restore(sim, self._start)
-            undo = inp.apply(sim, sign * h * direction)
-            try:
-                p = _probe(sim, self._vstar)
-            finally:
-                if undo is not None:
-                    undo()
-            if p.signature != self._base.signature:
-                restore(sim, self._end)
-                raise NonSmoothStep(f"step_derivatives: the contact set changes when {inp.name} moves by ±{h:g} "
-                                    "along the requested direction (a contact opening or closing within the step): "
-                                    "the step is not differentiable there")
-            out.append(p)
-        restore(sim, self._end)
+        try:
+            for sign in (1.0, -1.0):
+                restore(sim, self._start)
+                undo = inp.apply(sim, sign * h * direction)
+                try:
+                    p = _probe(sim, self._vstar)
+                finally:
+                    if undo is not None:
+                        undo()
+                if p.signature != self._base.signature:
+                    raise NonSmoothStep(f"step_derivatives: the contact set changes when {inp.name} moves by ±{h:g} "
+                                        "along the requested direction (a contact opening or closing within the "
+                                        "step): the step is not differentiable there")
+                out.append(p)
+        finally:
+            restore(sim, self._end)
         plus, minus = out
         return ((plus.r - minus.r) / (2 * h), (plus.v_fixed - minus.v_fixed) / (2 * h),
                 (plus.v_end - minus.v_end) / (2 * h))

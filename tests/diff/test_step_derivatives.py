@@ -229,3 +229,23 @@ def test_warm_start_columns_are_zero_where_the_solution_ignores_it(solver, integ
     assert not d.jacobian().any()
     F = step_jacobian(sim, ["v_hat"])
     assert np.abs(F).max() <= 1e-7 * max(np.abs(sim.state.velocities()).max(), 1.0)
+
+
+def test_contact_set_change_within_the_difference_step_raises():
+    """A box whose corners sit at the detection margin: moving it by ±h adds or drops its (speculative)
+    contacts, so the step is not differentiable there and NonSmoothStep says so."""
+    from femcontact.diff import NonSmoothStep
+
+    sc, _ = box_scene("lagged", "euler", z=0.2)
+    sc.gravity = np.zeros(3)
+    sim = fc.Simulator(sc)
+    x = sim.state.x.to_numpy()
+    x[0, 2] = 0.1 + sim.model.contact.margin * (1 - 1e-9)
+    sim.state.x.from_numpy(x)
+    sim.track_derivatives()
+    assert sim.step().contacts > 0
+    assert np.isfinite(sim.step_derivatives(["v"]).jacobian()).all()   # velocities do not move the contacts
+    end = sim.state.x.to_numpy().copy()
+    with pytest.raises(NonSmoothStep, match="contact set changes when x"):
+        sim.step_derivatives(["x"]).jacobian()
+    assert np.array_equal(sim.state.x.to_numpy(), end)          # the end-of-step State is back
