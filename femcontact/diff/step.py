@@ -224,22 +224,28 @@ class StepDerivatives:
         finally:
             restore(self.sim, self._end)
 
-    def _residual_derivative(self, inp: Input, direction: np.ndarray) -> tuple:
-        """Central differences of the probe along ``direction`` (size inp.size), scaled to a unit step:
-        (dr (3n,), d v_fixed (3n,), d v_end (n, 3))."""
-        sim, h = self.sim, inp.step
+    def _residual_derivative(self, parts: list) -> tuple:
+        """Central differences of the probe along the direction ``parts`` [(Input, its change), ...], all
+        moved together by ε (the largest step that keeps every input within its own ``Input.step``),
+        scaled to a unit step: (dr (3n,), d v_fixed (3n,), d v_end (n, 3))."""
+        sim = self.sim
+        h = min(inp.step / np.abs(d).max() for inp, d in parts)
+        names = ", ".join(inp.name for inp, _ in parts)
         out = []
         try:
             for sign in (1.0, -1.0):
                 restore(sim, self._start)
-                undo = inp.apply(sim, sign * h * direction)
+                undos = []
                 try:
+                    for inp, d in parts:
+                        undos.append(inp.apply(sim, sign * h * d))
                     p = _probe(sim, self._vstar)
                 finally:
-                    if undo is not None:
-                        undo()
+                    for undo in reversed(undos):
+                        if undo is not None:
+                            undo()
                 if p.signature != self._base.signature:
-                    raise NonSmoothStep(f"step_derivatives: the contact set changes when {inp.name} moves by ±{h:g} "
+                    raise NonSmoothStep(f"step_derivatives: the contact set changes when {names} moves by ±{h:g} "
                                         "along the requested direction (a contact opening or closing within the "
                                         "step): the step is not differentiable there")
                 out.append(p)
@@ -267,14 +273,18 @@ class StepDerivatives:
         """The columns of ``inp`` (flat outputs each), zero columns without a probe (``_zero``)."""
         zero = self._zero(inp)
         eye = np.eye(inp.size)
-        return [np.zeros(self.n_outputs) if zero[j] else self._column(inp, eye[j]) for j in range(inp.size)]
+        return [np.zeros(self.n_outputs) if zero[j] else self._column([(inp, eye[j])]) for j in range(inp.size)]
 
-    def _column(self, inp: Input, direction: np.ndarray) -> np.ndarray:
-        """d(outputs)/d(inp along direction), flat."""
-        dr, dvfix, dvend = self._residual_derivative(inp, direction)
+    def _column(self, parts: list) -> np.ndarray:
+        """d(outputs) along the direction ``parts`` [(Input, its change), ...], flat: one probe pair, one solve."""
+        dr, dvfix, dvend = self._residual_derivative(parts)
         dv = -self._solve(dr)
         dv = np.where(self._base.pieces["dof_fixed"], dvfix, dv)
-        return self._outputs(dv, dvend, direct_state(inp, direction, self.sim.model))
+        m = self.sim.model
+        d0 = direct_state(parts[0][0], parts[0][1], m)
+        for inp, d in parts[1:]:
+            d0 = {k: a + b for (k, a), b in zip(d0.items(), direct_state(inp, d, m).values())}
+        return self._outputs(dv, dvend, d0)
 
     def _outputs(self, dv: np.ndarray, dvend: np.ndarray, d0: dict) -> np.ndarray:
         """The end state's change for an end-velocity change ``dv`` (3n,), prescribed end velocities
@@ -308,7 +318,8 @@ class StepDerivatives:
         return sum(self.input_sizes.values())
 
     def jacobian(self, output: str | None = None, input: str | None = None) -> np.ndarray:
-        """The dense Jacobian d(output)/d(input) (None: every output's rows / every input's columns)."""
+        """The dense Jacobian d(output)/d(input) (None: every output's rows / every input's columns); every
+        column of every input is computed (two probes each) the first time."""
         if self._jac is None:
             self._setup()
             cols = []
@@ -320,21 +331,19 @@ class StepDerivatives:
         return self._jac[rows, cols]
 
     def jvp(self, vec: np.ndarray) -> np.ndarray:
-        """J vec (outputs, flat) for vec over the inputs (flat, ``inputs`` order): one probe pair per input
-        and one solve per input, without the dense Jacobian."""
+        """J vec (outputs, flat) for vec over the inputs (flat, ``inputs`` order): the directional derivative
+        along vec, every input moved at once: one probe pair and one solve, without the dense Jacobian."""
         vec = self._check(vec, self.n_inputs, "jvp")
         if self._jac is not None:
             return self._jac @ vec
         self._setup()
-        out = np.zeros(self.n_outputs)
-        k = 0
+        parts, k = [], 0
         for inp in self.inputs:
-            part = vec[k:k + inp.size]
+            part = np.where(self._zero(inp), 0.0, vec[k:k + inp.size])
             k += inp.size
-            part = np.where(self._zero(inp), 0.0, part)
             if np.any(part):
-                out += self._column(inp, part)
-        return out
+                parts.append((inp, part))
+        return self._column(parts) if parts else np.zeros(self.n_outputs)
 
     def vjp(self, vec: np.ndarray) -> np.ndarray:
         """vecᵀ J (inputs, flat) for vec over the outputs (flat): column by column over the inputs
