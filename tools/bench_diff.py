@@ -3,7 +3,8 @@
 1. a resting FEM cube (``--small`` nodes per edge, ≤ 300 DOF): the full-state Jacobian (x, v) of one step
    against the step's own time;
 2. a resting FEM cube of ``--large`` nodes per edge (17: 14.7k DOF): a vector-Jacobian product over the
-   scene parameters (μ, E, ρ) against the step.
+   scene parameters (μ, E, ρ), and a Jacobian-vector product over the whole state and those parameters,
+   against the step (and the same products at the small size).
 Wall and CPU (process_time) times, minimum and median of ``--repeat`` runs. OPENBLAS_NUM_THREADS=1.
 
     OPENBLAS_NUM_THREADS=1 PYTHONPATH=. python tools/bench_diff.py [--small 4] [--large 17] [--repeat 3]
@@ -61,6 +62,8 @@ def run_case(nodes: int, wrt, product: str, repeat: int, settle: int) -> None:
         d = sim.step_derivatives(wrt)
         if product == "jacobian":
             return d.jacobian(), d
+        if product == "jvp":
+            return d.jvp(np.ones(d.n_inputs)), d
         return d.vjp(np.ones(d.n_outputs)), d
     (res, d), w_d, c_d = timed(derive, repeat)
     print(report(f"{product} wrt {','.join(wrt)} ({d.n_inputs} cols, {d.solver_kind})", w_d, c_d))
@@ -76,8 +79,10 @@ def main() -> None:
     a = ap.parse_args()
     run_case(a.small, ["x", "v"], "jacobian", a.repeat, settle=5)
     run_case(a.small, ["mu:ground", "E:cube", "rho:cube"], "vjp", a.repeat, settle=5)
+    run_case(a.small, ["x", "v", "mu:ground", "E:cube", "rho:cube"], "jvp", a.repeat, settle=5)
     if not a.skip_large:
         run_case(a.large, ["mu:ground", "E:cube", "rho:cube"], "vjp", a.repeat, settle=3)
+        run_case(a.large, ["x", "v", "mu:ground", "E:cube", "rho:cube"], "jvp", a.repeat, settle=3)
 
 
 if __name__ == "__main__":
