@@ -11,6 +11,7 @@ import numpy as np
 
 from ..errors import ParameterError
 from .inputs import end_state, output_difference, resolve, restore, snapshot
+from .step import check_precision
 
 
 def step_jacobian(sim, wrt=("x", "R", "v"), scale: float = 10.0, richardson: bool = False) -> np.ndarray:
@@ -18,6 +19,7 @@ def step_jacobian(sim, wrt=("x", "R", "v"), scale: float = 10.0, richardson: boo
     ``StepDerivatives.jacobian()``), with steps ``scale`` times the inputs' own ``Input.step``.
     ``richardson``: (4 D(h/2) − D(h))/3, which cancels the O(h²) error of the central difference D(h)
     (twice the steps; for stiff couplings, a hinge's springs, where the end state curves within h)."""
+    check_precision()
     start = getattr(sim, "step_start", None)
     if start is None or not sim.stats:
         raise ParameterError("finite differences need a tracked step: call sim.track_derivatives() before sim.step()")

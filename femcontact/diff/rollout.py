@@ -27,7 +27,7 @@ import numpy as np
 from ..errors import ParameterError, SimulationError
 from ..spec.names import NEWTON_SOLVERS
 from .inputs import STATE_INPUTS, end_state, output_sizes, resolve, restore, snapshot
-from .step import StepDerivatives
+from .step import StepDerivatives, check_precision
 
 #: loss(k, state) -> (ℓ_k, ∂ℓ_k/∂S_k flat over ``output_sizes``), or None for no loss at step k
 StepLoss = Callable[[int, dict], "tuple[float, np.ndarray] | None"]
@@ -50,6 +50,7 @@ def rollout(sim, steps: int, loss: StepLoss, wrt=()) -> RolloutGradient:
     step k as ``inputs.end_state`` gives it) with its gradient with respect to the initial state and the
     non-state inputs ``wrt`` (controls, scene parameters; ``inputs.resolve``), by the reverse sweep of the
     module docstring. ``sim`` is left at the end of the rollout."""
+    check_precision()
     if sim.contact_solver.name not in NEWTON_SOLVERS:
         raise ParameterError(f"rollout: solver {sim.contact_solver.name!r} has no step derivatives; use one of "
                              f"{', '.join(NEWTON_SOLVERS)}")

@@ -378,8 +378,16 @@ class StepDerivatives:
         raise AssertionError(name)
 
 
+def check_precision() -> None:
+    """Refuse single precision: the residual's differences at h ~ 1e-6 of an input need float64."""
+    if backend.np_real() != np.float64:
+        raise ParameterError("step derivatives need the float64 runtime (precision='f64'): the residual is "
+                             "differenced at steps of 1e-6 of each input, below float32's resolution")
+
+
 def step_derivatives(sim, wrt=("x", "R", "v")) -> StepDerivatives:
     """The derivatives of the last step of ``sim`` (``Simulator.step_derivatives``)."""
+    check_precision()
     name = sim.contact_solver.name
     if name not in NEWTON_SOLVERS:
         raise ParameterError(f"step_derivatives: solver {name!r} has no step derivatives; they need the Newton "
