@@ -122,6 +122,13 @@ class Control:
         del self._loads[name]
         self.loads_version += 1
 
+    def set_load(self, name: str, load: Load) -> None:
+        """Apply (or replace) the load ``name`` by a ``Load`` as ``loads`` lists them (``femcontact.diff``
+        varies a load's value this way)."""
+        if not isinstance(load, Load):
+            raise ParameterError(f"load {name!r} must be a Load, got {type(load).__name__}")
+        self._set(name, load)
+
     def _set(self, name: str, load: Load) -> None:
         if not isinstance(name, str) or not name:
             raise ParameterError(f"a load's name must be a non-empty string, got {name!r}")
@@ -181,6 +188,10 @@ class Control:
         gravity compensation, not limited by the drive's max_force."""
         self._joint(joint)
         self._efforts[joint] = _target(effort, f"joint {joint!r}: effort")
+
+    def effort_command(self, joint: str) -> Target:
+        """The feedforward effort of ``joint`` as commanded: a number or a function of time (0 when none)."""
+        return self._efforts.get(joint, 0.0)
 
     def joint_effort(self, joint: str, t: float) -> float:
         """The feedforward effort of ``joint`` at time t (0 when none was set)."""

@@ -7,7 +7,7 @@ import math
 import time as _time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Optional
+from typing import TYPE_CHECKING, Callable, Optional, Sequence
 
 import numpy as np
 
@@ -31,9 +31,13 @@ from .contact.contacts import ContactSet
 from .bodies.rod import RodSystem
 from .bodies.system import body_systems
 from .contact.pipeline import CollisionPipeline
+from .diff import inputs as diff_inputs
 from .solvers.linear import make_linear_solver
 from .state import State
 from .stepper import MAX_SPEED, StepObserver, StepStats
+
+if TYPE_CHECKING:
+    from .diff.step import StepDerivatives
 
 __all__ = ["Simulator", "StepStats", "RunSummary", "MAX_SPEED", "DEFAULT_FRAME_RATE"]
 
@@ -126,6 +130,8 @@ class Simulator:
             end = scene.integrator == "midpoint" and self.contact_solver.friction_on_end_velocity
             self.anchors = StictionAnchors(n, scene.dt, MIDPOINT_END_GAIN if end else 1.0)
             self.state.anchors = self.anchors.slips
+        self.tracking_derivatives = False    # track_derivatives(): keep each step's start State (step_start)
+        self.step_start = None
         self._energy_out = backend.scalar_array(2)
         self.systems = body_systems(m)              # joints, springs, FEM, rods: bodies/system.py
         self.rods = next((s for s in self.systems if isinstance(s, RodSystem)), None)
@@ -181,7 +187,32 @@ class Simulator:
 
     def step(self) -> StepStats:
         """Advance one time step (``stepper.step``)."""
+        if self.tracking_derivatives:
+            self.step_start = diff_inputs.snapshot(self)
         return stepper.step(self)
+
+    def track_derivatives(self, on: bool = True) -> None:
+        """Keep each step's start-of-step State in memory (``step_start``) so that ``step_derivatives``
+        can differentiate the step just taken (a copy of x, v, v̂ and the rotations per step)."""
+        self.tracking_derivatives = bool(on)
+        if not on:
+            self.step_start = None
+
+    def step_derivatives(self, wrt: str | Sequence[str] = ("x", "R", "v")) -> "StepDerivatives":
+        """The derivatives of the last step's end state (positions ``x`` of the translational blocks,
+        rotations ``R`` as world-frame rotation vectors, velocities ``v``, the solution ``v_hat``: the next
+        step's warm start) with respect to ``wrt``: the
+        start-of-step state ("x", "R", "v", "v_hat"), the step's controls ("force:<load>",
+        "effort:<joint>", "target:<joint>") and scene parameters ("mu:<pair>", "stiffness:<pair>",
+        "dissipation:<pair>", "E:<body>", "rho:<body>", "mass:<body>"); ``femcontact.diff.inputs``.
+
+        By the implicit function theorem at the converged Newton step (ICF §X-B, eq. 29:
+        dv/dθ = −H⁻¹ ∂r/∂θ with the step's own H; ``femcontact.diff.step``). Needs a Newton-path solver
+        (sap, lagged, similar), ``track_derivatives()`` before the step and a converged step; returns a
+        ``StepDerivatives`` (``jacobian``, ``jvp``, ``vjp``)."""
+        from .diff.step import step_derivatives
+
+        return step_derivatives(self, wrt)
 
     def contact_offset_work(self) -> float:
         """``Σ_m γ_mᵀ o_m`` of this step's contacts (``stepper.contact_offset_work``)."""

@@ -101,21 +101,33 @@ def assemble(sim) -> None:
                                    sim.v_fixed, m.n_nodes)
 
 
+def collide(sim) -> int:
+    """The coming step's contacts into ``sim.contacts`` (with the stiction anchors applied); their count."""
+    if sim.collision is None:
+        sim.contacts.count = 0
+        return 0
+    n_contacts = sim.collision.collide(sim.state, sim.contacts, sim.model.dt)
+    if sim.anchors is not None:
+        sim.anchors.apply(sim.contacts)
+    return n_contacts
+
+
+def step_problem(sim) -> StepProblem:
+    """The ``StepProblem`` of ``sim``'s assembled and collided coming step."""
+    s = sim.state
+    return StepProblem(sim.model, s, sim.A, sim.b, s.v_hat, sim.fixed, sim.contacts, sim.coef, sim.model.dt,
+                       sim.model.integrator, sim.linear)
+
+
 def step(sim) -> StepStats:
     """Advance ``sim`` one time step (module docstring); returns and records its ``StepStats``."""
     s, dt = sim.state, sim.model.dt
     t0 = _time.perf_counter()
     assemble(sim)
     t1 = _time.perf_counter()
-    if sim.collision is not None:
-        n_contacts = sim.collision.collide(s, sim.contacts, dt)
-        if sim.anchors is not None:
-            sim.anchors.apply(sim.contacts)
-    else:
-        n_contacts = sim.contacts.count = 0
+    n_contacts = collide(sim)
     t1b = _time.perf_counter()
-    problem = StepProblem(sim.model, s, sim.A, sim.b, s.v_hat, sim.fixed, sim.contacts, sim.coef, dt,
-                          sim.model.integrator, sim.linear)
+    problem = step_problem(sim)
     lin = sim.contact_solver.solve(problem)
     t2 = _time.perf_counter()
     if not math.isfinite(lin.residual):

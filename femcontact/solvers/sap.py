@@ -111,6 +111,7 @@ from __future__ import annotations
 
 import math
 import time
+from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
@@ -158,6 +159,19 @@ def _check_params(kind: str, k, tau_d, d, vs, sigma, where: str) -> None:
     if bad(sigma, low):
         need = "> 0" if kind == "sap" else ">= 0"
         raise ParameterError(f"friction regularization sigma must be {need} for solver {kind!r}, got {sigma!r} {where}")
+
+
+@dataclass
+class ContactStep:
+    """The contact part of one step's Newton problem, as ``solve_host`` built it (``femcontact.diff``
+    differentiates through it): J and J_f in block rows with the rows scaled by S = T θ (module
+    docstring), the offsets ``off`` (c, 3) of the model's velocity ``u = J v + off`` and the contact
+    model, so that the residual is ``Ã v − b̃ − J_fᵀ γ(J v + off)``."""
+
+    J: ContactRows
+    Jf: ContactRows
+    off: np.ndarray
+    model: object
 
 
 class NewtonContactSolver:
@@ -225,6 +239,8 @@ class NewtonContactSolver:
         self._scaling = None               # (Ã's diagonal blocks, prescribed DOFs, D of SAP eq. 32)
         self._delassus = {}                # delassus_estimate's index work and block inverses, kept
         self._filled_for = None            # (resolved parameters, their filled arrays): ``_filled``
+        self.setup_only = False            # femcontact.diff: ``solve_host`` stops after the step's contact model
+        self.contact_step = None           # the last ``solve_host``'s ContactStep
 
     # ------------------------------------------------------------------ parameters
     def _table(self):
@@ -502,6 +518,9 @@ class NewtonContactSolver:
             J, Jf = J.scale_rows(S), Jf.scale_rows(S)
             off = S * off + T * (1.0 - th) * vc_prev
 
+        self.contact_step = ContactStep(J, Jf, off, cm)       # read by femcontact.diff (implicit derivatives)
+        if self.setup_only:
+            return None
         if self._scaling is None or self._scaling[1] is not dof_fixed or not np.array_equal(self._scaling[0], Dblk):
             self._scaling = (Dblk, dof_fixed, momentum_scaling(Dblk, dof_fixed))    # kept while Ã's diagonal repeats
         D = self._scaling[2]

@@ -1,0 +1,92 @@
+"""Rollout gradients by the adjoint method over the steps (issue 33 item 2).
+
+For a run of N steps S_k = Φ(S_{k−1}, u_k, θ) (S: the state outputs x, R, v, v̂ of ``inputs.OUTPUTS``,
+whose layout the state inputs share) and a loss L = Σ_k ℓ_k(S_k), the reverse sweep
+
+    a_N = ∂ℓ_N/∂S_N,   a_{k−1} = (∂Φ/∂S_{k−1})ᵀ a_k + ∂ℓ_{k−1}/∂S_{k−1},
+    dL/du_k = (∂Φ/∂u_k)ᵀ a_k,   dL/dθ = Σ_k (∂Φ/∂θ)ᵀ a_k,   dL/dS_0 = a_0
+
+takes each step's vector-Jacobian product from ``StepDerivatives.vjp`` (the implicit function theorem at
+that step's converged solution, ``step.py``), rebuilt from the stored start and end States of the step:
+the forward pass keeps one ``Snapshot`` per step (x, v, v̂ and rotations: 4 × 3n floats, 96 kB per 1k DOF;
+100 steps at 10k DOF: 96 MB), no factorization is stored: each step's H is refactored in the reverse sweep (dense, or one sparse
+factorization at its final v; the last step reuses the solver's Schur factor: ``StepSolve``).
+
+Cost: a step's ``vjp`` is computed column by column over its inputs (two residual probes each), so the
+reverse sweep costs Σ over steps of (state size + number of controls and parameters) probe pairs: fine
+for rigid bodies, robots and small deformables, not for 10k-DOF bodies (docs/GRADIENTS.md). Held fixed,
+not differentiated: the stiction anchors' memory (use ``stiction="regularized"`` for exact rollout
+gradients through sticking contacts), the prescribed groups' positions, the joints' unwrapped angles."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from ..errors import ParameterError, SimulationError
+from ..spec.names import NEWTON_SOLVERS
+from .inputs import STATE_INPUTS, end_state, output_sizes, resolve, restore, snapshot
+from .step import StepDerivatives, check_precision
+
+#: loss(k, state) -> (ℓ_k, ∂ℓ_k/∂S_k flat over ``output_sizes``), or None for no loss at step k
+StepLoss = Callable[[int, dict], "tuple[float, np.ndarray] | None"]
+
+
+@dataclass
+class RolloutGradient:
+    """A rollout's loss and its gradient: ``initial_state`` dL/dS_0 (flat, ``output_sizes`` layout),
+    ``per_step[name]`` (steps, size) dL/du_k for each non-state input (a control's effect on step k, or a
+    parameter's through step k), ``params[name]`` their sum over the steps (dL/dθ of a scene parameter)."""
+
+    loss: float
+    initial_state: np.ndarray
+    per_step: dict
+    params: dict
+
+
+def rollout(sim, steps: int, loss: StepLoss, wrt=()) -> RolloutGradient:
+    """Run ``steps`` steps of ``sim`` and return L = Σ_k loss(k, S_k) (k = 1..steps, S_k the state after
+    step k as ``inputs.end_state`` gives it) with its gradient with respect to the initial state and the
+    non-state inputs ``wrt`` (controls, scene parameters; ``inputs.resolve``), by the reverse sweep of the
+    module docstring. ``sim`` is left at the end of the rollout."""
+    check_precision()
+    if sim.contact_solver.name not in NEWTON_SOLVERS:
+        raise ParameterError(f"rollout: solver {sim.contact_solver.name!r} has no step derivatives; use one of "
+                             f"{', '.join(NEWTON_SOLVERS)}")
+    if not isinstance(steps, (int, np.integer)) or steps < 1:
+        raise ParameterError(f"rollout: steps must be a positive integer, got {steps!r}")
+    names = [wrt] if isinstance(wrt, str) else list(wrt)
+    if any(n in STATE_INPUTS for n in names):
+        raise ParameterError(f"rollout: the initial state's gradient is always returned; wrt names controls and "
+                             f"parameters only, got {names}")
+    inputs = resolve(sim, list(STATE_INPUTS) + names)
+    sizes = output_sizes(sim.model)
+    n_state = sum(sizes.values())
+    snaps = [snapshot(sim)]
+    total, grads = 0.0, []
+    for k in range(1, steps + 1):
+        st = sim.step()
+        if not st.converged:
+            raise SimulationError(f"rollout: step {st.step} ended unconverged; its derivative is not defined "
+                                  "(tighten rel_tol or raise max_iterations)")
+        snaps.append(snapshot(sim))
+        out = loss(k, end_state(sim))
+        value, g = (0.0, np.zeros(n_state)) if out is None else out
+        g = np.asarray(g, float).ravel()
+        if g.shape != (n_state,):
+            raise ParameterError(f"rollout: the loss gradient at step {k} has {g.size} entries, expected {n_state} "
+                                 f"(femcontact.diff.output_sizes: {sizes})")
+        total += float(value)
+        grads.append(g)
+    per_step = {i.name: np.zeros((steps, i.size)) for i in inputs[len(STATE_INPUTS):]}
+    a = grads[-1]
+    for k in range(steps - 1, -1, -1):
+        row = StepDerivatives(sim, inputs, snaps[k], snaps[k + 1], last_step=k == steps - 1).vjp(a)
+        j = n_state
+        for i in inputs[len(STATE_INPUTS):]:
+            per_step[i.name][k] = row[j:j + i.size]
+            j += i.size
+        a = row[:n_state] + (grads[k - 1] if k >= 1 else 0.0)
+    restore(sim, snaps[-1])
+    return RolloutGradient(total, a, per_step, {n: p.sum(axis=0) for n, p in per_step.items()})
