@@ -212,15 +212,16 @@ def host_step(V: ti.template(), RK: ti.template(), W: ti.template(), WB: ti.temp
             g = V[VROWS.G, i]
             d = W[i] * g
             if is_free(VNi, q):
-                d = g / VIRTUAL.gain.get(VNf, q)
+                jd = ti.Vector.zero(float, 3)       # J_q Δx
                 for k in range(4):
                     j = VIRTUAL_NODES.node.at(VNi, q, k)
                     if j >= 0:
                         s = ROW.step.get(RK, j)
                         if s == STEP_ROD:
-                            d += mv(VIRTUAL.weight.at(VNf, q, k), V[VROWS.D_ROD, j])
+                            jd += mv(VIRTUAL.weight.at(VNf, q, k), V[VROWS.D_ROD, j])
                         elif s == STEP_HOST or s == STEP_HOST_ANG:
-                            d += mv(VIRTUAL.weight.at(VNf, q, k), V[VROWS.D_HOST, j])
+                            jd += mv(VIRTUAL.weight.at(VNf, q, k), V[VROWS.D_HOST, j])
+                d = jd + g / VIRTUAL.gain.get(VNf, q)
             V[VROWS.V_STAR, i] = V[VROWS.V, i] - alpha * d
 
 
