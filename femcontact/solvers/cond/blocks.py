@@ -138,35 +138,42 @@ def _inv6(S):
 
 @ti.func
 def rod_fill(blocks: ti.template(), fixed: ti.template(), rows: ti.template(), slots: ti.template(),
-              DL: ti.template(), nb):
+             DL: ti.template(), nb):
     """DL = the rods' 6x6 blocks D_j, L_j of A (identity rows for missing halves and prescribed rows)."""
     for j in range(nb):
-        for h in range(2):
-            r = ROD_ROWS.row.at(rows, j, h)
-            ra = r >= 0
-            if ra:
-                ra = fixed[r] == 0
-            for h2 in range(2):
-                c = ROD_ROWS.row.at(rows, j, h2)
-                cl = -1
-                if j > 0:
-                    cl = ROD_ROWS.row.at(rows, j - 1, h2)
-                Md = ti.Matrix.zero(float, 3, 3)
-                Ml = ti.Matrix.zero(float, 3, 3)
-                s = ROD_SLOTS.diag.at(slots, j, 2 * h + h2)
-                if ra and s >= 0 and c >= 0:
-                    if fixed[c] == 0:
-                        Md = blocks[s]
-                sl = ROD_SLOTS.sub.at(slots, j, 2 * h + h2)
-                if ra and sl >= 0 and cl >= 0:
-                    if fixed[cl] == 0:
-                        Ml = blocks[sl]
-                if h == h2 and not ra:
-                    Md = ti.Matrix.identity(float, 3)
-                for a in ti.static(range(3)):
-                    for b in ti.static(range(3)):
-                        DL[j, ROD_DIAG_OFF + 6 * (3 * h + a) + 3 * h2 + b] = Md[a, b]
-                        DL[j, ROD_SUB_OFF + 6 * (3 * h + a) + 3 * h2 + b] = Ml[a, b]
+        rod_fill_block(blocks, fixed, rows, slots, DL, j)
+
+
+@ti.func
+def rod_fill_block(blocks: ti.template(), fixed: ti.template(), rows: ti.template(), slots: ti.template(),
+                   DL: ti.template(), j):
+    """DL's block j (``rod_fill``)."""
+    for h in range(2):
+        r = ROD_ROWS.row.at(rows, j, h)
+        ra = r >= 0
+        if ra:
+            ra = fixed[r] == 0
+        for h2 in range(2):
+            c = ROD_ROWS.row.at(rows, j, h2)
+            cl = -1
+            if j > 0:
+                cl = ROD_ROWS.row.at(rows, j - 1, h2)
+            Md = ti.Matrix.zero(float, 3, 3)
+            Ml = ti.Matrix.zero(float, 3, 3)
+            s = ROD_SLOTS.diag.at(slots, j, 2 * h + h2)
+            if ra and s >= 0 and c >= 0:
+                if fixed[c] == 0:
+                    Md = blocks[s]
+            sl = ROD_SLOTS.sub.at(slots, j, 2 * h + h2)
+            if ra and sl >= 0 and cl >= 0:
+                if fixed[cl] == 0:
+                    Ml = blocks[sl]
+            if h == h2 and not ra:
+                Md = ti.Matrix.identity(float, 3)
+            for a in ti.static(range(3)):
+                for b in ti.static(range(3)):
+                    DL[j, ROD_DIAG_OFF + 6 * (3 * h + a) + 3 * h2 + b] = Md[a, b]
+                    DL[j, ROD_SUB_OFF + 6 * (3 * h + a) + 3 * h2 + b] = Ml[a, b]
 
 
 @ti.func

@@ -18,7 +18,7 @@ host's block, then the scalar step and COND's one-shot projection, as before):
 
 (g = Ã v − b with the dampers). All rows held is the alternation's step; none held, the exact inverse
 of the host + virtual block. A rod is a host the same way: its block-tridiagonal K_rod = Ã_rod with
-the held rows' anchors only is refactored every iteration (``cond_rod_host_factor``, block LDLᵀ), the
+the held rows' anchors only is refactored when its held set changed (``cond_rod_host_factor``, block LDLᵀ), the
 free rows' ``J_qᵀ g_q`` join its right-hand side (``host_rhs``) and ``rod_solve`` gives Δx in V.D_ROD; a
 virtual node is a rod's host row when every real node of J_q is a rod row (``on_rod``).
 
@@ -32,7 +32,7 @@ normal only (a sliding box diverged: the stiff normal transients' friction reach
 """
 from ...backend import ti
 from ...math.smallmat import inv3, mm, mmT, mTm, mTv, mv
-from .blocks import rod_coupling, rod_fill, rod_ldl
+from .blocks import rod_coupling, rod_fill_block, rod_ldl
 from .groups import KIND_RIGID_ANG, KIND_RIGID_LIN, KIND_ROD
 from .layout import ITER_I, ROW, STEP_HOST, STEP_HOST_ANG, STEP_ROD, VIRTUAL, VIRTUAL_NODES, VROWS
 
@@ -105,6 +105,7 @@ def cond_host_steps(blocks: ti.types.ndarray(), diag: ti.types.ndarray(), pair_s
         if host != 0 and VIRTUAL.gain.get(VNf, q) > 0.0:
             ROW.step.put(RK, n0 + q, STEP_HOST)
             VIRTUAL_NODES.state.put(VNi, q, 0)
+            VIRTUAL_NODES.factored.put(VNi, q, 0)
 
 
 @ti.func
@@ -121,21 +122,49 @@ def on_rod(VNi: ti.template(), kind: ti.template(), q) -> ti.i32:
     return out
 
 
+@ti.func
+def rod_of(VNi: ti.template(), pos: ti.template(), block_rod: ti.template(), q) -> ti.i32:
+    """The rod virtual node q is a point of (its first real node's; -1: not on a rod)."""
+    j0 = VIRTUAL_NODES.node.at(VNi, q, 0)
+    out = -1
+    if j0 >= 0:
+        if pos[j0] >= 0:
+            out = block_rod[pos[j0] // 2]
+    return out
+
+
 @ti.kernel
 def cond_rod_host_factor(blocks: ti.types.ndarray(), fixed: ti.types.ndarray(), VNf: ti.types.ndarray(),
                          VNi: ti.types.ndarray(), RK: ti.types.ndarray(), start: ti.types.ndarray(),
                          rows: ti.types.ndarray(), pos: ti.types.ndarray(), slots: ti.types.ndarray(),
-                         DL: ti.types.ndarray(), F: ti.types.ndarray(), Pi: ti.types.ndarray()):
-    """Each iteration before ``cond_iterate``: every rod's K_rod = Ã_rod with the anchors of its held virtual
-    rows only (the free ones are eliminated through the right-hand side, ``host_rhs``), factored by
-    block LDLᵀ (``blocks.cond_rod_factor`` with every row held). nv, the rod count from ``Pi``."""
-    nvx, nrods = ITER_I.nv.get(Pi, 0), ITER_I.nrods.get(Pi, 0)
-    rod_fill(blocks, fixed, rows, slots, DL, start[nrods])
+                         block_rod: ti.types.ndarray(), dirty: ti.types.ndarray(), DL: ti.types.ndarray(),
+                         F: ti.types.ndarray(), Pi: ti.types.ndarray()):
+    """Before each ``cond_iterate``: a rod whose host rows changed state since its factor was made (the
+    ``factored`` column; ``cond_host_steps`` starts both at held, the state ``blocks.cond_rod_factor``
+    factored) gets K_rod = Ã_rod with the anchors of its held virtual rows only (the free ones are
+    eliminated through the right-hand side, ``host_rhs``), factored by block LDLᵀ; the others keep
+    theirs. A virtual node is a point of one rod (its first node's: ``rod_of``). n0, nv, the rod count
+    from ``Pi``; ``block_rod``: each 6x6 block's rod; ``dirty``: one flag per rod (0 on return)."""
+    n0, nvx, nrods = ITER_I.n0.get(Pi, 0), ITER_I.nv.get(Pi, 0), ITER_I.nrods.get(Pi, 0)
     for q in range(nvx):
-        if not (ROW.step.get(RK, ITER_I.n0.get(Pi, 0) + q) == STEP_HOST and is_free(VNi, q)):
-            rod_coupling(VNf, VNi, fixed, pos, DL, q)
+        if ROW.step.get(RK, n0 + q) == STEP_HOST:
+            rd = rod_of(VNi, pos, block_rod, q)
+            st = VIRTUAL_NODES.state.get(VNi, q)
+            if rd >= 0 and st != VIRTUAL_NODES.factored.get(VNi, q):
+                dirty[rd] = 1
+                VIRTUAL_NODES.factored.put(VNi, q, st)
+    for j in range(start[nrods]):
+        if dirty[block_rod[j]] != 0:
+            rod_fill_block(blocks, fixed, rows, slots, DL, j)
+    for q in range(nvx):
+        rd = rod_of(VNi, pos, block_rod, q)
+        if rd >= 0:
+            if dirty[rd] != 0 and not (ROW.step.get(RK, n0 + q) == STEP_HOST and is_free(VNi, q)):
+                rod_coupling(VNf, VNi, fixed, pos, DL, q)
     for rd in range(nrods):
-        rod_ldl(start[rd], start[rd + 1], DL, F)
+        if dirty[rd] != 0:
+            rod_ldl(start[rd], start[rd + 1], DL, F)
+            dirty[rd] = 0
 
 
 @ti.func

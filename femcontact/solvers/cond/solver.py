@@ -77,7 +77,10 @@ class CondSolver:
         self._has_blocks = groups.has_blocks
         self._hosts = bool(self.options.host_solve and self.options.step == "frobenius"
                            and (groups.has_rigid or self.n_rods > 0))
-        self._rod_hosts = self._hosts and self.n_rods > 0      # rods refactored each iteration (hosts.py)
+        self._rod_hosts = self._hosts and self.n_rods > 0      # rods refactored as their held sets change (hosts.py)
+        self._block_rod = backend.int_array(np.repeat(np.arange(self.n_rods, dtype=np.int32),
+                                                      np.diff(groups.rod_start)))
+        self._rod_dirty = backend.int_array(np.zeros(max(self.n_rods, 1), np.int32))
         self._fixed = None                                     # the solve's prescribed rows (_setup)
         self._kinds = (HAS_BLOCKS * bool(self._has_blocks) | HAS_RODS * (self.n_rods > 0)
                        | HAS_HOSTS * self._hosts)      # compile-time switch
@@ -419,10 +422,10 @@ class CondSolver:
             self._iter_key = key
         self._iter_f.set(alpha=alpha, nu=nu)
         self._iter_i.set(slot=slot)
-        if self._rod_hosts:          # the rods' factors with this iteration's held virtual rows
+        if self._rod_hosts:          # the rods' factors with this iteration's held virtual rows (where they changed)
             cond_rod_host_factor(A.blocks, self._fixed, self._VNf, self._VNi, self._RK, self._rod_start,
-                                 self._rod_rows, self._rod_pos, self._rod_slots, self._DL, self._F,
-                                 self._iter_i.sync())
+                                 self._rod_rows, self._rod_pos, self._rod_slots, self._block_rod, self._rod_dirty,
+                                 self._DL, self._F, self._iter_i.sync())
         cond_iterate(self._pattern(A), A.blocks, self.V, self._W, self._RK, self._WB, self._Cf, self._Ci,
                      self._VNf, self._VNi, self._rod_start, self._rod_rows, self._F, self._stats,
                      self._iter_f.sync(), self._iter_i.sync(), STRICT if o.operator == "strict" else PROXIMAL,
