@@ -137,40 +137,47 @@ def _inv6(S):
 
 
 @ti.func
-def _rod_fill(blocks: ti.template(), fixed: ti.template(), rows: ti.template(), slots: ti.template(),
-              DL: ti.template(), nb):
+def rod_fill(blocks: ti.template(), fixed: ti.template(), rows: ti.template(), slots: ti.template(),
+             DL: ti.template(), nb):
     """DL = the rods' 6x6 blocks D_j, L_j of A (identity rows for missing halves and prescribed rows)."""
     for j in range(nb):
-        for h in range(2):
-            r = ROD_ROWS.row.at(rows, j, h)
-            ra = r >= 0
-            if ra:
-                ra = fixed[r] == 0
-            for h2 in range(2):
-                c = ROD_ROWS.row.at(rows, j, h2)
-                cl = -1
-                if j > 0:
-                    cl = ROD_ROWS.row.at(rows, j - 1, h2)
-                Md = ti.Matrix.zero(float, 3, 3)
-                Ml = ti.Matrix.zero(float, 3, 3)
-                s = ROD_SLOTS.diag.at(slots, j, 2 * h + h2)
-                if ra and s >= 0 and c >= 0:
-                    if fixed[c] == 0:
-                        Md = blocks[s]
-                sl = ROD_SLOTS.sub.at(slots, j, 2 * h + h2)
-                if ra and sl >= 0 and cl >= 0:
-                    if fixed[cl] == 0:
-                        Ml = blocks[sl]
-                if h == h2 and not ra:
-                    Md = ti.Matrix.identity(float, 3)
-                for a in ti.static(range(3)):
-                    for b in ti.static(range(3)):
-                        DL[j, ROD_DIAG_OFF + 6 * (3 * h + a) + 3 * h2 + b] = Md[a, b]
-                        DL[j, ROD_SUB_OFF + 6 * (3 * h + a) + 3 * h2 + b] = Ml[a, b]
+        rod_fill_block(blocks, fixed, rows, slots, DL, j)
 
 
 @ti.func
-def _rod_ldl(s0, s1, DL: ti.template(), F: ti.template()):
+def rod_fill_block(blocks: ti.template(), fixed: ti.template(), rows: ti.template(), slots: ti.template(),
+                   DL: ti.template(), j):
+    """DL's block j (``rod_fill``)."""
+    for h in range(2):
+        r = ROD_ROWS.row.at(rows, j, h)
+        ra = r >= 0
+        if ra:
+            ra = fixed[r] == 0
+        for h2 in range(2):
+            c = ROD_ROWS.row.at(rows, j, h2)
+            cl = -1
+            if j > 0:
+                cl = ROD_ROWS.row.at(rows, j - 1, h2)
+            Md = ti.Matrix.zero(float, 3, 3)
+            Ml = ti.Matrix.zero(float, 3, 3)
+            s = ROD_SLOTS.diag.at(slots, j, 2 * h + h2)
+            if ra and s >= 0 and c >= 0:
+                if fixed[c] == 0:
+                    Md = blocks[s]
+            sl = ROD_SLOTS.sub.at(slots, j, 2 * h + h2)
+            if ra and sl >= 0 and cl >= 0:
+                if fixed[cl] == 0:
+                    Ml = blocks[sl]
+            if h == h2 and not ra:
+                Md = ti.Matrix.identity(float, 3)
+            for a in ti.static(range(3)):
+                for b in ti.static(range(3)):
+                    DL[j, ROD_DIAG_OFF + 6 * (3 * h + a) + 3 * h2 + b] = Md[a, b]
+                    DL[j, ROD_SUB_OFF + 6 * (3 * h + a) + 3 * h2 + b] = Ml[a, b]
+
+
+@ti.func
+def rod_ldl(s0, s1, DL: ti.template(), F: ti.template()):
     """Block LDLᵀ of one rod (blocks s0..s1-1): F.s_inv = S_j⁻¹, F.g = G_j = L_j S_{j−1}⁻¹."""
     Sp = ti.Matrix.zero(float, 6, 6)
     for j in range(s0, s1):
@@ -190,10 +197,10 @@ def cond_rod_compliance(blocks: ti.types.ndarray(), fixed: ti.types.ndarray(), s
                         F: ti.types.ndarray(), CR: ti.types.ndarray(), nrods: ti.i32, nb: ti.i32):
     """CR[i] = (A_rod⁻¹)_ii (3x3) on free rod rows, without the virtual coupling: block LDLᵀ, then
     (A⁻¹)_jj = S_j⁻¹ + G_{j+1}ᵀ (A⁻¹)_{j+1,j+1} G_{j+1}."""
-    _rod_fill(blocks, fixed, rows, slots, DL, nb)
+    rod_fill(blocks, fixed, rows, slots, DL, nb)
     for rd in range(nrods):
         s0, s1 = start[rd], start[rd + 1]
-        _rod_ldl(s0, s1, DL, F)
+        rod_ldl(s0, s1, DL, F)
         Z = ti.Matrix.zero(float, 6, 6)
         for jj in range(s1 - s0):
             j = s1 - 1 - jj
@@ -213,44 +220,53 @@ def cond_rod_compliance(blocks: ti.types.ndarray(), fixed: ti.types.ndarray(), s
                     CR[r] = c
 
 
+@ti.func
+def rod_coupling(VNf: ti.template(), VNi: ti.template(), fixed: ti.template(), pos: ti.template(), DL: ti.template(),
+                 q):
+    """DL += virtual node q's coupling k_q W_kᵀW_l on the pairs of free rod rows it links (the blocks within
+    the tridiagonal band)."""
+    kv = VIRTUAL.gain.get(VNf, q)
+    for k in range(4):
+        jk = VIRTUAL_NODES.node.at(VNi, q, k)
+        if jk >= 0:
+            pk = pos[jk]
+            if pk >= 0 and fixed[jk] == 0:
+                for l in range(4):
+                    jl = VIRTUAL_NODES.node.at(VNi, q, l)
+                    if jl >= 0:
+                        pl = pos[jl]
+                        if pl >= 0 and fixed[jl] == 0:
+                            bk, hk, bl, hl = pk // 2, pk % 2, pl // 2, pl % 2
+                            off = -1
+                            if bk == bl:
+                                off = ROD_DIAG_OFF
+                            elif bk == bl + 1:
+                                off = ROD_SUB_OFF
+                            if off >= 0:
+                                M = kv * mTm(VIRTUAL.weight.at(VNf, q, k), VIRTUAL.weight.at(VNf, q, l))
+                                for a in ti.static(range(3)):
+                                    for b in ti.static(range(3)):
+                                        ti.atomic_add(DL[bk, off + 6 * (3 * hk + a) + 3 * hl + b], M[a, b])
+
+
 @ti.kernel
 def cond_rod_factor(blocks: ti.types.ndarray(), fixed: ti.types.ndarray(), VNf: ti.types.ndarray(),
                     VNi: ti.types.ndarray(), start: ti.types.ndarray(), rows: ti.types.ndarray(),
                     pos: ti.types.ndarray(), slots: ti.types.ndarray(), DL: ti.types.ndarray(),
                     F: ti.types.ndarray(), nvx: ti.i32, nrods: ti.i32, nb: ti.i32):
     """Per-step block LDLᵀ of every rod's Ã_rod (A plus the coupling on pairs of free rod rows)."""
-    _rod_fill(blocks, fixed, rows, slots, DL, nb)
+    rod_fill(blocks, fixed, rows, slots, DL, nb)
     for q in range(nvx):
-        kv = VIRTUAL.gain.get(VNf, q)
-        for k in range(4):
-            jk = VIRTUAL_NODES.node.at(VNi, q, k)
-            if jk >= 0:
-                pk = pos[jk]
-                if pk >= 0 and fixed[jk] == 0:
-                    for l in range(4):
-                        jl = VIRTUAL_NODES.node.at(VNi, q, l)
-                        if jl >= 0:
-                            pl = pos[jl]
-                            if pl >= 0 and fixed[jl] == 0:
-                                bk, hk, bl, hl = pk // 2, pk % 2, pl // 2, pl % 2
-                                off = -1
-                                if bk == bl:
-                                    off = ROD_DIAG_OFF
-                                elif bk == bl + 1:
-                                    off = ROD_SUB_OFF
-                                if off >= 0:
-                                    M = kv * mTm(VIRTUAL.weight.at(VNf, q, k), VIRTUAL.weight.at(VNf, q, l))
-                                    for a in ti.static(range(3)):
-                                        for b in ti.static(range(3)):
-                                            ti.atomic_add(DL[bk, off + 6 * (3 * hk + a) + 3 * hl + b], M[a, b])
+        rod_coupling(VNf, VNi, fixed, pos, DL, q)
     for rd in range(nrods):
-        _rod_ldl(start[rd], start[rd + 1], DL, F)
+        rod_ldl(start[rd], start[rd + 1], DL, F)
 
 
 @ti.func
 def rod_solve(V: ti.template(), RK: ti.template(), start: ti.template(), rows: ti.template(), F: ti.template(),
-              nrods):
-    """V.d_rod = Ã_rod⁻¹ V.g on every free rod row (parallel over rods, serial sweeps along each)."""
+              nrods, rhs: ti.template()):
+    """V.d_rod = Ã_rod⁻¹ V[rhs] (the gradient, or a host's right-hand side: hosts.py) on every free rod row
+    (parallel over rods, serial sweeps along each)."""
     for rd in range(nrods):
         s0, s1 = start[rd], start[rd + 1]
         y = ti.Vector.zero(float, 6)
@@ -260,7 +276,7 @@ def rod_solve(V: ti.template(), RK: ti.template(), start: ti.template(), rows: t
                 r = ROD_ROWS.row.at(rows, j, h)
                 if r >= 0:
                     if ROW.step.get(RK, r) == STEP_ROD:
-                        gr = V[VROWS.G, r]
+                        gr = V[rhs, r]
                         for a in ti.static(range(3)):
                             g[3 * h + a] = gr[a]
             if j > s0:

@@ -17,7 +17,12 @@ host's block, then the scalar step and COND's one-shot projection, as before):
     y*_q = y_q − α (J_q Δx + g_q / k_q)  (free),     y*_q = y_q − α w_q g_q  (held)
 
 (g = Ã v − b with the dampers). All rows held is the alternation's step; none held, the exact inverse
-of the host + virtual block. At a fixed point Δx = 0 and g_q = 0 on the free rows, so the host rows
+of the host + virtual block. A rod is a host the same way: its block-tridiagonal K_rod = Ã_rod with
+the held rows' anchors only is refactored when its held set changed (``cond_rod_host_factor``, block LDLᵀ), the
+free rows' ``J_qᵀ g_q`` join its right-hand side (``host_rhs``) and ``rod_solve`` gives Δx in V.D_ROD; a
+virtual node is a rod's host row when every real node of J_q is a rod row (``on_rod``).
+
+At a fixed point Δx = 0 and g_q = 0 on the free rows, so the host rows
 satisfy ``Ã v − b = 0`` and COND's fixed point is unchanged. The state is ``VIRTUAL_NODES.state``
 (1 free, 0 held; every virtual row starts held), written in ``cond_iterate``'s contact pass. A body
 is a host only if every virtual node on its rows is a point of it (``J_q`` on its pair alone):
@@ -27,8 +32,9 @@ normal only (a sliding box diverged: the stiff normal transients' friction reach
 """
 from ...backend import ti
 from ...math.smallmat import inv3, mm, mmT, mTm, mTv, mv
-from .groups import KIND_RIGID_ANG, KIND_RIGID_LIN
-from .layout import ITER_I, ROW, STEP_HOST, STEP_HOST_ANG, VIRTUAL, VIRTUAL_NODES, VROWS
+from .blocks import rod_coupling, rod_fill_block, rod_ldl
+from .groups import KIND_RIGID_ANG, KIND_RIGID_LIN, KIND_ROD
+from .layout import ITER_I, ROW, STEP_HOST, STEP_HOST_ANG, STEP_ROD, VIRTUAL, VIRTUAL_NODES, VROWS
 
 # a contact frees its host's virtual row only while separating faster than this (m/s): the zero-load
 # contacts of a resting face chatter between open and held otherwise (4 stacked boxes: 50-131
@@ -91,10 +97,74 @@ def cond_host_steps(blocks: ti.types.ndarray(), diag: ti.types.ndarray(), pair_s
             ROW.step.put(RK, i + 1, STEP_HOST_ANG)
     for q in range(nvx):
         j0 = on_pair(VNi, kind, q)
+        host = 0
         if j0 >= 0:
-            if ok[j0] != 0 and VIRTUAL.gain.get(VNf, q) > 0.0:
-                ROW.step.put(RK, n0 + q, STEP_HOST)
-                VIRTUAL_NODES.state.put(VNi, q, 0)
+            host = ok[j0]
+        elif on_rod(VNi, kind, q):
+            host = 1
+        if host != 0 and VIRTUAL.gain.get(VNf, q) > 0.0:
+            ROW.step.put(RK, n0 + q, STEP_HOST)
+            VIRTUAL_NODES.state.put(VNi, q, 0)
+            VIRTUAL_NODES.factored.put(VNi, q, 0)
+
+
+@ti.func
+def on_rod(VNi: ti.template(), kind: ti.template(), q) -> ti.i32:
+    """Virtual node q is a point of rods only (every real node of J_q a rod row)."""
+    out = 0
+    if VIRTUAL_NODES.node.at(VNi, q, 0) >= 0:
+        out = 1
+    for k in range(4):
+        j = VIRTUAL_NODES.node.at(VNi, q, k)
+        if j >= 0:
+            if kind[j] != KIND_ROD:
+                out = 0
+    return out
+
+
+@ti.func
+def rod_of(VNi: ti.template(), pos: ti.template(), block_rod: ti.template(), q) -> ti.i32:
+    """The rod virtual node q is a point of (its first real node's; -1: not on a rod)."""
+    j0 = VIRTUAL_NODES.node.at(VNi, q, 0)
+    out = -1
+    if j0 >= 0:
+        if pos[j0] >= 0:
+            out = block_rod[pos[j0] // 2]
+    return out
+
+
+@ti.kernel
+def cond_rod_host_factor(blocks: ti.types.ndarray(), fixed: ti.types.ndarray(), VNf: ti.types.ndarray(),
+                         VNi: ti.types.ndarray(), RK: ti.types.ndarray(), start: ti.types.ndarray(),
+                         rows: ti.types.ndarray(), pos: ti.types.ndarray(), slots: ti.types.ndarray(),
+                         block_rod: ti.types.ndarray(), dirty: ti.types.ndarray(), DL: ti.types.ndarray(),
+                         F: ti.types.ndarray(), Pi: ti.types.ndarray()):
+    """Before each ``cond_iterate``: a rod whose host rows changed state since its factor was made (the
+    ``factored`` column; ``cond_host_steps`` starts both at held, the state ``blocks.cond_rod_factor``
+    factored) gets K_rod = Ã_rod with the anchors of its held virtual rows only (the free ones are
+    eliminated through the right-hand side, ``host_rhs``), factored by block LDLᵀ; the others keep
+    theirs. A virtual node is a point of one rod (its first node's: ``rod_of``). n0, nv, the rod count
+    from ``Pi``; ``block_rod``: each 6x6 block's rod; ``dirty``: one flag per rod (0 on return)."""
+    n0, nvx, nrods = ITER_I.n0.get(Pi, 0), ITER_I.nv.get(Pi, 0), ITER_I.nrods.get(Pi, 0)
+    for q in range(nvx):
+        if ROW.step.get(RK, n0 + q) == STEP_HOST:
+            rd = rod_of(VNi, pos, block_rod, q)
+            st = VIRTUAL_NODES.state.get(VNi, q)
+            if rd >= 0 and st != VIRTUAL_NODES.factored.get(VNi, q):
+                dirty[rd] = 1
+                VIRTUAL_NODES.factored.put(VNi, q, st)
+    for j in range(start[nrods]):
+        if dirty[block_rod[j]] != 0:
+            rod_fill_block(blocks, fixed, rows, slots, DL, j)
+    for q in range(nvx):
+        rd = rod_of(VNi, pos, block_rod, q)
+        if rd >= 0:
+            if dirty[rd] != 0 and not (ROW.step.get(RK, n0 + q) == STEP_HOST and is_free(VNi, q)):
+                rod_coupling(VNf, VNi, fixed, pos, DL, q)
+    for rd in range(nrods):
+        if dirty[rd] != 0:
+            rod_ldl(start[rd], start[rd + 1], DL, F)
+            dirty[rd] = 0
 
 
 @ti.func
@@ -104,31 +174,51 @@ def is_free(VNi: ti.template(), q) -> ti.i32:
 
 
 @ti.func
-def host_step(V: ti.template(), RK: ti.template(), W: ti.template(), WB: ti.template(), VNf: ti.template(),
-              VNi: ti.template(), n0, nv, alpha):
-    """v* on the hosts and their virtual rows (module docstring): K = H + Σ_held k J_qᵀJ_q in WB[5..7]
-    (H in WB[2..4], ``cond_host_steps``) and the right-hand side in V.F_HOST, Δx = K⁻¹ rhs (6x6 by the
-    Schur complement of its linear block) in V.D_HOST, then the virtual rows."""
+def solved_with_hosts(RK: ti.template(), j) -> ti.i32:
+    """Real row j is solved with its virtual rows: a rigid host's row, or a free rod row."""
+    s = ROW.step.get(RK, j)
+    return s == STEP_HOST or s == STEP_HOST_ANG or s == STEP_ROD
+
+
+@ti.func
+def host_rhs(V: ti.template(), RK: ti.template(), WB: ti.template(), VNf: ti.template(), VNi: ti.template(),
+             n0, nv):
+    """Before the hosts' solves (module docstring): the right-hand side ``g_h + Σ_free J_qᵀ g_q`` in
+    V.F_HOST on every rigid host's and free rod row, and a rigid host's K = H + Σ_held k J_qᵀJ_q in
+    WB[5..7] (H in WB[2..4], ``cond_host_steps``; a rod's held anchors are in its factor,
+    ``cond_rod_host_factor``)."""
     for i in range(n0):
         if ROW.step.get(RK, i) == STEP_HOST:
             for s in ti.static(range(3)):
                 WB[HOST_K + s, i] = WB[HOST_H + s, i]
+        if solved_with_hosts(RK, i):
             V[VROWS.F_HOST, i] = V[VROWS.G, i]
-            V[VROWS.F_HOST, i + 1] = V[VROWS.G, i + 1]
     for q in range(nv):
         if ROW.step.get(RK, n0 + q) == STEP_HOST:
-            j0 = VIRTUAL_NODES.node.at(VNi, q, 0)
-            kv = VIRTUAL.gain.get(VNf, q)
-            W0 = VIRTUAL.weight.at(VNf, q, 0)
-            W1 = VIRTUAL.weight.at(VNf, q, 1)
             if is_free(VNi, q):
                 g = V[VROWS.G, n0 + q]
-                V[VROWS.F_HOST, j0] += mTv(W0, g)
-                V[VROWS.F_HOST, j0 + 1] += mTv(W1, g)
+                for k in range(4):
+                    j = VIRTUAL_NODES.node.at(VNi, q, k)
+                    if j >= 0:
+                        if solved_with_hosts(RK, j):
+                            V[VROWS.F_HOST, j] += mTv(VIRTUAL.weight.at(VNf, q, k), g)
             else:
-                WB[HOST_K, j0] += kv * mTm(W0, W0)
-                WB[HOST_K + 1, j0] += kv * mTm(W0, W1)
-                WB[HOST_K + 2, j0] += kv * mTm(W1, W1)
+                j0 = VIRTUAL_NODES.node.at(VNi, q, 0)
+                if ROW.step.get(RK, j0) == STEP_HOST:
+                    kv = VIRTUAL.gain.get(VNf, q)
+                    W0 = VIRTUAL.weight.at(VNf, q, 0)
+                    W1 = VIRTUAL.weight.at(VNf, q, 1)
+                    WB[HOST_K, j0] += kv * mTm(W0, W0)
+                    WB[HOST_K + 1, j0] += kv * mTm(W0, W1)
+                    WB[HOST_K + 2, j0] += kv * mTm(W1, W1)
+
+
+@ti.func
+def host_step(V: ti.template(), RK: ti.template(), W: ti.template(), WB: ti.template(), VNf: ti.template(),
+              VNi: ti.template(), n0, nv, alpha):
+    """v* on the rigid hosts and on the hosts' virtual rows (module docstring), after ``host_rhs`` and the
+    rods' solve (V.D_ROD = K_rod⁻¹ F_HOST): Δx = K⁻¹ F_HOST on a rigid host (6x6 by the Schur complement
+    of its linear block) in V.D_HOST, then the virtual rows, free ``J_q Δx + g_q/k_q``, held ``w_q g_q``."""
     for i in range(n0):
         if ROW.step.get(RK, i) == STEP_HOST:
             Kll = WB[HOST_K, i]
@@ -148,12 +238,19 @@ def host_step(V: ti.template(), RK: ti.template(), W: ti.template(), WB: ti.temp
     for q in range(nv):
         i = n0 + q
         if ROW.step.get(RK, i) == STEP_HOST:
-            j0 = VIRTUAL_NODES.node.at(VNi, q, 0)
             g = V[VROWS.G, i]
             d = W[i] * g
             if is_free(VNi, q):
-                d = mv(VIRTUAL.weight.at(VNf, q, 0), V[VROWS.D_HOST, j0]) \
-                    + mv(VIRTUAL.weight.at(VNf, q, 1), V[VROWS.D_HOST, j0 + 1]) + g / VIRTUAL.gain.get(VNf, q)
+                jd = ti.Vector.zero(float, 3)       # J_q Δx
+                for k in range(4):
+                    j = VIRTUAL_NODES.node.at(VNi, q, k)
+                    if j >= 0:
+                        s = ROW.step.get(RK, j)
+                        if s == STEP_ROD:
+                            jd += mv(VIRTUAL.weight.at(VNf, q, k), V[VROWS.D_ROD, j])
+                        elif s == STEP_HOST or s == STEP_HOST_ANG:
+                            jd += mv(VIRTUAL.weight.at(VNf, q, k), V[VROWS.D_HOST, j])
+                d = jd + g / VIRTUAL.gain.get(VNf, q)
             V[VROWS.V_STAR, i] = V[VROWS.V, i] - alpha * d
 
 

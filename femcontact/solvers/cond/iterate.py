@@ -31,7 +31,7 @@ from ..projection import STRICT, project_cone, project_strict
 from .blocks import rod_solve
 from .groups import KIND_ROD, KIND_SCALAR
 from ...contact.schema import CONTACT_SET_F, CONTACT_SET_I
-from .hosts import host_step, record_state
+from .hosts import host_rhs, host_step, record_state
 from .layout import (CONTACT, CONTACT_NODES, HAS_BLOCKS, HAS_HOSTS, HAS_RODS, ITER_F, ITER_I, ROW,
                      STEP_BLOCK, STEP_FEM, STEP_ROD, STEP_SCALAR, VIRTUAL, VIRTUAL_NODES, VROWS)
 from .reduce import group_size, partial_sums
@@ -171,9 +171,12 @@ def cond_iterate(P: ti.types.ndarray(), blocks: ti.types.ndarray(), V: ti.types.
             j = VIRTUAL_NODES.node.at(VNi, q, k)
             if j >= 0:
                 V[VROWS.G, j] += mTv(VIRTUAL.weight.at(VNf, q, k), kd)
-    # rod rows: d = Ã_rod⁻¹ g (exact block step, before BB, which needs W z = d − d_prev)
+    if ti.static(kinds & HAS_HOSTS):      # the hosts' right-hand sides with their free virtual rows (hosts.py)
+        host_rhs(V, RK, WB, VNf, VNi, n0, nv)
+    # rod rows: d = Ã_rod⁻¹ g (exact block step, before BB, which needs W z = d − d_prev; hosts: K_rod⁻¹ F_HOST)
     if ti.static(kinds & HAS_RODS):
-        rod_solve(V, RK, rod_start, rod_rows, F, ITER_I.nrods.get(Pi, 0))
+        rod_solve(V, RK, rod_start, rod_rows, F, ITER_I.nrods.get(Pi, 0),
+                  ti.static(VROWS.F_HOST if kinds & HAS_HOSTS else VROWS.G))
     if ti.static(fem > 0):
         # FEM rows: d = p(D⁻¹M) D⁻¹ g by K Chebyshev steps on M d = g from d = 0 (module docstring)
         fem_a, fem_b = ITER_F.fem_a.get(Pf, 0), ITER_F.fem_b.get(Pf, 0)

@@ -11,9 +11,10 @@ CONTACT = Table("contact", float, [("frame", "m3"), ("mu", "s", 2), ("phi_tilde"
                                    ("lam", "v3"), ("bias", "s", 2), ("lam_shift", "v3")])
 CONTACT_NODES = Table("contact_nodes", ti.i32, [("node", "s", 2)])        # side a, side b (-1: world)
 # per virtual node q: J_v = Σ_k weight_k on real node node_k (-1 unused), gain k_v (eq. 14/15); on a
-# host's virtual row whether its contact left it free (state 1) or holds it (0: hosts.py)
+# host's virtual row whether its contact left it free (state 1) or holds it (0), and on a rod's the state
+# its rod's factor was made with (hosts.py)
 VIRTUAL = Table("virtual", float, [("weight", "m3", 4), ("gain", "s")])
-VIRTUAL_NODES = Table("virtual_nodes", ti.i32, [("node", "s", 4), ("state", "s")])
+VIRTUAL_NODES = Table("virtual_nodes", ti.i32, [("node", "s", 4), ("state", "s"), ("factored", "s")])
 # per unknown: its step (STEP_*) and, for a rigid pair, the partner row (-1 none); STEP_HOST: a host
 # body's linear row or a virtual row solved with it, STEP_HOST_ANG the body's angular row (hosts.py)
 ROW = Table("row", ti.i32, [("step", "s"), ("partner", "s")])

@@ -17,7 +17,7 @@ between reads of the residual: None = every one on the CPU, 8 on a GPU; Chebyshe
 warm_start; restitution,
 recovery, max_recovery_speed (normal targets, ``targets.py``); virtual_gain, rigid_gain
 (virtual-node gains, ``virtual.py``); compliance_passes (re-solves with the targets shifted by the
-virtual dampers' compliance, ``virtual.cond_compliance_shift``); host_solve (each free rigid body solved
+virtual dampers' compliance, ``virtual.cond_compliance_shift``); host_solve (each free rigid body and rod solved
 together with its virtual nodes every iteration, ``hosts.py``; False: they alternate); contact_free
 "linear" | "iterate": a step without contacts is solved exactly by the step's linear solver (default)
 or by COND's own iteration. docs/COND.md explains each choice.

@@ -28,7 +28,7 @@ from .anderson import AndersonMixer
 from .chebyshev import make_schedule
 from .groups import block_tables
 from .iterate import cond_finish, cond_iterate, cond_pattern, cond_start
-from .hosts import WB_ROWS, cond_host_mark, cond_host_steps
+from .hosts import WB_ROWS, cond_host_mark, cond_host_steps, cond_rod_host_factor
 from .layout import (CONTACT, CONTACT_NODES, HAS_BLOCKS, HAS_HOSTS, HAS_RODS, ITER_F, ITER_I, ROD_BLOCKS,
                      ROD_FACTOR, ROD_ROWS, ROD_SLOTS, ROW, VIRTUAL, VIRTUAL_NODES, VROWS)
 from .options import FEM_AUTO_FREE, CondOptions, default_tol
@@ -75,7 +75,13 @@ class CondSolver:
         groups = block_tables(model)
         self.n_rods, self.n_rod_blocks = groups.n_rods, groups.n_rod_blocks
         self._has_blocks = groups.has_blocks
-        self._hosts = bool(self.options.host_solve and self.options.step == "frobenius" and groups.has_rigid)
+        self._hosts = bool(self.options.host_solve and self.options.step == "frobenius"
+                           and (groups.has_rigid or self.n_rods > 0))
+        self._rod_hosts = self._hosts and self.n_rods > 0      # rods refactored as their held sets change (hosts.py)
+        self._block_rod = backend.int_array(np.repeat(np.arange(self.n_rods, dtype=np.int32),
+                                                      np.diff(groups.rod_start)))
+        self._rod_dirty = backend.int_array(np.zeros(max(self.n_rods, 1), np.int32))
+        self._fixed = None                                     # the solve's prescribed rows (_setup)
         self._kinds = (HAS_BLOCKS * bool(self._has_blocks) | HAS_RODS * (self.n_rods > 0)
                        | HAS_HOSTS * self._hosts)      # compile-time switch
         self._blockstep = backend.int_array(groups.step_kind)
@@ -416,6 +422,10 @@ class CondSolver:
             self._iter_key = key
         self._iter_f.set(alpha=alpha, nu=nu)
         self._iter_i.set(slot=slot)
+        if self._rod_hosts:          # the rods' factors with this iteration's held virtual rows (where they changed)
+            cond_rod_host_factor(A.blocks, self._fixed, self._VNf, self._VNi, self._RK, self._rod_start,
+                                 self._rod_rows, self._rod_pos, self._rod_slots, self._block_rod, self._rod_dirty,
+                                 self._DL, self._F, self._iter_i.sync())
         cond_iterate(self._pattern(A), A.blocks, self.V, self._W, self._RK, self._WB, self._Cf, self._Ci,
                      self._VNf, self._VNi, self._rod_start, self._rod_rows, self._F, self._stats,
                      self._iter_f.sync(), self._iter_i.sync(), STRICT if o.operator == "strict" else PROXIMAL,
@@ -482,6 +492,7 @@ class CondSolver:
         """Virtual nodes and gains, W with the coupling, block steps, start values, normal targets.
         Returns ‖D⁻¹ b‖²."""
         o, c, A, fixed, n0 = self.options, problem.contacts, problem.A, problem.fixed, self.n0
+        self._fixed = fixed
         rest, n_rest = self._restitution_table()
         if self.n_rods:
             blocks.cond_rod_compliance(A.blocks, fixed, self._rod_start, self._rod_rows, self._rod_slots, self._DL,
