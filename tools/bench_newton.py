@@ -239,7 +239,7 @@ def run(scene_name: str, solver: str, steps: int, integrator: str, cond_tol: flo
             "ms_linear": np.mean([x["ms_linear"] for x in r]), "ms": np.mean([x["ms"] for x in r]),
             "ms_median": np.median([x["ms"] for x in r]), "ms_min": np.min([x["ms"] for x in r]),
             "cpu_median": np.median([x["cpu_ms"] for x in r]), "cpu_mean": np.mean([x["cpu_ms"] for x in r]),
-            "cpu_list": [round(x["cpu_ms"]) for x in r],
+            "cpu_list": [round(x["cpu_ms"]) for x in r], "dv_list": [x["dv"] for x in r],
             "reuse": _reuse(paths[label]),
             "e_m": np.median(em), "e_m_max": em.max(), "dv": max(x["dv"] for x in r),
             "converged": sum(x["converged"] for x in r), "pen_mm": pen, "paths": "+".join(paths_used)}
@@ -306,7 +306,8 @@ def main() -> None:
                           f"analyses ({sp_['ordering']}); peak RSS {r['rss_mb']:.0f} MB", flush=True)
                 print(f"{'':>25} cpu ms per step {r['cpu_list']} (mean {r['cpu_mean']:.0f})"
                       + ("" if r["reuse"] is None else f"; factor reuse: {r['reuse'][0]} factorizations "
-                         f"since the start, restarts per reused step {r['reuse'][1]}"), flush=True)
+                         f"since the start, restarts per reused step {r['reuse'][1]}; dv per step "
+                         + " ".join(f"{d:.0e}" for d in r["dv_list"])), flush=True)
 
 
 if __name__ == "__main__":

@@ -27,6 +27,14 @@ spsolve_triangular`` takes ~300 ms and a SuperLU of L ~150 ms; docs/PERFORMANCE.
 analysis is redone every step (~25 ms at 14.7k DOF: the factor ``getfactor`` leaves behind is a simplicial
 one, whose next numeric factorization would be an LDLᵀ), the ordering kept per pattern of Ã.
 
+Factor reuse (option ``factor_reuse``, off by default; ``SchurSolver.reuse``): Ã of a linear
+corotational body changes from step to step only through its element rotations, so the factor of an
+earlier step's Ã₀ is kept (while Ã's pattern repeats and the contact nodes are among its trailing
+ones) and each step is still solved on its own Ã to the solver's tolerance: ``ReusedContactSpace``
+restarts the contact-space Newton at its answer, where the gradient is the exact one, until that
+passes the stop test (a splitting Ã = Ã₀ + Δ whose restarts contract by about ‖Ã₀⁻¹Δ‖); refactor
+triggers on the restart count and contraction. Measured in docs/PERFORMANCE.md (2026-11-28).
+
 Selection (``sap.py``, option ``linear_solver``): "schur" forces this path; "auto" takes it on the
 CPU backend from ``SCHUR_MIN_DOFS`` unknowns when the contact DOFs are at most
 ``SCHUR_MAX_FRACTION`` of them and at most ``SCHUR_MAX_CONTACT_DOFS`` (the dense k³ Cholesky); the
@@ -45,9 +53,11 @@ from .newton_linear import DIRECT_MAX_DOFS, METIS_MIN_DOFS, ORDERINGS, cholmod_a
 SCHUR_MIN_DOFS = 3000           # "auto": the Schur path from this many unknowns ...
 SCHUR_MAX_FRACTION = 0.25       # ... while the contact DOFs are at most this fraction of them
 SCHUR_MAX_CONTACT_DOFS = 6000   # ... and at most this many (dense k x k Cholesky per Newton iteration)
-REUSE_MAX_RESTARTS = 2          # factor reuse: refactor at the next step after a step that restarted more often
-REUSE_REFACTOR_RESTARTS = 6     # ... and at once within a step that restarts this often
-REUSE_MIN_CONTRACTION = 0.05    # ... or whose restarts shrink the exact e_m by less than this factor each
+# factor reuse (a refactor costs about as much CPU as 15 restarts on the 14.7k-DOF cube; at rest each
+# step restarts twice whatever the factor's age: docs/PERFORMANCE.md)
+REUSE_MAX_RESTARTS = 3          # refactor at the next step after a step that restarted more often
+REUSE_REFACTOR_RESTARTS = 10    # ... and at once within a step that restarts this often
+REUSE_MIN_CONTRACTION = 0.2     # ... or whose restarts shrink the exact e_m by less than this factor each
 
 
 @ti.kernel

@@ -226,3 +226,17 @@ def test_factor_reuse_agrees_with_the_exact_path_within_the_tolerance(rel_tol):
         assert st_r.extra["momentum_error"] <= rel_tol
         scale = max(np.linalg.norm(v_ref), 9.81 * 1e-2 * np.sqrt(v_ref.size))
         assert np.linalg.norm(v_r - v_ref) <= 5 * rel_tol * scale
+
+
+def test_factor_reuse_option_is_checked():
+    """Bad input: option factor_reuse takes True or False only."""
+    import femcontact as fc
+    from femcontact.bench.cases import cube_drop
+    from femcontact.errors import ParameterError
+    from femcontact.solvers.sap import NewtonContactSolver
+
+    sim = fc.Simulator(cube_drop(2, "lagged"))
+    with pytest.raises(ParameterError, match="factor_reuse"):
+        NewtonContactSolver(sim.model, {"linear_solver": "schur", "factor_reuse": "yes"}, "lagged")
+    solver = NewtonContactSolver(sim.model, {"linear_solver": "schur", "factor_reuse": True}, "lagged")
+    assert solver.schur.reuse and not NewtonContactSolver(sim.model, {"linear_solver": "schur"}, "lagged").schur.reuse
