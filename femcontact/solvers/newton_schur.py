@@ -281,7 +281,8 @@ class SchurSolver:
         return ContactRows(local, J.blocks, len(nodes_c), J.valid)
 
     def solve(self, G: np.ndarray, r: np.ndarray) -> np.ndarray:
-        """``H(G)⁻¹ r``: forward sweep, dense contact-space Cholesky, backward sweep."""
+        """``H(G)⁻¹ r``: forward sweep, dense contact-space Cholesky, backward sweep (H of the factored
+        Ã: with ``reuse`` an earlier step's where ``stale``)."""
         x = np.ascontiguousarray(r[self._perm], dtype=np.float64)
         ni = self._ni
         _forward(self._indptr, self._indices, self._data, x, ni)

@@ -196,30 +196,37 @@ class _ExactAndReused(_BothPaths):
         self.records = []
 
 
-def _reuse_run(rel_tol: float, duration: float = 0.3) -> _ExactAndReused:
+def _reuse_run(rel_tol: float, kind: str = "lagged", integrator: str = "euler",
+               duration: float = 0.3) -> _ExactAndReused:
     import femcontact as fc
     from femcontact.bench.cases import cube_drop
 
-    scene = cube_drop(4, "lagged")
+    scene = cube_drop(4, kind)
+    scene.integrator = integrator
     sim = fc.Simulator(scene)
-    both = _ExactAndReused(sim.model, {**scene.solver_options, "rel_tol": rel_tol}, "lagged")
+    both = _ExactAndReused(sim.model, {**scene.solver_options, "rel_tol": rel_tol}, kind)
     sim.contact_solver = both
     sim.run(duration=duration)
     return both
 
 
-@pytest.mark.parametrize("rel_tol", [1e-6, 1e-9])
-def test_factor_reuse_agrees_with_the_exact_path_within_the_tolerance(rel_tol):
+@pytest.mark.parametrize("rel_tol, kind, integrator", [
+    (1e-6, "lagged", "euler"), (1e-9, "lagged", "euler"), (1e-6, "sap", "midpoint"),
+])
+def test_factor_reuse_agrees_with_the_exact_path_within_the_tolerance(rel_tol, kind, integrator):
     """Agreement: on the soft cube dropped onto the ground (impact, rebound, rest), every contact step
     solved with an earlier step's factor converges on its own problem (e_m ≤ ε_r) to the exact path's
     v̂ within the tolerance, ‖Δv̂‖ ≤ 5 ε_r max(‖v̂‖, |g| dt √n) (the second term: e_m's momentum scale
     at rest, the weight's impulse per DOF), at ε_r = 1e-6 and again at 1e-9 (the same answer to the
-    tolerance, not merely a close one); the factor was reused on most steps, with restarts."""
-    both = _reuse_run(rel_tol)
+    tolerance, not merely a close one), under Lagged and SAP; the factor was reused (under Lagged
+    on most steps), with restarts."""
+    both = _reuse_run(rel_tol, kind, integrator)
     solver = both.schur.schur
     steps = len(both.records)
     assert steps >= 15
-    assert solver.factorizations <= steps // 2 and len(solver.restarts) >= steps // 2
+    assert solver.factorizations < steps and len(solver.restarts) >= steps - solver.factorizations
+    if kind == "lagged":                              # (measured: 3 and 5 of 21; SAP under the midpoint rule 10 of 17)
+        assert solver.factorizations <= steps // 3
     assert max(solver.restarts) >= 1                  # Ã changed between steps: the restarts did work
     for v_ref, v_r, st, st_r in both.records:
         assert st_r.converged and st.converged
