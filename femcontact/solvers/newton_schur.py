@@ -10,7 +10,7 @@ S being the Schur complement of Ã's interior block (the trailing block of the f
 factor of the complement when the last k columns are eliminated last). ``H x = r`` is solved
 exactly by block elimination (``SchurSolver.solve``): a forward sweep over the interior columns of L
 (``y_i = L_ii⁻¹ r_i``, and ``t_c = r_c − L_ci y_i``), the dense k x k system
-``(S + J_cᵀ G J_c) x_c = t_c`` (LAPACK Cholesky, ``newton_dense.DenseNewtonMatrix`` with S as its
+``(S + J_cᵀ G J_c) x_c = t_c`` (LAPACK Cholesky, ``ContactMatrix``: a ``DenseNewtonMatrix`` with S as its
 Ã), and a backward sweep ``x_i = L_ii⁻ᵀ (y_i − L_ciᵀ x_c)``. The Newton loop (``ContactSpace``) needs
 the sweeps only once per step: no contact acts on the interior, so its gradient only shrinks by
 (1 − α) per step; the iterates live on the contact DOFs (the dense Cholesky per iteration) and the
@@ -160,7 +160,6 @@ class SchurSolver:
         self.refactor_next = True    # (reuse) the next setup factors
         self.restarts = []           # (reuse) restarts of each step set up on a stale factor
         self._nodes = None           # the contact nodes ordered last in the factor
-        self._A0 = None              # (reuse) the Ã the factor is of (CSR)
         self._args = None            # the last setup's arguments (a refactor within a step)
 
     @staticmethod
@@ -216,7 +215,7 @@ class SchurSolver:
         self._ni = n - k
         self.contact_dofs = k
         self.factorizations += 1
-        self.stale, self.refactor_next, self._nodes, self._A0 = False, False, nodes_c.copy(), None
+        self.stale, self.refactor_next, self._nodes = False, False, nodes_c.copy()
         self.S = self._complement(k)
         self.J_local = self._local_rows(J, nodes_c)
         self.dense.setup(self.S, self.J_local)
@@ -231,7 +230,6 @@ class SchurSolver:
         """The Newton iterates of this step (Ã = ``At``, CSR) on the contact DOFs: exact on a fresh factor, else
         restarted to the tolerance ``converged(‖D∇ℓ‖, scale)`` (``ReusedContactSpace``)."""
         if not self.stale:
-            self._A0 = At
             return ContactSpace(self, v, At, bt, J, off, D, dof_fixed)
         return ReusedContactSpace(self, v, At, bt, J, off, D, dof_fixed, converged)
 
@@ -440,7 +438,7 @@ class ReusedContactSpace:
         self.e_m = e_m
         if not self.converged(out[1], out[2]) and (slow or self.restarts >= REUSE_REFACTOR_RESTARTS):
             self.s.refactor()                     # the rest of the step on this step's own factor
-            self.s._A0, self.exact = self.args[0], True
+            self.exact = True
             self._start(v)
             out = self.inner.gradient(gamma)
         return out
