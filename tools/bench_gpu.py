@@ -1,7 +1,11 @@
 """Scaling of COND and Lagged on the soft-cube drop, for a GPU (issue 28 item 4). Not a timed test.
 
     python tools/bench_gpu.py --out DIR [--arch cuda] [--precisions f64 f32] [--dofs 100k 300k 1M]
-                              [--solvers cond lagged] [--steps 3] [--budget 360] [--case-cap 100]
+                              [--solvers cond lagged lagged-pcg] [--steps 3] [--budget 360] [--case-cap 100]
+
+A solver ``NAME-LINEAR`` is solver NAME with option ``linear_solver`` LINEAR (``lagged-pcg``: the Newton
+step's PCG in kernels, solvers/newton_pcg.py; plain ``lagged`` takes "auto", which is that PCG on a GPU
+from ``newton_linear.PCG_MIN_DOFS_GPU`` unknowns and CHOLMOD on the host below).
 
 The scene is the peers' soft cube (0.1 m box, E 1e5, ν 0.4, ρ 1000, implicit Euler, dt 10 ms,
 μ 0.5 on a half-space ground) at N cells per edge, N chosen so that 3 (N+1)³ is nearest the asked
@@ -19,8 +23,10 @@ detection / assembly / solve (``StepStats``; each step ends with a host read, so
 includes the device's work), e_m (SAP eq. 32 momentum error of the last step, outside the
 timings), seconds to build the model and to take the first step, and the floor measured in the
 same process: one empty kernel launch and one bare block-sparse matvec of the same A (µs, device
-synchronized), with the ratio of a COND iteration to that matvec. Writes ``DIR/report.json`` and
-``DIR/report.md``.
+synchronized), with the ratio of a COND iteration to that matvec. Newton rows name their linear
+solver; with the PCG, CG iterations per Newton iteration (``cg_per_newton``) and the linear solve's
+ms per CG iteration over that matvec (``cg_per_matvec``: upload, preconditioner and read-back
+included). Writes ``DIR/report.json`` and ``DIR/report.md``.
 """
 from __future__ import annotations
 
@@ -36,8 +42,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 COLUMNS = ("solver", "precision", "cells", "dof", "contacts", "iterations", "ms_per_iter", "ms_step",
-           "ms_detection", "ms_assembly", "ms_solve", "e_m", "matvec_us", "iter_per_matvec", "launch_us",
-           "build_s", "first_step_s", "status")
+           "ms_detection", "ms_assembly", "ms_solve", "e_m", "matvec_us", "iter_per_matvec", "linear",
+           "cg_per_newton", "cg_per_matvec", "launch_us", "build_s", "first_step_s", "status")
 
 
 def cells_for(dof: float) -> int:
@@ -54,10 +60,13 @@ def parse_dof(text: str) -> float:
 
 # ---------------------------------------------------------------- one case (child process)
 def cube_scene(cells: int, solver: str):
-    """The soft cube at ``cells`` per edge, at rest 0.2 mm above the ground (module docstring)."""
+    """The soft cube at ``cells`` per edge, at rest 0.2 mm above the ground (module docstring); ``solver``:
+    a solver name, or ``NAME-LINEAR`` for option ``linear_solver`` = LINEAR."""
     import femcontact as fc
 
-    scene = fc.Scene(dt=1e-2, gravity=(0.0, 0.0, -9.81), solver=solver, integrator="euler", name="cube_scaling")
+    solver, _, linear = solver.partition("-")
+    scene = fc.Scene(dt=1e-2, gravity=(0.0, 0.0, -9.81), solver=solver, integrator="euler", name="cube_scaling",
+                     solver_options={"linear_solver": linear} if linear else None)
     scene.add_fem_body(fc.meshes.box(size=(0.1, 0.1, 0.1), resolution=cells, center=(0.0, 0.0, 0.0502)),
                        material=fc.Material(youngs_modulus=1e5, poisson_ratio=0.4, density=1000.0), name="cube")
     scene.add_obstacle(fc.shapes.HalfSpace(normal=(0.0, 0.0, 1.0)), friction=0.5, name="ground")
@@ -82,6 +91,8 @@ def run_case(solver: str, cells: int, steps: int, arch: str, precision: str) -> 
     ti.sync()
     first_s = time.perf_counter() - t0
     rec = Recorder(sim.contact_solver)
+    linear = getattr(sim.contact_solver, "linear", None)
+    cg0, solve_ms = getattr(linear, "total_iterations", 0), []
     sim.stats.clear()
     walls = []
     for k in range(steps):
@@ -91,7 +102,10 @@ def run_case(solver: str, cells: int, steps: int, arch: str, precision: str) -> 
         sim.step()
         ti.sync()
         walls.append(1e3 * (time.perf_counter() - t0) - (rec.ms_check if k == steps - 1 else 0.0))
+        extra = getattr(getattr(rec.inner, "last_stats", None), "extra", None) or {}
+        solve_ms.append(float(extra.get("ms_linear", 0.0)))          # the Newton path's linear solves
     st = sim.stats
+    cg = getattr(linear, "total_iterations", 0) - cg0
 
     @ti.kernel
     def empty():
@@ -126,6 +140,9 @@ def run_case(solver: str, cells: int, steps: int, arch: str, precision: str) -> 
             "ms_assembly": statistics.median(s.ms_assembly for s in st), "ms_solve": ms_solve,
             "e_m": float(em) if em is not None else float("nan"), "matvec_us": matvec_us,
             "iter_per_matvec": 1e3 * ms_iter / matvec_us if matvec_us > 0 else float("nan"),
+            "linear": getattr(linear, "name", None) if solver != "cond" else None,
+            "cg_per_newton": cg / max(sum(s.iterations for s in st), 1) if cg else None,
+            "cg_per_matvec": 1e3 * sum(solve_ms) / cg / matvec_us if cg and matvec_us > 0 else None,
             "launch_us": 1e6 * statistics.median(launches), "build_s": build_s, "first_step_s": first_s,
             "converged": bool(rec.records[-1]["converged"]) if rec.records else None,
             "finite": bool(np.isfinite(sim.state.x.to_numpy()).all()), "status": "ok"}
@@ -149,7 +166,9 @@ def markdown(rows: list, header: dict) -> str:
     lines += ["| " + " | ".join(_cell(r.get(c)) for c in COLUMNS) + " |" for r in rows]
     lines += ["", "ms columns are medians per step; ms_per_iter = solve ms / iterations; iter_per_matvec = one "
               "iteration's time over one bare block-sparse matvec of the same A (device synchronized); "
-              "e_m: SAP eq. 32 momentum error of the last measured step."]
+              "e_m: SAP eq. 32 momentum error of the last measured step; linear: the Newton step's linear "
+              "solver; cg_per_newton: CG iterations per Newton iteration; cg_per_matvec: the Newton linear "
+              "solves' ms per CG iteration over that matvec."]
     return "\n".join(lines) + "\n"
 
 

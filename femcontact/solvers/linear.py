@@ -2,7 +2,8 @@
 
 - ``BlockJacobiPCG``: preconditioned conjugate gradients with a 3x3 block-Jacobi
   preconditioner in Taichi kernels (runs on any backend; three kernel launches per iteration,
-  the CG scalars kept on the device and read every few iterations, no per-node Python work).
+  the CG scalars kept on the device and read every few iterations, no per-node Python work; the
+  update, direction and loop are ``cg_kernels``', shared with the Newton step's ``newton_pcg``).
 - ``DirectSolver``: sparse direct factorisation on the CPU of the exported matrix (CHOLMOD
   through cvxopt, else SciPy's SuperLU); exact, and faster than CG for small, stiff problems.
 
@@ -19,6 +20,8 @@ from .. import backend
 from ..assembly.sparse import BlockSparseMatrix
 from ..errors import ParameterError
 from ..spec.names import LINEAR_SOLVERS
+from .cg_kernels import (BNORM2, COUNT, RR, pcg_begin, pcg_direction, pcg_iterations, pcg_update, pcg_zero,
+                         record_pq)
 DIRECT_MAX_DOFS = 5000  # SuperLU fill-in makes it slower than PCG above ~5k DOF (tools/bench_assembly.py)
 
 
@@ -111,21 +114,15 @@ class BlockJacobiPCG:
         if s[BNORM2] == 0.0:
             pcg_zero(x, n)
             return LinearSolveStats(0, 0.0, True)
-        done = 0
-        while s[RR] > s[THRESHOLD] and s[STOP] == 0.0 and done < self.max_iter:
-            for _ in range(min(self.check_every, self.max_iter - done)):
-                pcg_matvec_dot(A.indptr, A.indices, A.blocks, self.p, self.q, S, n)
-                pcg_update(x, self.r, self.z, self.p, self.q, self.pinv, S, n)
-                pcg_direction(self.z, self.p, S, n)
-                done += 1
-            s = backend.read(self.S)
+
+        def iterate():
+            pcg_matvec_dot(A.indptr, A.indices, A.blocks, self.p, self.q, S, n)
+            pcg_update(x, self.r, self.z, self.p, self.q, self.pinv, S, n)
+            pcg_direction(self.z, self.p, S, n)
+
+        s = pcg_iterations(S, s, iterate, self.check_every, self.max_iter)
         rel = math.sqrt(max(float(s[RR]), 0.0) / float(s[BNORM2]))
         return LinearSolveStats(int(s[COUNT]), rel, rel <= self.tol)
-
-
-# the CG scalars in S (pcg_* kernels): r·z, p·Ap, r·r, r·z of the new residual, b·b, the stop flag
-# (set on convergence or breakdown), iterations done, and tol² b·b
-RZ, PQ, RR, RZ_NEW, BNORM2, STOP, COUNT, THRESHOLD = range(8)
 
 
 @ti.kernel
@@ -134,33 +131,13 @@ def pcg_start(indptr: ti.types.ndarray(), indices: ti.types.ndarray(), blocks: t
               z: ti.types.ndarray(), p: ti.types.ndarray(), pinv: ti.types.ndarray(), S: ti.types.ndarray(),
               tol2: float, n: ti.i32):
     """Block-Jacobi inverse, r = b - A x, z = p = P r; S = (r·z, 0, r·r, 0, b·b, 0, 0, tol² b·b)."""
-    out = ti.Vector.zero(float, 3)
     for i in range(n):
         acc = ti.Vector.zero(float, 3)
         for k in range(indptr[i], indptr[i + 1]):
             acc += blocks[k] @ x[indices[k]]
-        pi = blocks[diag[i]].inverse()
-        pinv[i] = pi
-        ri = b[i] - acc
-        zi = pi @ ri
-        r[i] = ri
-        z[i] = zi
-        p[i] = zi
-        out += ti.Vector([b[i].norm_sqr(), ri.dot(zi), ri.norm_sqr()])
-    S[RZ] = out[1]
-    S[PQ] = 0.0
-    S[RR] = out[2]
-    S[RZ_NEW] = 0.0
-    S[BNORM2] = out[0]
-    S[STOP] = 0.0
-    S[COUNT] = 0.0
-    S[THRESHOLD] = tol2 * out[0]
-
-
-@ti.func
-def _running(S: ti.template()) -> ti.i32:
-    """1 while CG runs: not stopped and r·r above tol² b·b."""
-    return ti.i32(S[STOP] == 0.0 and S[RR] > S[THRESHOLD])
+        pinv[i] = blocks[diag[i]].inverse()
+        r[i] = b[i] - acc
+    pcg_begin(b, r, z, p, pinv, S, tol2, n)
 
 
 @ti.kernel
@@ -174,50 +151,4 @@ def pcg_matvec_dot(indptr: ti.types.ndarray(), indices: ti.types.ndarray(), bloc
             acc += blocks[k] @ p[indices[k]]
         q[i] = acc
         s += p[i].dot(acc)
-    S[PQ] = s
-    if _running(S) and not (s > 0.0 and s < 1e300):
-        S[STOP] = 1.0
-
-
-@ti.kernel
-def pcg_update(x: ti.types.ndarray(), r: ti.types.ndarray(), z: ti.types.ndarray(), p: ti.types.ndarray(),
-               q: ti.types.ndarray(), pinv: ti.types.ndarray(), S: ti.types.ndarray(), n: ti.i32):
-    """While running: x += α p; r -= α q; z = P r with α = r·z / p·Ap; S[RR], S[RZ_NEW] updated."""
-    run = _running(S)
-    alpha = 0.0
-    if run:
-        alpha = S[RZ] / S[PQ]
-    out = ti.Vector.zero(float, 2)
-    for i in range(n):
-        if run:
-            x[i] += alpha * p[i]
-            ri = r[i] - alpha * q[i]
-            r[i] = ri
-            zi = pinv[i] @ ri
-            z[i] = zi
-            out += ti.Vector([ri.norm_sqr(), ri.dot(zi)])
-    if run:
-        S[RR] = out[0]
-        S[RZ_NEW] = out[1]
-        S[COUNT] += 1.0
-
-
-@ti.kernel
-def pcg_direction(z: ti.types.ndarray(), p: ti.types.ndarray(), S: ti.types.ndarray(), n: ti.i32):
-    """While running: p = z + β p, β = r·z (new) / r·z (old)."""
-    run = ti.i32(S[STOP] == 0.0 and S[RZ_NEW] != 0.0)
-    beta = 0.0
-    if run:
-        beta = S[RZ_NEW] / S[RZ]
-    for i in range(n):
-        if run:
-            p[i] = z[i] + beta * p[i]
-    if run:
-        S[RZ] = S[RZ_NEW]
-        S[RZ_NEW] = 0.0
-
-
-@ti.kernel
-def pcg_zero(a: ti.types.ndarray(), n: ti.i32):
-    for i in range(n):
-        a[i] = ti.Vector.zero(float, 3)
+    record_pq(S, s)

@@ -19,16 +19,18 @@ float64 vector, so a GPU/Taichi implementation can replace it later. Implementat
 - ``"splu"``: SciPy's SuperLU (``scipy.sparse.linalg.splu``) with a symmetric-mode setup
   (``MMD_AT_PLUS_A`` ordering, no pivoting threshold). Always available; an LU does about
   twice the work of a Cholesky and cannot reuse the analysis, but it needs nothing beyond SciPy.
-- ``"pcg"``: conjugate gradients with a 3x3 block-Jacobi preconditioner (matrix-free in H;
-  the structure a GPU version uses, like Genesis' port of SAP). Warm-started from zero; the
-  tolerance is relative to ``‖r‖`` and tightened as Newton converges (inexact Newton).
+- ``"pcg"`` (``newton_pcg``): conjugate gradients with a 3x3 block-Jacobi preconditioner in kernels,
+  H applied matrix-free on the device (the GPU form, like Genesis' SAP), warm-started from the
+  previous Newton direction; stops at ``‖r‖ ≤ rtol ‖rhs‖`` (rtol 1e-10).
 
 - ``"schur"`` (``newton_schur``): one factorization of Ã per step and Newton on the contact DOFs'
   Schur complement; the Newton loop runs it (``sap.py``), this module gives it its full-H fallback.
 
-``make_newton_linear_solver("auto", n_dofs)``: a direct solver (cholmod if importable, else
+``make_newton_linear_solver("auto", n_dofs, arch)``: a direct solver (cholmod if importable, else
 splu) up to ``DIRECT_MAX_DOFS`` unknowns, PCG above (direct fill grows superlinearly for 3D
-meshes, PCG memory stays linear).
+meshes, PCG memory stays linear); on a GPU backend PCG from ``PCG_MIN_DOFS_GPU`` unknowns (the
+matrix stays on the device; a host factorization would read it back and factor it every Newton
+iteration).
 
 ``NewtonMatrix`` assembles ``H = Ã + Jᵀ G J`` for all Newton iterations of a step into one fixed
 pattern of 3x3 node blocks, built once per step (and kept while Ã's and J's patterns repeat), so
@@ -48,6 +50,8 @@ from ..errors import ParameterError, SimulationError
 
 NEWTON_LINEAR_SOLVERS = ("auto", "direct", "cholmod", "splu", "pcg", "schur")
 DIRECT_MAX_DOFS = 150_000
+PCG_MIN_DOFS_GPU = 3000    # "auto" on a GPU backend: PCG in kernels from this many unknowns (provisional:
+                           # the CPU's Schur threshold, until tools/gpu_check.sh measures the crossover)
 ORDERINGS = ("auto", "metis", "amd")
 METIS_MIN_DOFS = 5000      # "auto": METIS nested dissection from this many unknowns, AMD below
 
@@ -106,14 +110,16 @@ def nested_dissection(L: sp.csc_matrix, cols: np.ndarray, block: int = 3,
     return (block * q[:, None] + np.arange(block, dtype=np.int64)).ravel()
 
 
-def make_newton_linear_solver(kind: str = "auto", n_dofs: int = 0, **options):
+def make_newton_linear_solver(kind: str = "auto", n_dofs: int = 0, arch: str = "cpu", **options):
     """A linear solver for the Newton system: "auto", "direct", "cholmod", "splu" or "pcg" ("schur":
-    the direct one, for the steps ``newton_schur`` leaves to the full H)."""
+    the direct one, for the steps ``newton_schur`` leaves to the full H); ``arch``: the backend's
+    architecture ("auto" takes PCG on a GPU from ``PCG_MIN_DOFS_GPU`` unknowns); ``options``: PCG's."""
     if kind not in NEWTON_LINEAR_SOLVERS:
         raise ParameterError(f"unknown Newton linear solver {kind!r}; choose one of "
                              f"{', '.join(NEWTON_LINEAR_SOLVERS)}")
     if kind == "auto":
-        kind = "direct" if n_dofs <= DIRECT_MAX_DOFS else "pcg"
+        pcg = n_dofs > DIRECT_MAX_DOFS or (arch != "cpu" and n_dofs >= PCG_MIN_DOFS_GPU)
+        kind = "pcg" if pcg else "direct"
     if kind in ("direct", "schur"):     # "schur" (newton_schur): this is its full-H path, for steps without contact DOFs
         kind = "cholmod" if cholmod_available() else "splu"
     if kind == "cholmod":
@@ -123,7 +129,8 @@ def make_newton_linear_solver(kind: str = "auto", n_dofs: int = 0, **options):
         return CholmodSolver()
     if kind == "splu":
         return SuperLUSolver()
-    return BlockJacobiCG(**options)
+    from .newton_pcg import NewtonPCG      # kernels: declared where first needed
+    return NewtonPCG(**options)
 
 
 class CholmodSolver:
@@ -397,35 +404,3 @@ class SuperLUSolver:
         import scipy.sparse.linalg as spla     # with scipy.linalg ~0.3 s of start-up: imported where used
         return spla.splu(sp.csc_matrix(H), permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.0,
                          options={"SymmetricMode": True})
-
-
-class BlockJacobiCG:
-    """Conjugate gradients on H with a 3x3 block-Jacobi preconditioner (host version)."""
-
-    name = "pcg"
-
-    def __init__(self, rtol: float = 1e-10, max_iter: int = 10_000):
-        self.rtol = rtol
-        self.max_iter = max_iter
-        self.last_iterations = 0
-
-    def solve(self, H: sp.spmatrix, r: np.ndarray) -> np.ndarray:
-        import scipy.sparse.linalg as spla     # with scipy.linalg ~0.3 s of start-up: imported where used
-        H = sp.csr_matrix(H)
-        n = H.shape[0] // 3
-        base = 3 * np.arange(n)[:, None, None]
-        rows = np.broadcast_to(base + np.arange(3)[None, :, None], (n, 3, 3)).ravel()
-        cols = np.broadcast_to(base + np.arange(3)[None, None, :], (n, 3, 3)).ravel()
-        blocks = np.asarray(H[rows, cols]).reshape(n, 3, 3)
-        inv = np.linalg.inv(blocks)
-        M = spla.LinearOperator(H.shape, matvec=lambda x: np.einsum("nij,nj->ni", inv, x.reshape(n, 3)).ravel())
-        count = [0]
-
-        def cb(_):
-            count[0] += 1
-
-        x, info = spla.cg(H, r, rtol=self.rtol, atol=0.0, maxiter=self.max_iter, M=M, callback=cb)
-        self.last_iterations = count[0]
-        if info < 0 or not np.all(np.isfinite(x)):
-            raise SimulationError("PCG on the Newton system broke down (H not positive definite?)")
-        return x

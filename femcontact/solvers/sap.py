@@ -94,7 +94,8 @@ Solver options: ``rel_tol`` (ε_r, 1e-6), ``abs_tol`` (ε_a, 1e-14 in √J), ``m
 (100), ``max_line_search_iterations`` (100), ``alpha_max`` (1.5), ``linear_solver``
 ("auto", "direct", "cholmod", "splu", "pcg", see ``newton_linear``; "schur": Ã factored once per step
 and Newton on the contact DOFs' Schur complement, ``newton_schur``, which "auto" takes for large
-deformables on the CPU), ``friction_majorize_above``
+deformables on the CPU; "pcg": CG in kernels with H matrix-free on the device, ``newton_pcg``, which
+"auto" takes for large systems on a GPU), ``friction_majorize_above``
 (0.1; ``inf`` for the exact Hessian throughout), ``factor_reuse`` (False; the Schur path keeps Ã's
 factor over steps and converges each step on its own Ã to the same tolerance by restarts,
 ``newton_schur.ReusedContactSpace``).
@@ -126,6 +127,7 @@ from .contact_models import HuntCrossley, LaggedModel, SapModel, SimilarModel
 from .host_problem import HostContactProblem, PrescribedMask, SolveResult, momentum_scaling
 from .newton_dense import DENSE_MAX_DOFS, ContactRows, DenseNewtonMatrix, dense_index
 from .newton_linear import NewtonMatrix, make_newton_linear_solver, solve_newton
+from .newton_pcg import NewtonPCG
 from .newton_schur import SchurSolver, contact_nodes, make_schur_solver
 
 DEFAULTS = {
@@ -206,10 +208,12 @@ class NewtonContactSolver:
         # small systems (option "auto"/"direct"): dense H, J in block rows, no scipy.sparse (newton_dense)
         self.dense = o["linear_solver"] in ("auto", "direct") and model.n_dofs <= DENSE_MAX_DOFS
         self.hessian = DenseNewtonMatrix() if self.dense else NewtonMatrix()   # H's pattern / scatter, kept
-        self.linear = self.hessian if self.dense else make_newton_linear_solver(o["linear_solver"], model.n_dofs)
+        arch = backend.config()["arch"]
+        self.linear = self.hessian if self.dense else make_newton_linear_solver(o["linear_solver"], model.n_dofs, arch)
+        self.kernel_pcg = isinstance(self.linear, NewtonPCG)    # H matrix-free on the device (newton_pcg)
         # large deformables: Ã factored once per step, Newton on the contact DOFs' Schur complement
-        self.schur = None if self.dense else make_schur_solver(o["linear_solver"], model.n_dofs,
-                                                               backend.config()["arch"], o["factor_reuse"])
+        self.schur = None if self.dense else make_schur_solver(o["linear_solver"], model.n_dofs, arch,
+                                                               o["factor_reuse"])
         self._ahat = NewtonMatrix() if self.schur is not None else None    # Ã's lower triangle, pattern kept
         self._dense_A = None               # (pattern, flat positions of its blocks in a dense 3n x 3n)
         self._layout = None                # J's RowLayout of the last step
@@ -512,6 +516,8 @@ class NewtonContactSolver:
         t0 = time.perf_counter()
         if self.dense:
             self.hessian.setup(At, Jf)
+        elif schur is None and self.kernel_pcg:
+            self.linear.setup(problem.A, s / ch, Jf)          # Ã = (s/c_h) A on the device, J uploaded
         elif schur is None:
             pat = problem.A.pattern              # Ã in its own 3x3 blocks: no CSR → BSR conversion
             self.hessian.setup((pat.indptr, pat.col, (s / ch) * blocks), Jf)
@@ -527,6 +533,8 @@ class NewtonContactSolver:
         else:
             if self.dense:
                 solve = self.hessian.solve
+            elif self.kernel_pcg:
+                solve = self.linear.solve_step
             else:
                 def solve(G, r):
                     return solve_newton(self.linear, self.hessian, G, r)
