@@ -170,6 +170,22 @@ def _clocks(solver) -> tuple:
     return clock, users
 
 
+def linear_options(lin: str) -> dict:
+    """Solver options of one ``--linear`` entry: a linear solver, "+reuse" appended for ``factor_reuse``."""
+    name, plus, extra = lin.partition("+")
+    if plus and extra != "reuse":
+        raise SystemExit(f"--linear {lin!r}: the only suffix is '+reuse'")
+    return {"linear_solver": name, **({"factor_reuse": True} if plus else {})}
+
+
+def _reuse(solver):
+    """(factorizations, restarts per reused step) of a Newton solver's Schur path with factor reuse, else None."""
+    schur = getattr(solver, "schur", None)
+    if schur is None or not schur.reuse:
+        return None
+    return schur.factorizations, list(schur.restarts)
+
+
 def run(scene_name: str, solver: str, steps: int, integrator: str, cond_tol: float, cond_max_iter: int,
         linear: list, options: dict = None, ordering: str = "auto", settle: float = None) -> dict:
     """One row per entry of ``linear`` (COND: one row), the scene settled under the first."""
@@ -181,14 +197,15 @@ def run(scene_name: str, solver: str, steps: int, integrator: str, cond_tol: flo
         scene.solver_options = {**scene.solver_options, "tol": cond_tol, "max_iter": cond_max_iter}
         linear = ["-"]
     else:
-        scene.solver_options = {**scene.solver_options, "linear_solver": linear[0], **(options or {})}
+        scene.solver_options = {**scene.solver_options, **linear_options(linear[0]), **(options or {})}
     sim = fc.Simulator(scene)
     for u in _users(sim.contact_solver):
         u.ordering = ordering
     sim.run(duration=settle)
     paths = {linear[0]: sim.contact_solver}
     for lin in linear[1:]:
-        paths[lin] = make_contact_solver(solver, sim.model, {**scene.solver_options, "linear_solver": lin})
+        base = {k: v for k, v in scene.solver_options.items() if k != "factor_reuse"}
+        paths[lin] = make_contact_solver(solver, sim.model, {**base, **linear_options(lin)})
         for u in _users(paths[lin]):
             u.ordering = ordering
     clocks = {label: _clocks(path) for label, path in paths.items()}
@@ -221,7 +238,9 @@ def run(scene_name: str, solver: str, steps: int, integrator: str, cond_tol: flo
             "ls_per_iter": np.sum([x["ls"] for x in r]) / max(1, sum(x["iterations"] for x in r)),
             "ms_linear": np.mean([x["ms_linear"] for x in r]), "ms": np.mean([x["ms"] for x in r]),
             "ms_median": np.median([x["ms"] for x in r]), "ms_min": np.min([x["ms"] for x in r]),
-            "cpu_median": np.median([x["cpu_ms"] for x in r]),
+            "cpu_median": np.median([x["cpu_ms"] for x in r]), "cpu_mean": np.mean([x["cpu_ms"] for x in r]),
+            "cpu_list": [round(x["cpu_ms"]) for x in r], "dv_list": [x["dv"] for x in r],
+            "reuse": _reuse(paths[label]),
             "e_m": np.median(em), "e_m_max": em.max(), "dv": max(x["dv"] for x in r),
             "converged": sum(x["converged"] for x in r), "pen_mm": pen, "paths": "+".join(paths_used)}
     return out
@@ -285,6 +304,10 @@ def main() -> None:
                           f"{sp_['numeric']:.1f} factorizations {sp_['ms_numeric']:.0f} ms, solves "
                           f"{sp_['ms_solve']:.0f} ms, symbolic {sp_['ms_symbolic']:.0f} ms; {sp_['analyses']} "
                           f"analyses ({sp_['ordering']}); peak RSS {r['rss_mb']:.0f} MB", flush=True)
+                print(f"{'':>25} cpu ms per step {r['cpu_list']} (mean {r['cpu_mean']:.0f})"
+                      + ("" if r["reuse"] is None else f"; factor reuse: {r['reuse'][0]} factorizations "
+                         f"since the start, restarts per reused step {r['reuse'][1]}; dv per step "
+                         + " ".join(f"{d:.0e}" for d in r["dv_list"])), flush=True)
 
 
 if __name__ == "__main__":

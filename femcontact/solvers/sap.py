@@ -96,7 +96,9 @@ Solver options: ``rel_tol`` (ε_r, 1e-6), ``abs_tol`` (ε_a, 1e-14 in √J), ``m
 and Newton on the contact DOFs' Schur complement, ``newton_schur``, which "auto" takes for large
 deformables on the CPU; "pcg": CG in kernels with H matrix-free on the device, ``newton_pcg``, which
 "auto" takes for large systems on a GPU), ``friction_majorize_above``
-(0.1; ``inf`` for the exact Hessian throughout).
+(0.1; ``inf`` for the exact Hessian throughout), ``factor_reuse`` (False; the Schur path keeps Ã's
+factor over steps and converges each step on its own Ã to the same tolerance by restarts,
+``newton_schur.ReusedContactSpace``).
 
 Friction Hessian far from the solution (Lagged only): while e_m exceeds
 ``friction_majorize_above``, the friction block of G is the isotropic curvature ``μ n₀/s I`` of the
@@ -127,13 +129,13 @@ from .host_problem import HostContactProblem, PrescribedMask, SolveResult, momen
 from .newton_dense import DENSE_MAX_DOFS, ContactRows, DenseNewtonMatrix, dense_index
 from .newton_linear import NewtonMatrix, make_newton_linear_solver, solve_newton
 from .newton_pcg import NewtonPCG
-from .newton_schur import ContactSpace, SchurSolver, contact_nodes, make_schur_solver
+from .newton_schur import SchurSolver, contact_nodes, make_schur_solver
 
 DEFAULTS = {
     "rel_tol": 1e-6, "abs_tol": 1e-14, "max_iterations": 100, "max_line_search_iterations": 100,
     "alpha_max": 1.5, "linear_solver": "auto", "stiffness": None, "tau_d": None, "hc_dissipation": 10.0,
     "stiction_tolerance": 1e-4, "sigma": 1e-3, "beta": 1.0, "midpoint_contact": "consistent", "impact_speed": None,
-    "restitution": 0.0, "max_recovery_speed": 0.1, "friction_majorize_above": 1e-1,
+    "restitution": 0.0, "max_recovery_speed": 0.1, "friction_majorize_above": 1e-1, "factor_reuse": False,
 }
 STEP_COLUMNS = ("node_a", "node_b", "frame", "phi", "mu", "v_world", "v_anchor", "param")   # read per step
 REBOUND_BETA = 0.1     # eq. 29's β for an impact with restitution (near-rigid, so the rebound is met)
@@ -201,6 +203,8 @@ class NewtonContactSolver:
         for key in ("max_iterations", "max_line_search_iterations"):
             if not isinstance(o[key], (int, np.integer)) or o[key] < 1:
                 raise ParameterError(f"solver option {key} must be a positive integer, got {o[key]!r}")
+        if not isinstance(o["factor_reuse"], (bool, np.bool_)):
+            raise ParameterError(f"solver option factor_reuse must be True or False, got {o['factor_reuse']!r}")
         if o["midpoint_contact"] not in ("consistent", "end"):
             raise ParameterError(f"solver option midpoint_contact must be 'consistent' or 'end', got "
                                  f"{o['midpoint_contact']!r}")
@@ -222,7 +226,8 @@ class NewtonContactSolver:
         self.linear = self.hessian if self.dense else make_newton_linear_solver(o["linear_solver"], model.n_dofs, arch)
         self.kernel_pcg = isinstance(self.linear, NewtonPCG)    # H matrix-free on the device (newton_pcg)
         # large deformables: Ã factored once per step, Newton on the contact DOFs' Schur complement
-        self.schur = None if self.dense else make_schur_solver(o["linear_solver"], model.n_dofs, arch)
+        self.schur = None if self.dense else make_schur_solver(o["linear_solver"], model.n_dofs, arch,
+                                                               o["factor_reuse"])
         self._ahat = NewtonMatrix() if self.schur is not None else None    # Ã's lower triangle, pattern kept
         self._dense_A = None               # (pattern, flat positions of its blocks in a dense 3n x 3n)
         self._layout = None                # J's RowLayout of the last step
@@ -543,7 +548,7 @@ class NewtonContactSolver:
         it = 0
         e_m = 0.0
         if schur is not None:       # the iterates on the contact DOFs, the interior recovered at the end
-            space = ContactSpace(schur, v, At, bt, J, off, D, dof_fixed)
+            space = schur.space(v, At, bt, J, off, D, dof_fixed, self._converged)
         else:
             if self.dense:
                 solve = self.hessian.solve
@@ -562,7 +567,7 @@ class NewtonContactSolver:
             errors.append(e_m)
             if not math.isfinite(gnorm):
                 raise SimulationError(f"{self.kind}: non-finite gradient at Newton iteration {it}")
-            if gnorm < o["abs_tol"] + o["rel_tol"] * scale:
+            if self._converged(gnorm, scale):
                 converged = True
                 break
             if it >= o["max_iterations"]:
@@ -594,6 +599,10 @@ class NewtonContactSolver:
         })
         self.last_stats = stats
         return SolveResult(v_hat, gamma if S is None else S * gamma, status, stats)
+
+    def _converged(self, gnorm: float, scale: float) -> bool:
+        """SAP eq. 26's stop: ‖D∇ℓ‖ < ε_a + ε_r max(‖DÃv‖, ‖DJᵀγ‖)."""
+        return gnorm < self.opt["abs_tol"] + self.opt["rel_tol"] * scale
 
     def memory(self) -> dict:
         """Nothing: a Newton solve depends only on its StepProblem (the warm start is in the State)."""
