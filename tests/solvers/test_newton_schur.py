@@ -124,6 +124,16 @@ class _BothPaths:
     def restore(self, memory):
         pass
 
+    def assert_same_iterates(self, linear_solver: str, em_abs: float) -> None:
+        """Every recorded step: the tested path's v̂ to 1e-9 (relative) of the reference's, the same Newton
+        iteration count, both converged, e_m to 1e-3 relative (or both below ``em_abs``)."""
+        for v_ref, v_s, st, st_s in self.records:
+            assert st_s.extra["linear_solver"] == linear_solver and st.extra["linear_solver"] == "cholmod"
+            assert np.linalg.norm(v_s - v_ref) <= 1e-9 * np.linalg.norm(v_ref)
+            assert st_s.iterations == st.iterations
+            assert st_s.converged and st.converged
+            assert st_s.extra["momentum_error"] == pytest.approx(st.extra["momentum_error"], rel=1e-3, abs=em_abs)
+
 
 @pytest.mark.parametrize("kind, integrator, cells, option", [
     ("lagged", "euler", 4, "schur"), ("sap", "midpoint", 4, "schur"), ("similar", "euler", 4, "schur"),
@@ -143,12 +153,7 @@ def test_schur_path_gives_the_full_newton_iterates(kind, integrator, cells, opti
     sim.contact_solver = both
     sim.run(duration=0.16)
     assert len(both.records) >= 4
-    for v_ref, v_s, st, st_s in both.records:
-        assert st_s.extra["linear_solver"] == "schur" and st.extra["linear_solver"] == "cholmod"
-        assert np.linalg.norm(v_s - v_ref) <= 1e-9 * np.linalg.norm(v_ref)
-        assert st_s.iterations == st.iterations
-        assert st_s.converged and st.converged
-        assert st_s.extra["momentum_error"] == pytest.approx(st.extra["momentum_error"], rel=1e-3, abs=1e-12)
+    both.assert_same_iterates("schur", em_abs=1e-12)
     assert both.schur.schur.analyses >= 1
 
 
