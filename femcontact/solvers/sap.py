@@ -130,7 +130,7 @@ DEFAULTS = {
     "rel_tol": 1e-6, "abs_tol": 1e-14, "max_iterations": 100, "max_line_search_iterations": 100,
     "alpha_max": 1.5, "linear_solver": "auto", "stiffness": None, "tau_d": None, "hc_dissipation": 10.0,
     "stiction_tolerance": 1e-4, "sigma": 1e-3, "beta": 1.0, "midpoint_contact": "consistent", "impact_speed": None,
-    "restitution": 0.0, "max_recovery_speed": 0.1, "friction_majorize_above": 1e-1,
+    "restitution": 0.0, "max_recovery_speed": 0.1, "friction_majorize_above": 1e-1, "compiled": True,
 }
 STEP_COLUMNS = ("node_a", "node_b", "frame", "phi", "mu", "v_world", "v_anchor", "param")   # read per step
 REBOUND_BETA = 0.1     # eq. 29's β for an impact with restitution (near-rigid, so the rebound is met)
@@ -185,6 +185,8 @@ class NewtonContactSolver:
         for key in ("max_iterations", "max_line_search_iterations"):
             if not isinstance(o[key], (int, np.integer)) or o[key] < 1:
                 raise ParameterError(f"solver option {key} must be a positive integer, got {o[key]!r}")
+        if not isinstance(o["compiled"], bool):
+            raise ParameterError(f"solver option compiled must be True or False, got {o['compiled']!r}")
         if o["midpoint_contact"] not in ("consistent", "end"):
             raise ParameterError(f"solver option midpoint_contact must be 'consistent' or 'end', got "
                                  f"{o['midpoint_contact']!r}")
@@ -202,6 +204,12 @@ class NewtonContactSolver:
         # small systems (option "auto"/"direct"): dense H, J in block rows, no scipy.sparse (newton_dense)
         self.dense = o["linear_solver"] in ("auto", "direct") and model.n_dofs <= DENSE_MAX_DOFS
         self.hessian = DenseNewtonMatrix() if self.dense else NewtonMatrix()   # H's pattern / scatter, kept
+        # the dense step as one compiled call where numba is installed (option compiled; newton_compiled)
+        self.compiled = compiled_solver() if self.dense and o["compiled"] else None
+        self.last_dense = None             # the compiled path's last step (DenseStep)
+        self._no_virtual = {"node": np.zeros((0, 4), np.int32), "weight": np.zeros((0, 4, 3, 3))}
+        self._no_prescribed = np.zeros((0, 3))
+        self._options = None               # ((dt, s, c_h, c_o), the compiled path's float options)
         self.linear = self.hessian if self.dense else make_newton_linear_solver(o["linear_solver"], model.n_dofs)
         # large deformables: Ã factored once per step, Newton on the contact DOFs' Schur complement
         self.schur = None if self.dense else make_schur_solver(o["linear_solver"], model.n_dofs,
@@ -440,6 +448,10 @@ class NewtonContactSolver:
         s, ch, co = hp.s, hp.ch, hp.co
         blocks, b, vk = hp.blocks, hp.b, hp.vk
         fixed, dof_fixed = hp.fixed, hp.dof_fixed
+        if self.compiled is not None:
+            result = self._solve_compiled(hp, t_start)
+            if result is not None:
+                return result
         cd = hp.data                         # only what the solve uses (no world-frame impulse)
         off = hp.off_world + hp.off_anchor
         if self.dense:
@@ -569,6 +581,56 @@ class NewtonContactSolver:
         self.last_stats = stats
         return SolveResult(v_hat, gamma if S is None else S * gamma, status, stats)
 
+    def _solve_compiled(self, hp: HostContactProblem, t_start: float):
+        """``solve_host``'s dense branch as one compiled call (``newton_compiled.solve_dense``: the same
+        formulas; its pieces kept in ``last_dense``), or None where the numpy path must run: a bad
+        friction coefficient, a non-finite gradient or an H that is not positive definite (the numpy path
+        raises the error)."""
+        nc = self.compiled
+        cd, o = hp.data, self.opt
+        p, e = self._pair_parameters(cd["param"].astype(np.int64))
+        if self.model.contact_params is not self._checked_table:
+            _check_params(self.kind, p["stiffness"], p["tau_d"], p["hc_dissipation"], p["stiction_tolerance"],
+                          p["sigma"], where="(contact parameters)")
+            self._checked_table = self.model.contact_params
+        f = self._filled(p)
+        contacts, problem = hp.problem.contacts, hp.problem
+        vd = contacts.virtual_to_numpy() if contacts.n_virtual else self._no_virtual
+        key = (hp.dt, hp.s, hp.ch, hp.co)
+        if self._options is None or self._options[0] != key:       # the float options, kept while dt repeats
+            self._options = (key, np.array(
+                [hp.dt, hp.s, hp.ch, hp.co, o["beta"], self.impact_speed(hp.dt), o["max_recovery_speed"],
+                 o["rel_tol"], o["abs_tol"], o["max_iterations"], o["max_line_search_iterations"],
+                 o["alpha_max"], o["friction_majorize_above"], REBOUND_BETA,
+                 float(self.opt["midpoint_contact"] == "end")], dtype=np.float64))
+        if self._dense_A is None or self._dense_A[0] is not problem.A.pattern:
+            self._dense_A = (problem.A.pattern, dense_index(problem.A.pattern).ravel())
+        prescribed = hp.prescribed_v_hat() if hp.fixed.any() else self._no_prescribed
+        v_prev_hat = backend.read(problem.v_hat, hp.n).astype(np.float64, copy=False).ravel()
+        try:
+            out = nc.solve_dense(nc.KINDS[self.kind], self._options[1], hp.blocks, self._dense_A[1], hp.b, hp.vk,
+                                 v_prev_hat, prescribed, self.lumped_nodes, self.lumped_blocks, hp.fixed,
+                                 hp.dof_fixed, cd["node_a"], cd["node_b"], cd["frame"], cd["v_world"], cd["v_anchor"],
+                                 cd["phi"], cd["mu"], vd["node"], vd["weight"], self.node_body, self.body_mass,
+                                 f["sigma"], f["k_auto"], f["k_sap"], f["tau_d_auto"], p["tau_d"], p["stiffness"],
+                                 f["d"], f["vs"], e)
+        except np.linalg.LinAlgError:
+            return None
+        v, gamma, status, it, e_m, converged, ls_total, code, costs, errors, alphas = out[:11]
+        if code != nc.OK:
+            return None
+        nodes, blocks, valid, G, P, At = out[11:]
+        self.last_dense = nc.DenseStep(hp, v, At, ContactRows(nodes, blocks, hp.n, valid), G, P, self.kind, hp.dt)
+        v_hat = hp.with_prescribed((v - hp.co * hp.vk) / hp.ch)
+        stats = SolveStats(it, e_m, converged, {
+            "line_search_iterations": ls_total, "momentum_error": e_m, "contacts": hp.c, "cost": costs.tolist(),
+            "momentum_errors": errors.tolist(), "alphas": alphas.tolist(), "ms_linear": math.nan,
+            "ms_solve": 1e3 * (time.perf_counter() - t_start), "ms_hessian_setup": math.nan,
+            "linear_solver": "dense-compiled", "open": int(np.count_nonzero(status == OPEN)),
+        })
+        self.last_stats = stats
+        return SolveResult(v_hat, gamma, status, stats)
+
     def memory(self) -> dict:
         """Nothing: a Newton solve depends only on its StepProblem (the warm start is in the State)."""
         return {}
@@ -669,6 +731,15 @@ class FullSpace:
 def _norm(x: np.ndarray) -> float:
     """‖x‖₂ of a vector: numpy.linalg.norm's own formula (sqrt of x·x), without its per-call overhead."""
     return math.sqrt(float(x @ x))
+
+
+def compiled_solver():
+    """``newton_compiled`` (the dense step in one numba call) where numba is installed, else None."""
+    try:
+        from . import newton_compiled
+    except ImportError:
+        return None
+    return newton_compiled
 
 
 def friction_scaling(mu_axes: np.ndarray):
