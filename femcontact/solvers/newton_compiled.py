@@ -47,20 +47,29 @@ for _name in ("dpotrf", "dpotrs"):
 _dpotrf = types.ExternalFunction("femcontact_dpotrf", types.void(*[types.voidptr] * 5))
 _dpotrs = types.ExternalFunction("femcontact_dpotrs", types.void(*[types.voidptr] * 8))
 
+
 @dataclass
 class DenseStep:
     """A compiled step's converged pieces: the host problem, v (3n,) the end-of-step velocity in impulse
-    units, Ã dense (3n, 3n), J (the model's rows: S-scaled, ``ContactRows``), G (c, 3, 3) at v, the model's per-contact
-    parameters P (``solve_dense``) and ``model()``, the ``contact_models`` object they describe."""
+    units, Ã dense (3n, 3n), J (the model's rows: S-scaled, ``ContactRows``) and the offset of v_c, S (c, 3)
+    the row scaling (γ = S γ̃), G (c, 3, 3) at v, the model's per-contact parameters P (``solve_dense``)
+    and ``model()``, the ``contact_models`` object they describe."""
 
     problem: HostContactProblem
     v: np.ndarray
     At: np.ndarray
     J: ContactRows
+    off: np.ndarray
+    S: np.ndarray
     G: np.ndarray
     P: np.ndarray
     kind: str
     dt: float
+
+    def contact_velocity(self) -> np.ndarray:
+        """(c, 3): the model's contact velocity ``J v + off`` at v (``model().evaluate`` takes it; the impulse
+        applied is ``S γ̃``)."""
+        return self.J.matvec(self.v).reshape(-1, 3) + self.off
 
     def model(self):
         """The contact model of this step (``evaluate``, ``line``) as ``sap.build_model`` builds it."""
@@ -488,7 +497,7 @@ def solve_dense(kind, o, blocks_A, dense_at, b, vk, vhat_prev, prescribed, lumpe
     columns, the virtual nodes' links, and the filled per-pair parameters; ``o``: the float options
     ``OPTIONS``. Returns (v, γ (c, 3) applied, status, iterations, e_m, converged, line-search trials,
     error code, costs, momentum errors, alphas, J's nodes / blocks / valid (S-scaled), G (c, 3, 3), the
-    model's parameters P (c, 10), Ã dense)."""
+    model's parameters P (c, 10), Ã dense, the offset of v_c = J v + off and S (c, 3), γ = S γ̃)."""
     dt, s_, ch, co, beta = o[0], o[1], o[2], o[3], o[4]
     v_imp, max_rec, rel_tol, abs_tol = o[5], o[6], o[7], o[8]
     max_it, max_ls, alpha_max, maj, rb_beta, end = int(o[9]), int(o[10]), o[11], o[12], o[13], o[14] != 0.0
@@ -533,7 +542,8 @@ def solve_dense(kind, o, blocks_A, dense_at, b, vk, vhat_prev, prescribed, lumpe
             iso = False
         if not (mu[m] >= 0) or not np.isfinite(mu[m]):
             return (v, np.zeros((c, 3)), np.zeros(c, np.int32), 0, 0.0, False, 0, BAD_FRICTION, np.zeros(0),
-                    np.zeros(0), np.zeros(0), nodes, blocks, valid, np.zeros((c, 3, 3)), np.zeros((c, 10)), At)
+                    np.zeros(0), np.zeros(0), nodes, blocks, valid, np.zeros((c, 3, 3)), np.zeros((c, 10)), At,
+                    off, np.ones((c, 3)))
     T = np.ones((c, 3))
     r_scale = np.ones(c)
     if not iso:
@@ -698,4 +708,4 @@ def solve_dense(kind, o, blocks_A, dense_at, b, vk, vhat_prev, prescribed, lumpe
     if scaled:
         gamma = S * gamma
     return (v, gamma, status, it, e_m, converged, ls_total, code, costs[:evaluations], errors[:evaluations], alphas[:it],
-            nodes, blocks, valid, G, P, At)
+            nodes, blocks, valid, G, P, At, off_m, S)

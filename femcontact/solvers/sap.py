@@ -619,8 +619,9 @@ class NewtonContactSolver:
         v, gamma, status, it, e_m, converged, ls_total, code, costs, errors, alphas = out[:11]
         if code != nc.OK:
             return None
-        nodes, blocks, valid, G, P, At = out[11:]
-        self.last_dense = nc.DenseStep(hp, v, At, ContactRows(nodes, blocks, hp.n, valid), G, P, self.kind, hp.dt)
+        nodes, blocks, valid, G, P, At, off, S = out[11:]
+        self.last_dense = nc.DenseStep(hp, v, At, ContactRows(nodes, blocks, hp.n, valid), off, S, G, P, self.kind,
+                                       hp.dt)
         v_hat = hp.with_prescribed((v - hp.co * hp.vk) / hp.ch)
         stats = SolveStats(it, e_m, converged, {
             "line_search_iterations": ls_total, "momentum_error": e_m, "contacts": hp.c, "cost": costs.tolist(),
