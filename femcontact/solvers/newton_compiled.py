@@ -42,10 +42,15 @@ _TINY = 1e-300
 _K = 8          # distinct nodes per contact at most: two sides, four links each
 # scipy's LAPACK, the routines ``DenseNewtonMatrix.solve`` calls through scipy.linalg.lapack (the same
 # factor, bit for bit), as external symbols so that the compiled code can be cached
-for _name in ("dpotrf", "dpotrs"):
+for _name in ("dpotrf", "dpotrs", "dgesv"):
     binding.add_symbol(f"femcontact_{_name}", get_cython_function_address("scipy.linalg.cython_lapack", _name))
 _dpotrf = types.ExternalFunction("femcontact_dpotrf", types.void(*[types.voidptr] * 5))
 _dpotrs = types.ExternalFunction("femcontact_dpotrs", types.void(*[types.voidptr] * 8))
+_dgesv = types.ExternalFunction("femcontact_dgesv", types.void(*[types.voidptr] * 8))
+
+
+# the helpers are called from compiled code only: no Python entry point to generate (less to compile)
+_helper = njit(cache=True, no_cpython_wrapper=True)
 
 
 @dataclass
@@ -82,7 +87,7 @@ class DenseStep:
         return SimilarModel(hc, P[:, 0].copy(), P[:, 1].copy())
 
 
-@njit(cache=True)
+@_helper
 def _jacobian(node_a, node_b, frame, vn_node, vn_weight, n, fixed):
     """J's per-contact block rows (``ContactRows``: nodes (c, K) increasing, blocks (c, K, 3, 3), valid)
     and J_f's blocks (prescribed nodes' columns zeroed); triplets summed in ``jacobian_blocks``' order."""
@@ -117,9 +122,9 @@ def _jacobian(node_a, node_b, frame, vn_node, vn_weight, n, fixed):
                         if node < n:
                             val = sign * frame[m, i, j]
                         else:
-                            w = vn_weight[node - n, k]
-                            val = sign * (frame[m, i, 0] * w[0, j] + frame[m, i, 1] * w[1, j]
-                                          + frame[m, i, 2] * w[2, j])
+                            u = node - n
+                            val = sign * (frame[m, i, 0] * vn_weight[u, k, 0, j] + frame[m, i, 1] * vn_weight[u, k, 1, j]
+                                          + frame[m, i, 2] * vn_weight[u, k, 2, j])
                         tmp[m, q, i, j] += val
     K = 1
     for m in range(c):
@@ -127,21 +132,31 @@ def _jacobian(node_a, node_b, frame, vn_node, vn_weight, n, fixed):
     out_nodes = np.zeros((c, K), np.int64)
     blocks = np.zeros((c, K, 3, 3))
     valid = np.zeros((c, K), np.bool_)
-    for m in range(c):                    # slots in increasing node order
-        order = np.argsort(nodes[m, :count[m]])
+    order = np.empty(_K, np.int64)
+    for m in range(c):                    # slots in increasing node order (insertion sort of ≤ 8)
+        for q in range(count[m]):
+            j = q
+            while j > 0 and nodes[m, order[j - 1]] > nodes[m, q]:
+                order[j] = order[j - 1]
+                j -= 1
+            order[j] = q
         for q in range(count[m]):
             out_nodes[m, q] = nodes[m, order[q]]
             valid[m, q] = True
-            blocks[m, q] = tmp[m, order[q]]
-    free = blocks.copy()
+            for i in range(3):
+                for j in range(3):
+                    blocks[m, q, i, j] = tmp[m, order[q], i, j]
+    free = np.zeros((c, K, 3, 3))
     for m in range(c):
         for q in range(K):
-            if fixed[out_nodes[m, q]]:
-                free[m, q] = 0.0
+            if not fixed[out_nodes[m, q]]:
+                for i in range(3):
+                    for j in range(3):
+                        free[m, q, i, j] = blocks[m, q, i, j]
     return out_nodes, blocks, valid, free
 
 
-@njit(cache=True)
+@_helper
 def _matvec(nodes, blocks, x, off):
     """(c, 3): J x + off for J's block rows (each row's 3K products summed as numpy's ``sum(axis=2)``)."""
     c, K = nodes.shape
@@ -157,7 +172,7 @@ def _matvec(nodes, blocks, x, off):
     return out
 
 
-@njit(cache=True)
+@_helper
 def _rmatvec(nodes, blocks, g, n3):
     """Jᵀ g (3n,) for g (c, 3)."""
     c, K = nodes.shape
@@ -170,7 +185,7 @@ def _rmatvec(nodes, blocks, g, n3):
     return out
 
 
-@njit(cache=True)
+@_helper
 def _psum(a, n):
     """Σ a[:n] in numpy's order (``add.reduce``: pairwise, eight accumulators per block of ≤ 128)."""
     if n < 8:
@@ -195,13 +210,31 @@ def _psum(a, n):
     return _psum(a, n2) + _psum(a[n2:], n - n2)
 
 
-@njit(cache=True)
+@_helper
 def _norm(x):
     """‖x‖ as ``sap._norm`` (sqrt of the BLAS x·x)."""
     return math.sqrt(np.dot(x, x))
 
 
-@njit(cache=True)
+@_helper
+def _inverse3(B, k, out):
+    """out[k] = B[k]⁻¹ as numpy's ``inv``: LAPACK ``dgesv`` on the identity."""
+    a = np.empty(9)
+    x = np.zeros(9)
+    for i in range(3):
+        x[4 * i] = 1.0
+        for j in range(3):
+            a[3 * j + i] = B[k, i, j]          # column-major
+    three = np.array([3], np.int32)
+    ipiv = np.zeros(3, np.int32)
+    info = np.zeros(1, np.int32)
+    _dgesv(three.ctypes, three.ctypes, a.ctypes, three.ctypes, ipiv.ctypes, x.ctypes, three.ctypes, info.ctypes)
+    for i in range(3):
+        for j in range(3):
+            out[k, i, j] = x[3 * j + i]
+
+
+@_helper
 def _delassus(nodes, free_blocks, valid, fixed, Bw, node_body, body_mass):
     """``sap.delassus_estimate``: w_m = Σ_b max(Σ_k tr(J_mk B_k⁻¹ J_mkᵀ)/3, 1/M_b) over the bodies touched."""
     c, K = nodes.shape
@@ -219,15 +252,13 @@ def _delassus(nodes, free_blocks, valid, fixed, Bw, node_body, body_mass):
                 continue
             any_free = True
             if not done[nd]:
-                inv[nd] = np.linalg.solve(Bw[nd], np.eye(3))      # numpy's inv: LAPACK gesv on I
+                _inverse3(Bw, nd, inv)
                 done[nd] = True
-            J = free_blocks[m, q]
-            B = inv[nd]
             tr = 0.0
             for i in range(3):
                 for j in range(3):
                     for k in range(3):
-                        tr += J[i, j] * B[j, k] * J[i, k]
+                        tr += free_blocks[m, q, i, j] * inv[nd, j, k] * free_blocks[m, q, i, k]
             per_body[m * nb + node_body[nd]] += tr / 3.0
             touched[m * nb + node_body[nd]] = True
     w = np.zeros(c)
@@ -254,7 +285,7 @@ def _delassus(nodes, free_blocks, valid, fixed, Bw, node_body, body_mass):
 
 
 # ------------------------------------------------------------------ the contact models
-@njit(cache=True)
+@_helper
 def _hc_impulse(v, vhat, fe0, dtk, d, dt):
     """Hunt & Crossley n(v), n'(v) (``contact_models.HuntCrossley.impulse``)."""
     if v < vhat:
@@ -264,18 +295,20 @@ def _hc_impulse(v, vhat, fe0, dtk, d, dt):
     return 0.0, 0.0
 
 
-@njit(cache=True)
+@_helper
 def _hc_F(v, k, d, fe0, dt):
     return v * fe0 - 0.5 * dt * k * v * v - 0.5 * d * fe0 * v * v + d * dt * k * math.pow(v, 3.0) / 3.0
 
 
-@njit(cache=True)
+@_helper
 def _evaluate(kind, P, vc, G, gamma, status, cost):
     """cost (c,), γ (c, 3), G (c, 3, 3), status (c,) of ``contact_models``' ``evaluate`` at vc; P the
     model's per-contact parameters (``_build_model``)."""
     c = len(vc)
-    G[:] = 0.0
     for m in range(c):
+        for i in range(3):
+            for j in range(3):
+                G[m, i, j] = 0.0
         if kind == SAP:
             mu, Rt, Rn, vhn = P[m, 0], P[m, 1], P[m, 2], P[m, 3]
             yt0, yt1 = -vc[m, 0] / Rt, -vc[m, 1] / Rt
@@ -365,7 +398,7 @@ def _evaluate(kind, P, vc, G, gamma, status, cost):
             status[m] = SLIP if math.sqrt(vt2) > eps else STICK
 
 
-@njit(cache=True)
+@_helper
 def _majorize(P, vc, G):
     """``LaggedModel.majorize_friction``: the friction block of G replaced by μ n₀/s I."""
     for m in range(len(vc)):
@@ -378,7 +411,7 @@ def _majorize(P, vc, G):
         G[m, 1, 0] = 0.0
 
 
-@njit(cache=True)
+@_helper
 def _line_at(kind, P, vc, dvc, a):
     """(Σ Δv_cᵀγ, Σ Δv_cᵀ G Δv_c) at vc + a dvc along dvc (the models' ``line``)."""
     c = len(vc)
@@ -430,7 +463,7 @@ def _line_at(kind, P, vc, dvc, a):
     return _psum(d1s, c), _psum(d2s, c)
 
 
-@njit(cache=True)
+@_helper
 def _line_search(kind, P, vc, dvc, c0, c1, d0, alpha_max, max_ls):
     """``NewtonContactSolver._line_search``: rtsafe on dℓ/dα; returns (α, trials)."""
     if not d0 < 0:
@@ -469,7 +502,7 @@ def _line_search(kind, P, vc, dvc, c0, c1, d0, alpha_max, max_ls):
     return a, trials
 
 
-@njit(cache=True)
+@_helper
 def _cholesky_solve(H, r):
     """H⁻¹ r by LAPACK's ``dpotrf`` / ``dpotrs`` on H's lower triangle; (x, L, info), L column-major."""
     n = len(r)
@@ -504,9 +537,10 @@ def solve_dense(kind, o, blocks_A, dense_at, b, vk, vhat_prev, prescribed, lumpe
     n3 = len(b)
     n = n3 // 3
     # Ã = (s/c_h) A, b̃ = s b + (s c_o/c_h) A v_k, the warm start, the Delassus blocks (solve_host)
-    A = np.zeros(n3 * n3)
-    A[dense_at] = blocks_A.ravel()
-    A = A.reshape(n3, n3)
+    A = np.zeros((n3, n3))
+    flat = blocks_A.ravel()
+    for i in range(len(dense_at)):
+        A[dense_at[i] // n3, dense_at[i] % n3] = flat[i]
     At = (s_ / ch) * A
     bt = s_ * b + (s_ * co / ch) * (A @ vk) if co != 0.0 else s_ * b + 0.0
     v = ch * vhat_prev + co * vk if co == 0.0 else vk.copy()
@@ -517,9 +551,13 @@ def solve_dense(kind, o, blocks_A, dense_at, b, vk, vhat_prev, prescribed, lumpe
             for x in range(3):
                 v[3 * i + x] = ch * prescribed[j, x] + co * vk[3 * i + x]
             j += 1
-        Bw[i] = At[3 * i:3 * i + 3, 3 * i:3 * i + 3]
+        for x in range(3):
+            for y in range(3):
+                Bw[i, x, y] = At[3 * i + x, 3 * i + y]
     for i in range(len(lumped_nodes)):
-        Bw[lumped_nodes[i]] = lumped_blocks[i]
+        for x in range(3):
+            for y in range(3):
+                Bw[lumped_nodes[i], x, y] = lumped_blocks[i, x, y]
     c = len(node_a)
     off = np.empty((c, 3))
     for m in range(c):           # ContactSet.world_offset + anchor_offset
@@ -679,7 +717,11 @@ def solve_dense(kind, o, blocks_A, dense_at, b, vk, vhat_prev, prescribed, lumpe
                 for i in range(3):
                     for j in range(3):
                         Jm[i, 3 * q + j] = fblocks[m, q, i, j]
-            Hm = Jm.T.copy() @ (G[m].copy() @ Jm)
+            Gm = np.empty((3, 3))
+            for i in range(3):
+                for j in range(3):
+                    Gm[i, j] = G[m, i, j]
+            Hm = Jm.T.copy() @ (Gm @ Jm)
             for qa in range(K):
                 for qb in range(K):
                     for i in range(3):

@@ -207,6 +207,7 @@ class NewtonContactSolver:
         # the dense step as one compiled call where numba is installed (option compiled; newton_compiled)
         self.compiled = compiled_solver() if self.dense and o["compiled"] else None
         self.last_dense = None             # the compiled path's last step (DenseStep)
+        self._model = None                 # the numpy path's last contact model (contact_model)
         self._no_virtual = {"node": np.zeros((0, 4), np.int32), "weight": np.zeros((0, 4, 3, 3))}
         self._no_prescribed = np.zeros((0, 3))
         self._options = None               # ((dt, s, c_h, c_o), the compiled path's float options)
@@ -499,6 +500,7 @@ class NewtonContactSolver:
             rebound = np.where(impact, e * np.maximum(-vc_prev[:, 2], 0.0), 0.0)
         cm = self.build_model(mu, w, phi0, vn0, param_rows, dt, theta, rebound,
                               reg_scale if tscale is not None else None, params=p)
+        self._model, self.last_dense = cm, None
         # the model sees T (θ (J v + off) + (1 − θ) v_c,k) (T: anisotropic friction, θ: midpoint
         # weights): scale J's rows by S = T θ, fold the rest into off; the impulse applied is S γ̃
         S = None
@@ -620,6 +622,7 @@ class NewtonContactSolver:
         if code != nc.OK:
             return None
         nodes, blocks, valid, G, P, At, off, S = out[11:]
+        self._model = None
         self.last_dense = nc.DenseStep(hp, v, At, ContactRows(nodes, blocks, hp.n, valid), off, S, G, P, self.kind,
                                        hp.dt)
         v_hat = hp.with_prescribed((v - hp.co * hp.vk) / hp.ch)
@@ -631,6 +634,11 @@ class NewtonContactSolver:
         })
         self.last_stats = stats
         return SolveResult(v_hat, gamma, status, stats)
+
+    def contact_model(self):
+        """The contact model (``contact_models``: ``evaluate``, ``line``) of the last step solved with
+        contacts, whichever path solved it (None before one)."""
+        return self.last_dense.model() if self.last_dense is not None else self._model
 
     def memory(self) -> dict:
         """Nothing: a Newton solve depends only on its StepProblem (the warm start is in the State)."""
