@@ -204,8 +204,10 @@ class NewtonContactSolver:
         # small systems (option "auto"/"direct"): dense H, J in block rows, no scipy.sparse (newton_dense)
         self.dense = o["linear_solver"] in ("auto", "direct") and model.n_dofs <= DENSE_MAX_DOFS
         self.hessian = DenseNewtonMatrix() if self.dense else NewtonMatrix()   # H's pattern / scatter, kept
-        # the dense step as one compiled call where numba is installed (option compiled; newton_compiled)
-        self.compiled = compiled_solver() if self.dense and o["compiled"] else None
+        # the dense step as one compiled call where numba is installed (option compiled; newton_compiled),
+        # imported at the first step with contacts (numba's import and cache load: ~1 s CPU)
+        self.compiled = None
+        self._compile = self.dense and o["compiled"]
         self.last_dense = None             # the compiled path's last step (DenseStep)
         self._model = None                 # the numpy path's last contact model (contact_model)
         self._no_virtual = {"node": np.zeros((0, 4), np.int32), "weight": np.zeros((0, 4, 3, 3))}
@@ -449,6 +451,8 @@ class NewtonContactSolver:
         s, ch, co = hp.s, hp.ch, hp.co
         blocks, b, vk = hp.blocks, hp.b, hp.vk
         fixed, dof_fixed = hp.fixed, hp.dof_fixed
+        if self._compile:
+            self.compiled, self._compile = compiled_solver(), False
         if self.compiled is not None:
             result = self._solve_compiled(hp, t_start)
             if result is not None:
