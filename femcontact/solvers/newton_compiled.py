@@ -303,7 +303,8 @@ def _hc_F(v, k, d, fe0, dt):
 @_helper
 def _evaluate(kind, P, vc, G, gamma, status, cost):
     """cost (c,), γ (c, 3), G (c, 3, 3), status (c,) of ``contact_models``' ``evaluate`` at vc; P the
-    model's per-contact parameters (``_build_model``)."""
+    model's per-contact parameters P, built in ``solve_dense`` as ``sap.build_model`` builds the model: SAP
+    (μ, R_t, R_n, v̂_n); Lagged / Similar (μ, ε, k/θ_n, d, f_e0/θ_n, v̂, F(v̂), dt k/θ_n, n₀/θ_n, dt)."""
     c = len(vc)
     for m in range(c):
         for i in range(3):

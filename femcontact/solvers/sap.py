@@ -613,15 +613,11 @@ class NewtonContactSolver:
             self._dense_A = (problem.A.pattern, dense_index(problem.A.pattern).ravel())
         prescribed = hp.prescribed_v_hat() if hp.fixed.any() else self._no_prescribed
         v_prev_hat = backend.read(problem.v_hat, hp.n).astype(np.float64, copy=False).ravel()
-        try:
-            out = nc.solve_dense(nc.KINDS[self.kind], self._options[1], hp.blocks, self._dense_A[1], hp.b, hp.vk,
-                                 v_prev_hat, prescribed, self.lumped_nodes, self.lumped_blocks, hp.fixed,
-                                 hp.dof_fixed, cd["node_a"], cd["node_b"], cd["frame"], cd["v_world"], cd["v_anchor"],
-                                 cd["phi"], cd["mu"], vd["node"], vd["weight"], self.node_body, self.body_mass,
-                                 f["sigma"], f["k_auto"], f["k_sap"], f["tau_d_auto"], p["tau_d"], p["stiffness"],
-                                 f["d"], f["vs"], e)
-        except np.linalg.LinAlgError:
-            return None
+        out = nc.solve_dense(nc.KINDS[self.kind], self._options[1], hp.blocks, self._dense_A[1], hp.b, hp.vk,
+                             v_prev_hat, prescribed, self.lumped_nodes, self.lumped_blocks, hp.fixed, hp.dof_fixed,
+                             cd["node_a"], cd["node_b"], cd["frame"], cd["v_world"], cd["v_anchor"], cd["phi"],
+                             cd["mu"], vd["node"], vd["weight"], self.node_body, self.body_mass, f["sigma"],
+                             f["k_auto"], f["k_sap"], f["tau_d_auto"], p["tau_d"], p["stiffness"], f["d"], f["vs"], e)
         v, gamma, status, it, e_m, converged, ls_total, code, costs, errors, alphas = out[:11]
         if code != nc.OK:
             return None
