@@ -23,6 +23,7 @@ A host solver returns a ``SolveResult`` (v̂, impulses, statuses, statistics) an
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import scipy.sparse as sp
@@ -83,12 +84,20 @@ class HostContactProblem:
         self.fixed, self.dof_fixed = (mask or PrescribedMask())(problem.fixed, n)
         names = tuple(columns) + tuple(k for k in JACOBIAN_COLUMNS if k not in columns)
         self.data = contacts.read(*names)
-        self.off_world = contacts.world_offset(self.data)
-        self.off_anchor = contacts.anchor_offset(self.data)
         self._diagonal = None
         self._prescribed = None
         self._a_scipy = None
         self._jacobian_csr = None
+
+    @cached_property
+    def off_world(self) -> np.ndarray:
+        """(c, 3) the moving world's part of v_c (``ContactSet.world_offset``; formed when first read)."""
+        return self.problem.contacts.world_offset(self.data)
+
+    @cached_property
+    def off_anchor(self) -> np.ndarray:
+        """(c, 3) the stiction anchors' part of v_c (``ContactSet.anchor_offset``; formed when first read)."""
+        return self.problem.contacts.anchor_offset(self.data)
 
     # ------------------------------------------------------------------ A
     def a_scipy(self) -> sp.csr_matrix:

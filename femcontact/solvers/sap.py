@@ -136,6 +136,7 @@ DEFAULTS = {
     "alpha_max": 1.5, "linear_solver": "auto", "stiffness": None, "tau_d": None, "hc_dissipation": 10.0,
     "stiction_tolerance": 1e-4, "sigma": 1e-3, "beta": 1.0, "midpoint_contact": "consistent", "impact_speed": None,
     "restitution": 0.0, "max_recovery_speed": 0.1, "friction_majorize_above": 1e-1, "factor_reuse": False,
+    "compiled": True,
 }
 STEP_COLUMNS = ("node_a", "node_b", "frame", "phi", "mu", "v_world", "v_anchor", "param")   # read per step
 REBOUND_BETA = 0.1     # eq. 29's β for an impact with restitution (near-rigid, so the rebound is met)
@@ -205,6 +206,8 @@ class NewtonContactSolver:
                 raise ParameterError(f"solver option {key} must be a positive integer, got {o[key]!r}")
         if not isinstance(o["factor_reuse"], (bool, np.bool_)):
             raise ParameterError(f"solver option factor_reuse must be True or False, got {o['factor_reuse']!r}")
+        if not isinstance(o["compiled"], bool):
+            raise ParameterError(f"solver option compiled must be True or False, got {o['compiled']!r}")
         if o["midpoint_contact"] not in ("consistent", "end"):
             raise ParameterError(f"solver option midpoint_contact must be 'consistent' or 'end', got "
                                  f"{o['midpoint_contact']!r}")
@@ -222,6 +225,15 @@ class NewtonContactSolver:
         # small systems (option "auto"/"direct"): dense H, J in block rows, no scipy.sparse (newton_dense)
         self.dense = o["linear_solver"] in ("auto", "direct") and model.n_dofs <= DENSE_MAX_DOFS
         self.hessian = DenseNewtonMatrix() if self.dense else NewtonMatrix()   # H's pattern / scatter, kept
+        # the dense step as one compiled call where numba is installed (option compiled; newton_compiled),
+        # imported at the first step with contacts (numba's import and cache load: ~1 s CPU)
+        self.compiled = None
+        self._compile = self.dense and o["compiled"]
+        self.last_dense = None             # the compiled path's last step (DenseStep)
+        self._model = None                 # the numpy path's last contact model (contact_model)
+        self._no_virtual = {"node": np.zeros((0, 4), np.int32), "weight": np.zeros((0, 4, 3, 3))}
+        self._no_prescribed = np.zeros((0, 3))
+        self._options = None               # ((dt, s, c_h, c_o), the compiled path's float options)
         arch = backend.config()["arch"]
         self.linear = self.hessian if self.dense else make_newton_linear_solver(o["linear_solver"], model.n_dofs, arch)
         self.kernel_pcg = isinstance(self.linear, NewtonPCG)    # H matrix-free on the device (newton_pcg)
@@ -464,6 +476,12 @@ class NewtonContactSolver:
         s, ch, co = hp.s, hp.ch, hp.co
         blocks, b, vk = hp.blocks, hp.b, hp.vk
         fixed, dof_fixed = hp.fixed, hp.dof_fixed
+        if self._compile:
+            self.compiled, self._compile = compiled_solver(), False
+        if self.compiled is not None:
+            result = self._solve_compiled(hp, t_start)
+            if result is not None:
+                return result
         cd = hp.data                         # only what the solve uses (no world-frame impulse)
         off = hp.off_world + hp.off_anchor
         if self.dense:
@@ -511,6 +529,7 @@ class NewtonContactSolver:
             rebound = np.where(impact, e * np.maximum(-vc_prev[:, 2], 0.0), 0.0)
         cm = self.build_model(mu, w, phi0, vn0, param_rows, dt, theta, rebound,
                               reg_scale if tscale is not None else None, params=p)
+        self._model, self.last_dense = cm, None
         # the model sees T (θ (J v + off) + (1 − θ) v_c,k) (T: anisotropic friction, θ: midpoint
         # weights): scale J's rows by S = T θ, fold the rest into off; the impulse applied is S γ̃
         S = None
@@ -603,6 +622,59 @@ class NewtonContactSolver:
     def _converged(self, gnorm: float, scale: float) -> bool:
         """SAP eq. 26's stop: ‖D∇ℓ‖ < ε_a + ε_r max(‖DÃv‖, ‖DJᵀγ‖)."""
         return gnorm < self.opt["abs_tol"] + self.opt["rel_tol"] * scale
+
+    def _solve_compiled(self, hp: HostContactProblem, t_start: float):
+        """``solve_host``'s dense branch as one compiled call (``newton_compiled.solve_dense``: the same
+        formulas; its pieces kept in ``last_dense``), or None where the numpy path must run: a bad
+        friction coefficient, a non-finite gradient or an H that is not positive definite (the numpy path
+        raises the error)."""
+        nc = self.compiled
+        cd, o = hp.data, self.opt
+        p, e = self._pair_parameters(cd["param"].astype(np.int64))
+        if self.model.contact_params is not self._checked_table:
+            _check_params(self.kind, p["stiffness"], p["tau_d"], p["hc_dissipation"], p["stiction_tolerance"],
+                          p["sigma"], where="(contact parameters)")
+            self._checked_table = self.model.contact_params
+        f = self._filled(p)
+        contacts, problem = hp.problem.contacts, hp.problem
+        vd = contacts.virtual_to_numpy() if contacts.n_virtual else self._no_virtual
+        key = (hp.dt, hp.s, hp.ch, hp.co)
+        if self._options is None or self._options[0] != key:       # the float options, kept while dt repeats
+            self._options = (key, np.array(
+                [hp.dt, hp.s, hp.ch, hp.co, o["beta"], self.impact_speed(hp.dt), o["max_recovery_speed"],
+                 o["rel_tol"], o["abs_tol"], o["max_iterations"], o["max_line_search_iterations"],
+                 o["alpha_max"], o["friction_majorize_above"], REBOUND_BETA,
+                 float(self.opt["midpoint_contact"] == "end")], dtype=np.float64))
+        if self._dense_A is None or self._dense_A[0] is not problem.A.pattern:
+            self._dense_A = (problem.A.pattern, dense_index(problem.A.pattern).ravel())
+        prescribed = hp.prescribed_v_hat() if hp.fixed.any() else self._no_prescribed
+        v_prev_hat = backend.read(problem.v_hat, hp.n).astype(np.float64, copy=False).ravel()
+        out = nc.solve_dense(nc.KINDS[self.kind], self._options[1], hp.blocks, self._dense_A[1], hp.b, hp.vk,
+                             v_prev_hat, prescribed, self.lumped_nodes, self.lumped_blocks, hp.fixed, hp.dof_fixed,
+                             cd["node_a"], cd["node_b"], cd["frame"], cd["v_world"], cd["v_anchor"], cd["phi"],
+                             cd["mu"], vd["node"], vd["weight"], self.node_body, self.body_mass, f["sigma"],
+                             f["k_auto"], f["k_sap"], f["tau_d_auto"], p["tau_d"], p["stiffness"], f["d"], f["vs"], e)
+        v, gamma, status, it, e_m, converged, ls_total, code, costs, errors, alphas = out[:11]
+        if code != nc.OK:
+            return None
+        nodes, blocks, valid, G, P, At, off, S = out[11:]
+        self._model = None
+        self.last_dense = nc.DenseStep(hp, v, At, ContactRows(nodes, blocks, hp.n, valid), off, S, G, P, self.kind,
+                                       hp.dt)
+        v_hat = hp.with_prescribed((v - hp.co * hp.vk) / hp.ch)
+        stats = SolveStats(it, e_m, converged, {
+            "line_search_iterations": ls_total, "momentum_error": e_m, "contacts": hp.c, "cost": costs.tolist(),
+            "momentum_errors": errors.tolist(), "alphas": alphas.tolist(), "ms_linear": math.nan,
+            "ms_solve": 1e3 * (time.perf_counter() - t_start), "ms_hessian_setup": math.nan,
+            "linear_solver": "dense-compiled", "open": int(np.count_nonzero(status == OPEN)),
+        })
+        self.last_stats = stats
+        return SolveResult(v_hat, gamma, status, stats)
+
+    def contact_model(self):
+        """The contact model (``contact_models``: ``evaluate``, ``line``) of the last step solved with
+        contacts, whichever path solved it (None before one)."""
+        return self.last_dense.model() if self.last_dense is not None else self._model
 
     def memory(self) -> dict:
         """Nothing: a Newton solve depends only on its StepProblem (the warm start is in the State)."""
@@ -704,6 +776,15 @@ class FullSpace:
 def _norm(x: np.ndarray) -> float:
     """‖x‖₂ of a vector: numpy.linalg.norm's own formula (sqrt of x·x), without its per-call overhead."""
     return math.sqrt(float(x @ x))
+
+
+def compiled_solver():
+    """``newton_compiled`` (the dense step in one numba call) where numba is installed, else None."""
+    try:
+        from . import newton_compiled
+    except ImportError:
+        return None
+    return newton_compiled
 
 
 def friction_scaling(mu_axes: np.ndarray):
