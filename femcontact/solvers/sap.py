@@ -478,7 +478,7 @@ class NewtonContactSolver:
         fixed, dof_fixed = hp.fixed, hp.dof_fixed
         if self._compile:
             self.compiled, self._compile = compiled_solver(), False
-        if self.compiled is not None:
+        if self.compiled is not None and not self.setup_only:    # femcontact.diff's probe needs contact_step
             result = self._solve_compiled(hp, t_start)
             if result is not None:
                 return result
