@@ -18,13 +18,13 @@ def stepped(sim, steps_before=4):
     return sim
 
 
-def fem_cube(integrator, solver="lagged", alpha=1.0, beta=1e-3):
-    sc = fc.Scene(dt=1e-2, integrator=integrator, solver=solver, solver_options=dict(TIGHT))
+def fem_cube(integrator, solver="lagged", alpha=1.0, beta=1e-3, velocity=(0.1, 0.0, 0.0), **options):
+    sc = fc.Scene(dt=1e-2, integrator=integrator, solver=solver, solver_options=dict(TIGHT, **options))
     sc.add_obstacle(shapes.HalfSpace(), name="ground", friction=0.5, stiffness=1e4,
                     **({"tau_d": 0.01} if solver == "sap" else {"hc_dissipation": 10.0}))
     sc.add_fem_body(fc.meshes.box(size=(0.1, 0.1, 0.1), resolution=2),
                     fc.Material(1e5, 0.3, 1000.0, rayleigh_alpha=alpha, rayleigh_beta=beta), position=(0, 0, 0.05),
-                    velocity=(0.1, 0.0, 0.0), name="cube")
+                    velocity=velocity, name="cube")
     return stepped(fc.Simulator(sc, energy_check=None))
 
 
@@ -45,9 +45,11 @@ SCENES = {
     "sliding box + flying cube (similar, midpoint)": lambda: sliding_box("midpoint"),
     "sliding box + flying cube (similar, euler)": lambda: sliding_box("euler"),
     "sliding box + flying cube (lagged, euler)": lambda: sliding_box("euler", "lagged"),
-    # v_s small: the regularization ε = μ R_t n₀ follows n₀ (and so v_n,k)
-    "sliding box, ε = μ R_t n₀ (similar, euler)": lambda: sliding_box("euler", stiction_tolerance=1e-9),
-    "sliding box, ε = μ R_t n₀ (lagged, euler)": lambda: sliding_box("euler", "lagged", stiction_tolerance=1e-9),
+    # v_s small: the regularization ε = μ R_t n₀ follows n₀ (and so v_n,k); resting, so |v_t| ~ ε
+    "resting FEM cube, ε = μ R_t n₀ (similar, euler)":
+        lambda: fem_cube("euler", "similar", velocity=(0, 0, 0), stiction_tolerance=1e-9),
+    "resting FEM cube, ε = μ R_t n₀ (lagged, euler)":
+        lambda: fem_cube("euler", "lagged", velocity=(0, 0, 0), stiction_tolerance=1e-9),
 }
 
 
