@@ -25,7 +25,11 @@ region) up to round-off and O(h²) elsewhere (corotational FEM forces, contact g
 normal, Jacobian as functions of the positions, rigid rotations, the Delassus estimate w, which
 depends on the masses, E and the positions, so it is differentiated as the simulator has it). The
 contact set must be the same at p ± h (a contact opening or closing within the step is not
-differentiable: ``NonSmoothStep`` is raised with the column).
+differentiable: ``NonSmoothStep`` is raised with the column). Where it is clean, ∂r/∂p is in closed form
+instead (``velocity_columns``: ∂r/∂v_k = −s b_m M − c_o Ã plus the contact model's lagged terms,
+``contact_velocity_columns``): those columns cost no probe, the Jacobian takes them by one solve with several
+right-hand sides and the vjp by one transposed solve and a sparse transpose product (docs/GRADIENTS.md says
+which columns are analytic and which stay on the residual differences).
 
 The end state follows the advance (``assembly/integrator.py``, ``bodies/rigid.py``): x₁ = x₀ + dt v̂,
 v̂ = (v − c_o v_k)/c_h, the rotational blocks R₁ = cay(dt ω̂) R₀ and ω₁ = cay(dt ω̂)(c_h ω̂ + c_o ω_k)

@@ -87,3 +87,39 @@ def test_products_with_analytic_columns_match_the_jacobian(integrator):
     assert np.allclose(vj, w @ J, rtol=1e-9, atol=1e-10 * np.abs(w @ J).max())
     # u only on analytic columns: no probe, exact (linear) up to round-off
     assert np.abs(jv - J @ u).max() <= 1e-9 * np.abs(J @ u).max()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("linear_solver", ["schur", "cholmod"])
+def test_vjp_over_velocities_on_the_large_paths(linear_solver):
+    """2187 DOF (Schur of Ã, or the sparse H at the final v): the vjp's transposed solve against forward
+    columns (jvp of unit velocities, a forward solve each) and against residual-difference columns."""
+    from femcontact.diff import step as diff_step
+
+    sc = fc.Scene(dt=1e-2, integrator="euler", solver="lagged", solver_options={**TIGHT, "linear_solver": linear_solver})
+    sc.add_obstacle(shapes.HalfSpace(), name="ground", friction=0.5, stiffness=1e4, hc_dissipation=10.0)
+    sc.add_fem_body(fc.meshes.box(size=(0.1, 0.1, 0.1), resolution=8), fc.Material(1e5, 0.3, 1000.0, rayleigh_alpha=1.0),
+                    position=(0, 0, 0.05), name="cube")
+    sim = stepped(fc.Simulator(sc, energy_check=None), steps_before=3)
+    d = sim.step_derivatives(["v"])
+    assert d.solver_kind == ("schur" if linear_solver == "schur" else "sparse")
+    assert d._v_mask.all()
+    w = np.random.default_rng(2).normal(size=d.n_outputs)
+    vj = d.vjp(w)
+    J = d._base.pieces["J"]
+    contact_dofs = 3 * np.unique(J.nodes[J.valid])
+    for j in [0, 1000, contact_dofs[0] + 2, contact_dofs[-1]]:
+        e = np.zeros(d.n_inputs)
+        e[j] = 1.0
+        col = d.jvp(e)
+        assert abs(vj[j] - w @ col) <= 1e-8 * np.abs(w @ col) + 1e-12 * np.abs(vj).max(), j
+    # the same column with the residual differences in place of the closed form
+    diff_step.ANALYTIC_COLUMNS = False
+    try:
+        probed = sim.step_derivatives(["v"])
+        e = np.zeros(d.n_inputs)
+        e[contact_dofs[0] + 2] = 1.0
+        ref = probed.jvp(e)
+    finally:
+        diff_step.ANALYTIC_COLUMNS = True
+    assert abs(vj[contact_dofs[0] + 2] - w @ ref) <= 1e-6 * np.abs(w @ ref)
