@@ -50,11 +50,12 @@ import numpy as np
 import scipy.sparse as sp
 
 from .. import backend, stepper
+from ..contact.contacts import restitution_per_contact
 from ..errors import ParameterError, SimulationError
 from ..math.quaternion import cross, cross_matrix, quat_to_matrix
 from ..solvers.host_problem import HostContactProblem
 from ..solvers.newton_dense import DenseNewtonMatrix
-from ..solvers.sap import STEP_COLUMNS
+from ..solvers.sap import DEFAULTS, STEP_COLUMNS, friction_scaling
 from ..spec.names import NEWTON_SOLVERS
 from .inputs import Input, OUTPUTS, Snapshot, direct_state, output_sizes, resolve, restore, snapshot, translational
 
@@ -225,9 +226,6 @@ def contact_velocity_columns(sim, pieces: dict) -> sp.csr_matrix | None:
     Similar: γ = [−μ n(z) v_t/s; n(z)], z = v_n − μ (s − ε). Not clean, so None: the midpoint rule (weights
     θ and the impact switch on v_c,k), restitution (a rebound speed from v_n,k), anisotropic friction (the
     row scaling T and the regularization's scale)."""
-    from ..contact.contacts import restitution_per_contact
-    from ..solvers.sap import DEFAULTS, friction_scaling
-
     solver = sim.contact_solver
     cs, co = pieces["contact_step"], pieces["coef"][2]
     if co != 0.0 or cs is None:
