@@ -3,8 +3,11 @@
 1. a resting FEM cube (``--small`` nodes per edge, ≤ 300 DOF): the full-state Jacobian (x, v) of one step
    against the step's own time;
 2. a resting FEM cube of ``--large`` nodes per edge (17: 14.7k DOF): a vector-Jacobian product over the
-   scene parameters (μ, E, ρ), and a Jacobian-vector product over the whole state and those parameters,
-   against the step (and the same products at the small size).
+   scene parameters (μ, E, ρ), over the start velocities v (the closed-form columns: one transposed solve),
+   and a Jacobian-vector product over the whole state and those parameters, against the step (and the same
+   products at the small size).
+The Jacobians are timed twice in one run: "fallback" (every ∂r/∂p column by residual differences,
+``step.ANALYTIC_COLUMNS = False``, the state before the closed-form columns) and "analytic".
 Wall and CPU (process_time) times, minimum and median of ``--repeat`` runs. OPENBLAS_NUM_THREADS=1.
 
     OPENBLAS_NUM_THREADS=1 PYTHONPATH=. python tools/bench_diff.py [--small 4] [--large 17] [--repeat 3]
@@ -18,6 +21,7 @@ import numpy as np
 import femcontact as fc
 import femcontact.diff  # noqa: F401  (fc.diff)
 from femcontact import shapes
+from femcontact.diff import step as diff_step
 
 
 def cube(nodes_per_edge: int, solver: str = "lagged") -> fc.Simulator:
@@ -45,7 +49,8 @@ def report(what: str, walls, cpus) -> str:
             f"cpu min {1e3 * min(cpus):9.1f} ms med {1e3 * statistics.median(cpus):9.1f} ms")
 
 
-def run_case(nodes: int, wrt, product: str, repeat: int, settle: int) -> None:
+def run_case(nodes: int, wrt, product: str, repeat: int, settle: int, analytic: bool = True) -> None:
+    diff_step.ANALYTIC_COLUMNS = analytic
     sim = cube(nodes)
     for _ in range(settle):
         sim.step()
@@ -66,7 +71,8 @@ def run_case(nodes: int, wrt, product: str, repeat: int, settle: int) -> None:
             return d.jvp(np.ones(d.n_inputs)), d
         return d.vjp(np.ones(d.n_outputs)), d
     (res, d), w_d, c_d = timed(derive, repeat)
-    print(report(f"{product} wrt {','.join(wrt)} ({d.n_inputs} cols, {d.solver_kind})", w_d, c_d))
+    mode = "analytic" if analytic else "fallback"
+    print(report(f"{product} wrt {','.join(wrt)} ({d.n_inputs} cols, {d.solver_kind}, {mode})", w_d, c_d))
     print(f"ratio (min wall) {min(w_d) / min(w_step):.1f}x, (min cpu) {min(c_d) / min(c_step):.1f}x")
 
 
@@ -77,11 +83,15 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--skip-large", action="store_true")
     a = ap.parse_args()
-    run_case(a.small, ["x", "v"], "jacobian", a.repeat, settle=5)
+    for analytic in (False, True):
+        run_case(a.small, ["x", "v"], "jacobian", a.repeat, settle=5, analytic=analytic)
+        run_case(a.small, ["v"], "jacobian", a.repeat, settle=5, analytic=analytic)
     run_case(a.small, ["mu:ground", "E:cube", "rho:cube"], "vjp", a.repeat, settle=5)
+    run_case(a.small, ["v"], "vjp", a.repeat, settle=5)
     run_case(a.small, ["x", "v", "mu:ground", "E:cube", "rho:cube"], "jvp", a.repeat, settle=5)
     if not a.skip_large:
         run_case(a.large, ["mu:ground", "E:cube", "rho:cube"], "vjp", a.repeat, settle=3)
+        run_case(a.large, ["v"], "vjp", a.repeat, settle=3)
         run_case(a.large, ["x", "v", "mu:ground", "E:cube", "rho:cube"], "jvp", a.repeat, settle=3)
 
 

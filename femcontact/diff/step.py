@@ -25,7 +25,11 @@ region) up to round-off and O(h²) elsewhere (corotational FEM forces, contact g
 normal, Jacobian as functions of the positions, rigid rotations, the Delassus estimate w, which
 depends on the masses, E and the positions, so it is differentiated as the simulator has it). The
 contact set must be the same at p ± h (a contact opening or closing within the step is not
-differentiable: ``NonSmoothStep`` is raised with the column).
+differentiable: ``NonSmoothStep`` is raised with the column). Where it is clean, ∂r/∂p is in closed form
+instead (``velocity_columns``: ∂r/∂v_k = −s b_m M − c_o Ã plus the contact model's lagged terms,
+``contact_velocity_columns``): those columns cost no probe, the Jacobian takes them by one solve with several
+right-hand sides and the vjp by one transposed solve and a sparse transpose product (docs/GRADIENTS.md says
+which columns are analytic and which stay on the residual differences).
 
 The end state follows the advance (``assembly/integrator.py``, ``bodies/rigid.py``): x₁ = x₀ + dt v̂,
 v̂ = (v − c_o v_k)/c_h, the rotational blocks R₁ = cay(dt ω̂) R₀ and ω₁ = cay(dt ω̂)(c_h ω̂ + c_o ω_k)
@@ -46,15 +50,17 @@ import numpy as np
 import scipy.sparse as sp
 
 from .. import backend, stepper
+from ..contact.contacts import restitution_per_contact
 from ..errors import ParameterError, SimulationError
 from ..math.quaternion import cross, cross_matrix, quat_to_matrix
 from ..solvers.host_problem import HostContactProblem
 from ..solvers.newton_dense import DenseNewtonMatrix
-from ..solvers.sap import STEP_COLUMNS
+from ..solvers.sap import DEFAULTS, STEP_COLUMNS, friction_scaling
 from ..spec.names import NEWTON_SOLVERS
 from .inputs import Input, OUTPUTS, Snapshot, direct_state, output_sizes, resolve, restore, snapshot, translational
 
 DENSE_MAX_DOFS = 1500       # a dense H (LAPACK Cholesky) up to this many DOFs
+ANALYTIC_COLUMNS = True     # False: every ∂r/∂p column by residual differences (the baseline of tools/bench_diff.py)
 
 
 class NonSmoothStep(SimulationError):
@@ -105,7 +111,9 @@ def _probe(sim, v_star: np.ndarray, pieces: bool = False) -> Probe:
     extra = None
     if pieces:
         extra = {"At": ((s / ch) * A).tocsr(), "J": None if cs is None else cs.Jf, "G": G, "fixed": hp.fixed.copy(),
-                 "dof_fixed": hp.dof_fixed.copy(), "vk": vk, "coef": (s, ch, co), "dt": hp.dt}
+                 "dof_fixed": hp.dof_fixed.copy(), "vk": vk, "coef": (s, ch, co), "dt": hp.dt, "contact_step": cs,
+                 "vc": None if cs is None else vc, "mu_axes": hp.data["mu"].copy() if c else None,
+                 "param_rows": hp.data["param"].astype(np.int64) if c else None}
     return Probe(r, np.where(hp.dof_fixed, v, 0.0), v_end, signature, extra)
 
 
@@ -127,6 +135,7 @@ class StepSolve:
             frozen = copy.copy(schur)
             frozen.dense = copy.copy(schur.dense)
             self._solve = lambda r: frozen.solve(G, r)
+            self._solve_t = self._solve          # H symmetric (Ã and each G block are)
             return
         if self.kind == "dense":
             from scipy.linalg import cho_factor, cho_solve
@@ -137,7 +146,7 @@ class StepSolve:
                 dm.setup(Ad, Jf)
                 Ad = dm.matrix(G)
             factor = cho_factor(Ad, lower=True)
-            self._solve = lambda r: cho_solve(factor, r)
+            self._solve = self._solve_t = lambda r: cho_solve(factor, r)
             return
         from scipy.sparse.linalg import splu
 
@@ -149,12 +158,21 @@ class StepSolve:
             H = (At + Jc.T @ Gb @ Jc).tocsc()
         lu = splu(H.tocsc())
         self._solve = lu.solve
+        self._solve_t = lambda r: lu.solve(r, trans="T")
 
-    def __call__(self, r: np.ndarray) -> np.ndarray:
-        """H⁻¹ r for r (3n,) or (3n, k)."""
+    def __call__(self, r: np.ndarray, transpose: bool = False) -> np.ndarray:
+        """H⁻¹ r (``transpose``: H⁻ᵀ r) for r (3n,) or (3n, k)."""
+        solve = self._solve_t if transpose else self._solve
         if r.ndim == 2 and self.kind == "schur":
-            return np.stack([self._solve(np.ascontiguousarray(r[:, j])) for j in range(r.shape[1])], axis=1)
-        return self._solve(r)
+            return np.stack([solve(np.ascontiguousarray(r[:, j])) for j in range(r.shape[1])], axis=1)
+        return solve(r)
+
+
+def _unit(n: int, j: int) -> np.ndarray:
+    """The unit vector e_j of length n."""
+    e = np.zeros(n)
+    e[j] = 1.0
+    return e
 
 
 def _rows_csr(J) -> sp.csr_matrix:
@@ -163,6 +181,87 @@ def _rows_csr(J) -> sp.csr_matrix:
     rows = np.repeat(np.arange(3 * c), width)
     cols = np.repeat(J.dofs[:, None, :], 3, axis=1).ravel()
     return sp.csr_matrix((J.rows.ravel(), (rows, cols)), shape=(3 * c, 3 * J.n))
+
+
+def velocity_columns(sim, pieces: dict) -> tuple[np.ndarray, sp.csc_matrix]:
+    """∂r/∂v_k in closed form where it is clean: (mask (3n,) of the analytic DOFs of the ``"v"`` input,
+    B (3n × 3n, nonzero only in those columns)).
+
+    r = (s/c_h) A v − s b − (s c_o/c_h) A v_k − J_fᵀ γ with b = b_m M v_k + b_f (f_el(x_k) + f_ext)
+    (``assembly/integrator.py``): ∂r/∂v_k = −s b_m M − c_o Ã (Ã = (s/c_h) A; rows of prescribed DOFs zero, as
+    r's). Clean are the translational blocks of FEM and rigid bodies that are free, in a model without
+    joints or springs (their forces read v_k); the contacts' nodes where ``contact_velocity_columns`` has
+    the contact model's dependence on v_k in closed form, else they stay on the residual-difference
+    fallback, as do rotational blocks (gyroscopic b) and rods."""
+    m = sim.model
+    coef = sim.coef
+    s, co = float(coef.impulse_scale), float(coef.v_old)
+    clean = np.zeros(m.n_nodes, bool)
+    if m.joints is None and m.springs is None:
+        for body in m.bodies:
+            if body.kind in ("fem", "rigid"):
+                clean[body.node_start:body.node_start + body.node_count] = True
+    clean &= ~m.is_rotational
+    clean &= ~pieces["fixed"].astype(bool)
+    J = pieces["J"]
+    contact = None if J is None else contact_velocity_columns(sim, pieces)
+    if J is not None and contact is None:
+        clean[np.unique(J.nodes[J.valid])] = False
+    mask = np.repeat(clean, 3)
+    mass = np.repeat(backend.read(m.mass, m.n_nodes).astype(np.float64), 3)
+    B = -(s * float(coef.b_m)) * sp.diags(mass) - co * pieces["At"]
+    if contact is not None:
+        B = B + contact
+    free_rows = sp.diags((~pieces["dof_fixed"]).astype(np.float64))
+    return mask, (free_rows @ B @ sp.diags(mask.astype(np.float64))).tocsc()
+
+
+def contact_velocity_columns(sim, pieces: dict) -> sp.csr_matrix | None:
+    """The contacts' part of ∂r/∂v_k, −J_fᵀ (∂γ/∂v_n,k) J_n (3n × 3n), where it is clean; None elsewhere.
+
+    Under implicit Euler the contact model reads the start velocity only through v_n,k = (J v_k + off)_n
+    (``sap.py``, ``build_model``): the Hunt–Crossley rate of Lagged's lagged normal impulse
+    n₀ = dt (f_e0)₊ (1 − d v_n,k)₊ and the friction regularization ε = max(v_s, μ R_t n₀) of Lagged and
+    Similar (ICF §VI); SAP's model does not read it. Lagged: γ_t = −μ n₀ v_t/s, s = (|v_t|² + ε²)^½;
+    Similar: γ = [−μ n(z) v_t/s; n(z)], z = v_n − μ (s − ε). Not clean, so None: the midpoint rule (weights
+    θ and the impact switch on v_c,k), restitution (a rebound speed from v_n,k), anisotropic friction (the
+    row scaling T and the regularization's scale)."""
+    solver = sim.contact_solver
+    cs, co = pieces["contact_step"], pieces["coef"][2]
+    if co != 0.0 or cs is None:
+        return None
+    rows = pieces["param_rows"]
+    if friction_scaling(pieces["mu_axes"])[1] is not None:
+        return None
+    if np.any(restitution_per_contact(sim.model.contact_params, rows, solver.opt["restitution"]) > 0):
+        return None
+    Jc, Jfc = _rows_csr(cs.J), _rows_csr(cs.Jf)
+    c = Jc.shape[0] // 3
+    model = cs.model
+    if model.name == "sap":
+        return sp.csr_matrix((Jc.shape[1], Jc.shape[1]))
+    hc, mu, eps, u = model.hc, model.mu, model.eps, pieces["vc"]
+    vn0 = Jc[2::3] @ pieces["vk"] + cs.off[:, 2]
+    fe0 = np.maximum(hc.fe0, 0.0)
+    rate = 1.0 - hc.d * vn0
+    n0 = hc.dt * fe0 * np.maximum(rate, 0.0)
+    dn0 = np.where(rate > 0.0, -hc.dt * fe0 * hc.d, 0.0)                      # dn₀/dv_n,k
+    vs = solver.contact_parameters(rows)["stiction_tolerance"]
+    vs = np.where(np.isnan(vs), DEFAULTS["stiction_tolerance"], vs)
+    on_n0 = (eps > vs) & (n0 > 0.0)                                            # ε = μ R_t n₀ ∝ n₀
+    deps = np.where(on_n0, eps / np.where(n0 > 0.0, n0, 1.0), 0.0) * dn0       # dε/dv_n,k
+    vt = u[:, :2]
+    s = np.sqrt(np.einsum("ci,ci->c", vt, vt) + eps * eps)
+    g = np.zeros((c, 3))                                                        # ∂γ/∂v_n,k
+    if model.name == "lagged":
+        g[:, :2] = (-mu * dn0 / s + mu * model.n0 * eps * deps / s**3)[:, None] * vt
+    else:
+        n, dn = hc.impulse(u[:, 2] - mu * (s - eps))
+        dz = mu * (1.0 - eps / s) * deps
+        g[:, :2] = (-mu * dn * dz / s + mu * n * eps * deps / s**3)[:, None] * vt
+        g[:, 2] = dn * dz
+    Gv = sp.csr_matrix((g.ravel(), (np.arange(3 * c), np.repeat(np.arange(c), 3))), shape=(3 * c, c))
+    return -(Jfc.T @ Gv @ Jc[2::3]).tocsr()
 
 
 class StepDerivatives:
@@ -215,6 +314,9 @@ class StepDerivatives:
         self._rot_P = (np.eye(3)[None] + 0.5 * cross_matrix(a)) / (1.0 + 0.25 * np.einsum("ki,ki->k", a, a))[:, None, None]
         self._omega1 = self._end.arrays["v"][:m.n_nodes].astype(np.float64)[rb]
         self._free = ~base.pieces["fixed"]
+        self._v_mask, self._dr_dv = velocity_columns(sim, base.pieces)
+        if not ANALYTIC_COLUMNS:
+            self._v_mask = np.zeros_like(self._v_mask)
 
     def _around(self, fn):
         """Run ``fn`` from the start-of-step State, then put the end-of-step State back."""
@@ -269,15 +371,45 @@ class StepDerivatives:
                 zero.reshape(-1, 3)[nodes] = False
         return zero
 
+    def _analytic(self, inp: Input) -> np.ndarray:
+        """Which unit columns of ``inp`` have ∂r/∂p in closed form (bool, inp.size; ``velocity_columns``)."""
+        if inp.name == "v":
+            return self._v_mask
+        return np.zeros(inp.size, bool)
+
     def _unit_columns(self, inp: Input) -> list:
-        """The columns of ``inp`` (flat outputs each), zero columns without a probe (``_zero``)."""
-        zero = self._zero(inp)
-        eye = np.eye(inp.size)
-        return [np.zeros(self.n_outputs) if zero[j] else self._column([(inp, eye[j])]) for j in range(inp.size)]
+        """The columns of ``inp`` (flat outputs each): zero columns without a probe (``_zero``), the analytic
+        ones (``_analytic``) by one solve with several right-hand sides, the rest by a probe pair each."""
+        zero, analytic = self._zero(inp), self._analytic(inp)
+        cols = [None] * inp.size
+        idx = np.flatnonzero(analytic & ~zero)
+        if len(idx):
+            dv = -self._solve(self._dr_dv[:, idx].toarray())
+            dv[self._base.pieces["dof_fixed"]] = 0.0
+            dvend = np.zeros((self.sim.model.n_nodes, 3))
+            for k, j in enumerate(idx):
+                cols[j] = self._outputs(dv[:, k], dvend, direct_state(inp, _unit(inp.size, j), self.sim.model))
+        for j in range(inp.size):
+            if cols[j] is None:
+                cols[j] = np.zeros(self.n_outputs) if zero[j] else self._column([(inp, _unit(inp.size, j))])
+        return cols
 
     def _column(self, parts: list) -> np.ndarray:
-        """d(outputs) along the direction ``parts`` [(Input, its change), ...], flat: one probe pair, one solve."""
-        dr, dvfix, dvend = self._residual_derivative(parts)
+        """d(outputs) along the direction ``parts`` [(Input, its change), ...], flat: one probe pair (none when
+        every change is on analytic columns, ``_analytic``), one solve."""
+        n3 = 3 * self.sim.model.n_nodes
+        dr, dvfix, dvend = np.zeros(n3), np.zeros(n3), np.zeros((n3 // 3, 3))
+        probed = []
+        for inp, d in parts:
+            analytic = self._analytic(inp)
+            if analytic.any():
+                dr = dr + self._dr_dv @ np.where(analytic, d, 0.0)
+                d = np.where(analytic, 0.0, d)
+            if np.any(d):
+                probed.append((inp, d))
+        if probed:
+            dr_p, dvfix, dvend = self._residual_derivative(probed)
+            dr = dr + dr_p
         dv = -self._solve(dr)
         dv = np.where(self._base.pieces["dof_fixed"], dvfix, dv)
         m = self.sim.model
@@ -307,6 +439,36 @@ class StepDerivatives:
         fixed = ~self._free
         v1[fixed] = dvend[fixed]
         return np.concatenate([dx.ravel(), dR.ravel(), v1.ravel(), dvhat.ravel()])
+
+    def _outputs_adjoint(self, w: np.ndarray) -> tuple:
+        """The transpose of ``_outputs`` at dvend = 0: for a row vector ``w`` over the outputs (flat), the
+        gradients (g_dv (3n,), g_d0 {"x", "R", "v"} flat) with wᵀ _outputs(dv, 0, d0) = g_dvᵀ dv + Σ g_d0ᵀ d0."""
+        m = self.sim.model
+        s, ch, co = self.coef
+        sizes = self.output_sizes
+        k1 = sizes["x"]
+        k2 = k1 + sizes["R"]
+        k3 = k2 + sizes["v"]
+        wx, wR = w[:k1].reshape(-1, 3), w[k1:k2].reshape(-1, 3)
+        wv, wh = w[k2:k3].reshape(-1, 3).copy(), w[k3:].reshape(-1, 3)
+        rb = m.rot_block_np
+        wv[~self._free] = 0.0                   # prescribed end velocities come from dvend
+        g_dv = wv.copy()
+        g_dC = wR.copy()
+        if len(rb):
+            free_rot = self._free[rb]
+            wr = np.where(free_rot[:, None], wv[rb], 0.0)
+            g_dv[rb[free_rot]] = 0.0            # v₁ there is C (c_h ω̂ + c_o ω_k) turned, not dv itself
+            g_dv[rb] += np.einsum("kji,kj->ki", self._rot_C, wr)
+            g_dC += cross(self._omega1, wr)     # d(dC × ω₁) = −[ω₁]× dC, transposed: [ω₁]× w
+        g_dvhat = wh.copy()
+        g_dvhat[translational(m)] += m.dt * wx
+        if len(rb):
+            g_dvhat[rb] += m.dt * np.einsum("kji,kj->ki", self._rot_P, g_dC)
+        g_dv += g_dvhat / ch
+        g_d0 = {"x": wx.ravel(), "R": np.einsum("kji,kj->ki", self._rot_C, wR).ravel() if len(rb) else np.zeros(0),
+                "v": (-co / ch * g_dvhat).ravel()}
+        return g_dv.ravel(), g_d0
 
     # ---------------------------------------------------------------- public
     @property
@@ -346,16 +508,28 @@ class StepDerivatives:
         return self._column(parts) if parts else np.zeros(self.n_outputs)
 
     def vjp(self, vec: np.ndarray) -> np.ndarray:
-        """vecᵀ J (inputs, flat) for vec over the outputs (flat): column by column over the inputs
-        (``jvp`` of each unit input), so its cost grows with the number of inputs, not of outputs."""
+        """vecᵀ J (inputs, flat) for vec over the outputs (flat): the analytic columns (``_analytic``) by one
+        transposed solve and a sparse transpose product, the others column by column (``jvp`` of each unit
+        input), so their cost grows with the number of inputs, not of outputs."""
         vec = self._check(vec, self.n_outputs, "vjp")
         if self._jac is not None:
             return vec @ self._jac
         self._setup()
+        g_dv, g_d0 = self._outputs_adjoint(vec)
+        g_dv[self._base.pieces["dof_fixed"]] = 0.0
+        adj = None
         out = []
         for inp in self.inputs:
-            out += [float(vec @ col) for col in self._unit_columns(inp)]
-        return np.array(out)
+            zero, analytic = self._zero(inp), self._analytic(inp)
+            part = np.zeros(inp.size)
+            if analytic.any():
+                if adj is None:                 # one transposed solve for every analytic column: λ = H⁻ᵀ g_dv
+                    adj = self._solve(g_dv, transpose=True)
+                part = np.where(analytic, -(self._dr_dv.T @ adj) + g_d0.get(inp.name, 0.0), 0.0)
+            for j in np.flatnonzero(~analytic & ~zero):
+                part[j] = float(vec @ self._column([(inp, _unit(inp.size, j))]))
+            out.append(part)
+        return np.concatenate(out) if out else np.zeros(0)
 
     @staticmethod
     def _check(vec, n: int, what: str) -> np.ndarray:
