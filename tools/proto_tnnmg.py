@@ -1,7 +1,9 @@
 """Host prototype (numpy/scipy) of a truncated nonsmooth multigrid correction for COND's FEM rows
 (issue 32 item 4): measures iterations to e_m ≤ tol per step on the mat against COND's own count.
 
-    python tools/proto_tnnmg.py [--sizes 12 26] [--steps 3] [--tol 1e-4] [--variants ...]
+    python tools/proto_tnnmg.py [--scene mat_drag|cube_drop] [--sizes 12 26] [--steps 3] [--tol 1e-4]
+        [--variants smoother direct twolevel twolevel_sa vcycle vcycle_sa fine2 fine4 fine8]
+        [--rotations] [--spacing shortest|median|axes] [--box F | --box Fx Fy Fz]
 
 Per measured step (after the Table I settle under Lagged) the step problem is captured from COND's
 solve (A, b, prescribed rows, contact frames, μ, targets, COND's scalar W) and iterated on the host
@@ -58,6 +60,7 @@ class Capture:
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--scene", default="mat_drag", choices=["mat_drag", "cube_drop"])
     ap.add_argument("--sizes", type=int, nargs="+", default=[12])
     ap.add_argument("--steps", type=int, default=3)
     ap.add_argument("--tol", type=float, default=1e-4)
@@ -69,7 +72,8 @@ def main():
     ap.add_argument("--spacing", default="shortest", choices=["shortest", "median", "axes"])
     args = ap.parse_args()
     variants = {v: mg.VARIANTS[v] for v in args.variants}
-    build, _, settle, _ = PRESETS["mat_drag"]
+    build, _, settle, _ = PRESETS[args.scene]
+    settle = {"cube_drop": 0.1}.get(args.scene, settle)       # the cube: landed (tools/bench_cond.py)
     for size in args.sizes:
         scene = build(size)
         sim = fc.Simulator(scene)
@@ -82,13 +86,14 @@ def main():
         cap = Capture(own, variants, args.tol, args.max_cycles, hier)
         sim.contact_solver = cap
         sim.run(steps=args.steps)
-        print(f"mat {size}: {sim.model.n_dofs} DOF, levels {[lv for lv in hier.sizes()]}")
+        print(f"{args.scene} {size}: {sim.model.n_dofs} DOF, levels {[lv for lv in hier.sizes()]}")
         for k, r in enumerate(cap.rows):
             parts = [f"COND {r['cond']} its (e_m {r['cond_em']:.1e})"]
             for name in variants:
                 if name in r:
                     x = r[name]
-                    parts.append(f"{name} {x['cycles']} cyc (e_m {x['e_m']:.1e}, mv {x['matvecs']:.1f}/cyc, "
+                    parts.append(f"{name} {x['cycles']} cyc (e_m {x['e_m']:.1e}, κ_eff {x['kappa_eff']:.0f}, "
+                                 f"mv {x['matvecs']:.1f}/cyc, "
                                  f"α {x['alpha']:.2f}, stick/slide/open {x['states']})")
             print(f"  step {k}: " + "; ".join(parts), flush=True)
 

@@ -4,13 +4,20 @@ captured problem (``HostStep``). docs/COND.md, "Multilevel correction", has the 
 
 One cycle from v̂:
 
-    smoother    v* = v̂ − W(A v̂ − b);  λ = ProjectFC(−y(v*)/γ);  v̂** = v* + W Jᵀλ   (COND Alg. 1-2, eq. 18, 22, 23)
-    truncation  per contact node in its frame: stick (|λ_t| < μλ_n) all three directions, slide the
-                normal, open (λ_n = 0) none; prescribed nodes all (T_i = 0 there, I elsewhere)
-    correction  c = T P₁ x₁,  x₁ ≈ (P₁ᵀ T A T P₁)⁻¹ P₁ᵀ T r,  r = b + Jᵀλ − A v̂**
-                (exact, or a V-cycle over the coarser levels with block-Jacobi smoothing)
-    line search α = cᵀr / cᵀAc (the quadratic energy with λ frozen: c never moves a truncated
-                direction, so the contact's convex energy is the quadratic there); v̂ ← v̂** + α c
+    smoother    ν times: v* = v̂ − W(A v̂ − b);  λ = ProjectFC(−y(v*)/γ);  v̂ ← v* + W Jᵀλ
+                (COND Alg. 1-2, eq. 18, 22, 23, W COND's scalar Frobenius step)
+    truncation  per contact node in its frame: stick (λ_n > 0, tangent not clipped) all three
+                directions, slide the normal, open (λ_n = 0) none; prescribed nodes all
+    correction  c ≈ (T A T)⁻¹ T r,  r = b + Jᵀλ − A v̂: a V-cycle over the smoothed-aggregation
+                levels (block-free damped Jacobi there, exact on the coarsest) below the fine
+                level (``coarse`` "vcycle"; "exact": the first coarse level solved exactly), or from
+                the fine level with ``fine_sweeps`` Chebyshev sweeps there
+    projection  c's normal part on open contacts limited so none closes past its gap (y_n ≥ 0)
+    line search α = cᵀr / cᵀAc in [0, 1] (the quadratic with λ frozen); v̂ ← v̂ + α c
+
+Hierarchy (``Hierarchy``): nodes aggregated by axis-aligned boxes (per-axis sizes: the mat's
+first level is its columns through the thickness), tentative prolongation from the rigid modes
+(``rotations``) or the translations, SA-smoothed per step on the truncated operator.
 
 The contacts are node-against-obstacle (``HostStep``): y_m = R_m (v_node − v_world) + bias_m, with
 the normal target in bias_m[2] (φ̃); the strict projection (eq. 23) makes the fixed point Coulomb's
@@ -25,12 +32,15 @@ import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
+from ... import backend
+from ...backend import ti
+from ..projection import STRICT, project_batch
 from .layout import CONTACT, CONTACT_NODES
 
 STICK, SLIDE, OPEN = 0, 1, 2
 COARSEST = 40            # nodes (or coarse points) at which the hierarchy stops: solved exactly
 JACOBI_OMEGA = 0.6       # damping of the block-Jacobi smoothing inside the V-cycle and of the SA prolongator
-SLIDE_TOL = 1e-9         # |λ_t| ≥ (1 − SLIDE_TOL) μ λ_n counts as sliding
+CHEB_RATIO = 30.0        # the fine-level Chebyshev smoother's interval [λ_max/CHEB_RATIO, λ_max]
 
 
 @dataclass
@@ -43,7 +53,7 @@ class HostStep:
     v0: np.ndarray          # (n, 3) warm start
     node: np.ndarray        # (c,) the contact's node
     R: np.ndarray           # (c, 3, 3) rows t1, t2, n
-    mu: np.ndarray          # (c,)
+    mu: np.ndarray          # (c, 2)
     bias: np.ndarray        # (c, 3): tangential bias, φ̃
     v_world: np.ndarray     # (c, 3)
     W: np.ndarray           # (n,) COND's scalar step
@@ -59,119 +69,82 @@ class HostStep:
         if (ci[:, 0] >= 0).any() or solver._last_nv or (ci[:, 1] >= n).any():
             raise ValueError("multigrid prototype: node-against-obstacle contacts only (no virtual nodes)")
         return cls(A=hp.a_scipy(), b=hp.b.copy(), fixed=hp.fixed.copy(), v0=np.asarray(v0, np.float64).reshape(n, 3),
-                   node=ci[:, 1].copy(), R=cf["frame"][:, 0], mu=cf["mu"][:, 0].copy(),
+                   node=ci[:, 1].copy(), R=cf["frame"][:, 0], mu=cf["mu"].copy(),
                    bias=np.column_stack([cf["bias"][:, 0], cf["bias"][:, 1], cf["phi_tilde"][:, 0]]),
                    v_world=cf["v_world"][:, 0], W=solver._W.to_numpy()[:n].astype(np.float64),
                    em=lambda v, lam: hp.momentum_error(v, hp.s * lam))
 
 
-def aggregate(n: int, edges: np.ndarray) -> np.ndarray:
-    """Greedy aggregation of a graph (n vertices, (k, 2) edges): roots whose neighbours are all free
-    take them (phase 1), the rest join a neighbouring aggregate (phase 2). Returns (n,) aggregate ids."""
-    adj = sp.csr_matrix((np.ones(2 * len(edges)), (np.r_[edges[:, 0], edges[:, 1]], np.r_[edges[:, 1], edges[:, 0]])),
-                        shape=(n, n))
-    ptr, idx = adj.indptr, adj.indices
-    agg = np.full(n, -1)
-    count = 0
-    for i in range(n):
-        nb = idx[ptr[i]:ptr[i + 1]]
-        if agg[i] < 0 and (agg[nb] < 0).all():
-            agg[i] = count
-            agg[nb] = count
-            count += 1
-    for i in np.flatnonzero(agg < 0):
-        nb = idx[ptr[i]:ptr[i + 1]]
-        taken = nb[agg[nb] >= 0]
-        if len(taken):
-            agg[i] = agg[taken[0]]
-        else:
-            agg[i] = count
-            count += 1
-    return agg
-
-
-def aggregate_boxes(X: np.ndarray, h: float) -> np.ndarray:
+def aggregate_boxes(X: np.ndarray, h: "float | np.ndarray") -> np.ndarray:
     """Geometric aggregation: the points in each box of an axis-aligned grid of spacing ``h`` (from the
-    points' lower corner) form an aggregate. Returns (n,) aggregate ids, numbered 0..k-1."""
+    points' lower corner; a scalar or one per axis) form an aggregate. Returns (n,) aggregate ids, numbered 0..k-1."""
     key = np.floor((X - X.min(axis=0)) / h + 1e-9).astype(np.int64)
     _, agg = np.unique(key, axis=0, return_inverse=True)
     return agg.ravel()
 
 
-def coarse_edges(agg: np.ndarray, edges: np.ndarray) -> np.ndarray:
-    """The aggregates' graph: an edge where two aggregates share a fine edge."""
-    e = agg[edges]
-    e = e[e[:, 0] != e[:, 1]]
-    e = np.sort(e, axis=1)
-    return np.unique(e, axis=0) if len(e) else np.zeros((0, 2), int)
+def rigid_modes(X: np.ndarray) -> np.ndarray:
+    """(3n, 6) the rigid motions of points X (n, 3): three translations, three rotations about the centroid."""
+    x = X - X.mean(axis=0)
+    B = np.zeros((3 * len(X), 6))
+    for k in range(3):
+        B[k::3, k] = 1.0
+    B[0::3, 3], B[1::3, 3] = -x[:, 1], x[:, 0]        # e_z × x
+    B[1::3, 4], B[2::3, 4] = -x[:, 2], x[:, 1]        # e_x × x
+    B[2::3, 5], B[0::3, 5] = -x[:, 0], x[:, 2]        # e_y × x
+    return B
 
 
-def tentative(agg: np.ndarray, X: np.ndarray | None, rotations: bool) -> tuple[sp.csr_matrix, np.ndarray | None]:
-    """Piecewise-constant prolongation of 3-vectors from aggregates (3 translations per aggregate), or
-    with ``rotations`` the rigid modes (3 translations, 3 rotations about the aggregate's centroid,
-    orthonormalized per aggregate, rank-revealing: an aggregate too small for a mode drops it).
-    Returns (P₀, the coarse points' positions or None)."""
-    n, na = len(agg), int(agg.max()) + 1
-    if not rotations:
-        rows = np.arange(3 * n)
-        cols = (3 * agg[:, None] + np.arange(3)[None, :]).ravel()
-        return sp.csr_matrix((np.ones(3 * n), (rows, cols)), shape=(3 * n, 3 * na)), None
+def tentative(agg: np.ndarray, B: np.ndarray, bs: int) -> tuple[sp.csr_matrix, np.ndarray]:
+    """Smoothed-aggregation tentative prolongation: per aggregate the orthonormal basis of the
+    near-null space ``B`` ((n·bs, k): rigid modes, or the coarse modes of the level above) restricted
+    to its unknowns (bs per point). Each coarse point carries k unknowns; an aggregate too small for
+    all k modes (a line of points cannot rotate about itself) gets zero columns for the missing
+    ones. Returns (P₀ (n·bs, na·k), the coarse modes (na·k, k))."""
+    na, k = int(agg.max()) + 1, B.shape[1]
+    order = np.argsort(agg, kind="stable")
+    starts = np.searchsorted(agg[order], np.arange(na + 1))
     rows, cols, vals = [], [], []
-    col = 0
+    Bc = np.zeros((na * k, k))
     for a in range(na):
-        nodes = np.flatnonzero(agg == a)
-        x = X[nodes] - X[nodes].mean(axis=0)
-        B = np.zeros((3 * len(nodes), 6))
-        for k in range(3):
-            B[k::3, k] = 1.0
-        B[0::3, 3], B[1::3, 3] = -x[:, 1], x[:, 0]        # rotations e_z × x, e_x × x, e_y × x
-        B[1::3, 4], B[2::3, 4] = -x[:, 2], x[:, 1]
-        B[2::3, 5], B[0::3, 5] = -x[:, 0], x[:, 2]
-        Q, Rr = np.linalg.qr(B)
-        keep = np.abs(np.diag(Rr)) > 1e-8 * max(np.abs(np.diag(Rr)).max(), 1e-300)
-        Q = Q[:, keep]
-        dof = (3 * nodes[:, None] + np.arange(3)[None, :]).ravel()
-        r, c = np.meshgrid(dof, col + np.arange(Q.shape[1]), indexing="ij")
-        rows.append(r.ravel()), cols.append(c.ravel()), vals.append(Q.ravel())
-        col += Q.shape[1]
-    return sp.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
-                         shape=(3 * n, col)), None
+        pts = order[starts[a]:starts[a + 1]]
+        dof = (bs * pts[:, None] + np.arange(bs)[None, :]).ravel()
+        U, S, Vt = np.linalg.svd(B[dof], full_matrices=False)
+        r = int((S > 1e-8 * max(S[0], 1e-300)).sum())
+        rr, cc = np.meshgrid(dof, k * a + np.arange(r), indexing="ij")
+        rows.append(rr.ravel()), cols.append(cc.ravel()), vals.append(U[:, :r].ravel())
+        Bc[k * a:k * a + r] = S[:r, None] * Vt[:r]
+    P0 = sp.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(len(agg) * bs, na * k))
+    return P0, Bc
 
 
 class Hierarchy:
     """Aggregates of the mesh's nodes, level by level (built once from the tets), and the tentative
     prolongations P₀ of 3-vectors between them."""
 
-    def __init__(self, n: int, edges: np.ndarray, X: np.ndarray, rotations: bool = False, boxes: bool = True,
-                 box: float = 2.0, spacing: str = "shortest"):
+    def __init__(self, n: int, edges: np.ndarray, X: np.ndarray, rotations: bool = False,
+                 box: "float | np.ndarray" = 2.0, spacing: str = "shortest"):
         self.aggs, self.P0 = [], []
         self.rotations = rotations
         size = n
         h = box * _edge_length(X, edges, spacing)
         Xl = X
         while size > COARSEST:
-            agg = aggregate_boxes(Xl, h) if boxes else aggregate(size, edges)
+            agg = aggregate_boxes(Xl, h)
             if agg.max() + 1 >= size:
                 break
             self.aggs.append(agg)
-            edges = coarse_edges(agg, edges)
             size = int(agg.max()) + 1
             Xl = np.array([Xl[agg == a].mean(axis=0) for a in range(size)])
             h *= 2.0
-        # P₀ per level: rigid modes only on the first (its coarse points carry 6 unknowns; deeper levels
-        # aggregate those coarse points with piecewise constants in each of their unknowns)
-        self.P0 = [tentative(self.aggs[0], X, rotations)[0]] if self.aggs else []
-        width = 6 if rotations else 3
-        for agg in self.aggs[1:]:
-            m, na = len(agg), int(agg.max()) + 1
-            rows = np.arange(width * m)
-            cols = (width * agg[:, None] + np.arange(width)[None, :]).ravel()
-            self.P0.append(sp.csr_matrix((np.ones(width * m), (rows, cols)), shape=(width * m, width * na)))
-        if rotations and self.aggs:          # the first level's dropped modes: keep the deeper P₀ consistent
-            ncol = self.P0[0].shape[1]
-            if len(self.P0) > 1 and ncol != self.P0[1].shape[0]:
-                self.P0 = self.P0[:1]
-                self.aggs = self.aggs[:1]
+        # P₀ per level from the near-null space: the rigid modes (or the three translations alone)
+        B, bs = rigid_modes(X), 3
+        if not rotations:
+            B = B[:, :3]
+        for agg in self.aggs:
+            P0, B = tentative(agg, B, bs)
+            self.P0.append(P0)
+            bs = B.shape[1]
 
     @classmethod
     def from_model(cls, model, **options) -> "Hierarchy":
@@ -184,22 +157,12 @@ class Hierarchy:
         return [p.shape[0] for p in self.P0] + ([self.P0[-1].shape[1]] if self.P0 else [])
 
 
-def _project_strict(ls: np.ndarray, mu: np.ndarray) -> np.ndarray:
-    """COND eq. 23 (strict), isotropic μ, per row of ls (c, 3)."""
-    lam = ls.copy()
-    lam[:, 2] = np.maximum(ls[:, 2], 0.0)
-    nt = np.linalg.norm(ls[:, :2], axis=1)
-    r = mu * lam[:, 2]
-    s = np.where(nt > r, r / np.maximum(nt, 1e-300), 1.0)
-    lam[:, :2] *= s[:, None]
-    return lam
-
-
 class Cycle:
     """The cycle on one ``HostStep`` (module docstring)."""
 
     def __init__(self, step: HostStep, hier: Hierarchy, coarse: str, smooth_p: bool, nu: int, line_search: bool,
-                 vsweeps: int = 2):
+                 vsweeps: int = 2, fine_sweeps: int = 0, project: bool = True):
+        self.fine_sweeps, self.project = fine_sweeps, project
         self.s, self.h = step, hier
         self.coarse, self.smooth_p, self.nu, self.line_search, self.vsweeps = coarse, smooth_p, nu, line_search, vsweeps
         n = len(step.W)
@@ -220,16 +183,15 @@ class Cycle:
         V = vs.reshape(-1, 3)
         y = np.einsum("cij,cj->ci", s.R, V[s.node] - s.v_world) + s.bias
         gam = s.W[s.node]
-        lam = _project_strict(-y / gam[:, None], s.mu)
+        lam, self.clipped = _project(-y / gam[:, None], s.mu)
         f = np.einsum("cij,ci->cj", s.R, lam)            # Rᵀλ
         np.add.at(V, s.node, gam[:, None] * f)
         return vs, lam
 
     def states(self, lam):
-        st = np.full(len(lam), OPEN)
-        on = lam[:, 2] > 0.0
-        slide = np.linalg.norm(lam[:, :2], axis=1) >= (1.0 - SLIDE_TOL) * self.s.mu * lam[:, 2]
-        st[on] = np.where(slide[on], SLIDE, STICK)
+        """Per contact STICK, SLIDE (the projection clipped the tangent) or OPEN (λ_n = 0)."""
+        st = np.where(self.clipped, SLIDE, STICK)
+        st[lam[:, 2] <= 0.0] = OPEN
         return st
 
     def truncation(self, st) -> sp.csr_matrix:
@@ -255,7 +217,9 @@ class Cycle:
         AT = (T @ s.A @ T).tocsr()
         Tr = T @ r
         if self.coarse == "direct":           # the truncated fine system solved exactly (diagnosis)
-            return self._apply(v, T @ _solve(AT, Tr), r)
+            return self._apply(v, T @ _solve(AT, Tr), r, st)
+        if self.fine_sweeps:                  # a V-cycle from the fine level, Chebyshev-smoothed there
+            return self._apply(v, T @ self.vcycle(AT, Tr, 0, T), r, st)
         P = self.h.P0[0]
         if self.smooth_p:
             d = AT.diagonal()
@@ -269,36 +233,72 @@ class Cycle:
             x1 = _solve(A1, r1)
         else:
             x1 = self.vcycle(A1, r1, 1)
-            self.matvecs += 2 * self.vsweeps * A1.nnz / self.nnz
-        return self._apply(v, P @ x1, r)
+        self.matvecs += 2 * P.nnz / self.nnz          # restriction and prolongation
+        return self._apply(v, P @ x1, r, st)
 
-    def _apply(self, v, c, r):
+    def _apply(self, v, c, r, st):
+        """v + α c: c projected so that no open contact closes faster than its gap allows (y_n ≥ 0, or
+        no further in where it already is below), then α = cᵀr / cᵀAc in [0, 1] (the quadratic with λ
+        frozen)."""
+        s = self.s
+        if self.project:
+            C, V = c.reshape(-1, 3), v.reshape(-1, 3)
+            yn = np.einsum("ci,ci->c", s.R[:, 2], V[s.node] - s.v_world) + s.bias[:, 2]
+            cn = np.einsum("ci,ci->c", s.R[:, 2], C[s.node])
+            lo = np.minimum(-yn, 0.0)
+            fix = (st == OPEN) & (cn < lo)
+            C[s.node[fix]] += (lo - cn)[fix, None] * s.R[fix, 2]
         if self.line_search:
             Ac = self.av(c)
             cAc = float(c @ Ac)
-            alpha = float(c @ r) / cAc if cAc > 0 else 0.0
+            alpha = min(max(float(c @ r) / cAc, 0.0), 1.0) if cAc > 0 else 0.0
         else:
             alpha = 1.0
         return v + alpha * c, alpha
 
-    def vcycle(self, A, r, level):
+    def vcycle(self, A, r, level, T=None):
+        """One V-cycle on ``A x = r`` from ``level`` (damped Jacobi, or on the fine level Chebyshev of
+        degree ``fine_sweeps``); matvecs counted in fine-level units (nnz)."""
         if level >= len(self.h.P0) or A.shape[0] <= 3 * COARSEST:
             return _solve(A, r)
         d = A.diagonal()
         dinv = np.where(d > 0, 1.0 / np.where(d > 0, d, 1.0), 0.0)
-        omega = JACOBI_OMEGA
+        lmax = _lambda_max(A, dinv)
+        fine = level == 0
+        sweeps = self.fine_sweeps if fine else self.vsweeps
         x = np.zeros_like(r)
-        for _ in range(self.vsweeps):
-            x += omega * dinv * (r - A @ x)
+        x = self._smooth(A, dinv, r, x, sweeps, lmax, fine)
         P = self.h.P0[level]
         if self.smooth_p:
-            lmax = _lambda_max(A, dinv)
             P = (P - (4.0 / 3.0 / lmax) * (sp.diags(dinv) @ (A @ P))).tocsr()
+        if T is not None:
+            P = (T @ P).tocsr()
         Ac = (P.T @ A @ P).tocsr()
         x += P @ self.vcycle(Ac, P.T @ (r - A @ x), level + 1)
-        self.matvecs += 2 * self.vsweeps * Ac.nnz / self.nnz
-        for _ in range(self.vsweeps):
-            x += omega * dinv * (r - A @ x)
+        x = self._smooth(A, dinv, r, x, sweeps, lmax, fine)
+        self.matvecs += ((2 * sweeps + 1) * A.nnz + 2 * P.nnz) / self.nnz
+        return x
+
+    @staticmethod
+    def _smooth(A, dinv, r, x, sweeps, lmax, chebyshev):
+        """``sweeps`` damped-Jacobi steps, or Chebyshev of that degree on [lmax/CHEB_RATIO, 1.1 lmax] (Saad Alg. 12.1)."""
+        if not chebyshev:
+            for _ in range(sweeps):
+                x = x + JACOBI_OMEGA * dinv * (r - A @ x)
+            return x
+        b = 1.1 * lmax
+        a = b / CHEB_RATIO
+        theta, delta = 0.5 * (b + a), 0.5 * (b - a)
+        res = r - A @ x
+        p = dinv * res / theta
+        rho = delta / theta
+        x = x + p
+        for _ in range(sweeps - 1):
+            res = res - A @ p
+            rho_new = 1.0 / (2.0 * theta / delta - rho)
+            p = rho_new * rho * p + (2.0 * rho_new / delta) * dinv * res
+            x = x + p
+            rho = rho_new
         return x
 
 
@@ -316,6 +316,17 @@ def _edge_length(X, edges, spacing) -> "float | np.ndarray":
     np.minimum.at(m, edges[:, 0], L)
     np.minimum.at(m, edges[:, 1], L)
     return float(np.median(m[np.isfinite(m)]))
+
+
+def _project(ls: np.ndarray, mu: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """COND eq. 23 (strict) per row of ls (c, 3) with μ (c, 2), by the solver's own projection kernel;
+    returns λ and whether the tangent was clipped."""
+    c = len(ls)
+    out, clipped = backend.vec3_array(c), backend.scalar_array(c, dtype=ti.i32)
+    mu_arr = ti.Vector.ndarray(2, float, shape=c)
+    mu_arr.from_numpy(mu.astype(backend.np_real()))
+    project_batch(backend.vec3_array(c, ls), mu_arr, STRICT, out, clipped)
+    return out.to_numpy().astype(np.float64), clipped.to_numpy() != 0
 
 
 def _block_diag(T: np.ndarray) -> sp.csr_matrix:
@@ -353,24 +364,32 @@ VARIANTS = {
     "twolevel_sa": {"coarse": "exact", "smooth_p": True},
     "vcycle": {"coarse": "vcycle", "smooth_p": False},
     "vcycle_sa": {"coarse": "vcycle", "smooth_p": True},
+    "twolevel_sa2": {"coarse": "exact", "smooth_p": True, "nu": 2},
+    "vcycle_sa2": {"coarse": "vcycle", "smooth_p": True, "nu": 2},
+    "fine2": {"coarse": "vcycle", "smooth_p": True, "fine_sweeps": 2},
+    "fine4": {"coarse": "vcycle", "smooth_p": True, "fine_sweeps": 4},
+    "fine8": {"coarse": "vcycle", "smooth_p": True, "fine_sweeps": 8},
 }
 
 
 def solve(step: HostStep, hier: Hierarchy, tol: float = 1e-4, max_cycles: int = 300, coarse: str | None = "exact",
-          smooth_p: bool = False, nu: int = 1, line_search: bool = True, answer: bool = False) -> dict:
+          smooth_p: bool = False, nu: int = 1, line_search: bool = True, answer: bool = False,
+          fine_sweeps: int = 0, project: bool = True) -> dict:
     """Cycles from ``step.v0`` until e_m ≤ tol after a smoother (at most ``max_cycles``). Returns the
     cycles, the last e_m, the fine matvecs per cycle (coarse work in fine-matvec units) and the
     stick/slide/open counts at the end."""
-    cyc = Cycle(step, hier, coarse or "exact", smooth_p, nu, line_search)
+    cyc = Cycle(step, hier, coarse or "exact", smooth_p, nu, line_search, fine_sweeps=fine_sweeps,
+                project=project)
     v = step.v0.ravel().copy()
     fixed = np.repeat(step.fixed, 3)
     v[fixed] = _prescribed(step)[fixed]
     e_m, k, st = np.inf, 0, None
-    alphas = []
+    alphas, history = [], []
     for k in range(1, max_cycles + 1):
         for _ in range(nu):
             v, lam = cyc.smoother(v)
         e_m = step.em(v.reshape(-1, 3), lam)
+        history.append(e_m)
         st = cyc.states(lam)
         if e_m <= tol or not np.isfinite(e_m):
             break
@@ -379,10 +398,20 @@ def solve(step: HostStep, hier: Hierarchy, tol: float = 1e-4, max_cycles: int = 
             alphas.append(a)
     counts = tuple(int((st == s).sum()) for s in (STICK, SLIDE, OPEN))
     out = {"cycles": k, "e_m": e_m, "matvecs": cyc.matvecs / max(k, 1), "states": counts,
-           "alpha": float(np.median(alphas)) if alphas else 1.0}
+           "alpha": float(np.median(alphas)) if alphas else 1.0, "history": history,
+           "kappa_eff": kappa_eff(history)}
     if answer:
         out.update(v=v, lam=lam)
     return out
+
+
+def kappa_eff(history: list) -> float:
+    """The condition number a Krylov-optimal method would need for the mean rate ρ of ``history``
+    (e_m after each cycle, from the first): √κ = (1 + ρ)/(1 − ρ)."""
+    if len(history) < 2 or not history[-1] > 0 or not history[0] > history[-1]:
+        return float("inf")
+    rho = (history[-1] / history[0]) ** (1.0 / (len(history) - 1))
+    return ((1.0 + rho) / (1.0 - rho)) ** 2
 
 
 def _prescribed(step: HostStep) -> np.ndarray:
