@@ -13,7 +13,9 @@ One cycle from v̂:
                 level (``coarse`` "vcycle"; "exact": the first coarse level solved exactly), or from
                 the fine level with ``fine_sweeps`` Chebyshev sweeps there
     projection  c's normal part on open contacts limited so none closes past its gap (y_n ≥ 0)
-    line search α = cᵀr / cᵀAc in [0, 1] (the quadratic with λ frozen); v̂ ← v̂ + α c
+    line search α = cᵀr / cᵀAc in [0, 1] (the quadratic with λ frozen), or (``line_search="tresca"``)
+                the minimizer over [0, 1] of the Tresca energy ½vᵀAv − bᵀv + Σ μ λ_n ‖y_t‖ with λ_n
+                frozen at the smoother's (convex in α); v̂ ← v̂ + α c
 
 Hierarchy (``Hierarchy``): nodes aggregated by axis-aligned boxes (per-axis sizes: the mat's
 first level is its columns through the thickness), tentative prolongation from the rigid modes
@@ -211,6 +213,7 @@ class Cycle:
         s = self.s
         Jt = np.zeros((self.n, 3))
         np.add.at(Jt, s.node, np.einsum("cij,ci->cj", s.R, lam))
+        self._lam, self._jt = lam, Jt.ravel()
         r = s.b + Jt.ravel() - self.av(v)
         r *= self.free
         T = self.truncation(st)
@@ -248,13 +251,41 @@ class Cycle:
             lo = np.minimum(-yn, 0.0)
             fix = (st == OPEN) & (cn < lo)
             C[s.node[fix]] += (lo - cn)[fix, None] * s.R[fix, 2]
-        if self.line_search:
+        if self.line_search == "tresca":
+            Ac = self.av(c)
+            alpha = self._tresca_step(v, c, r, float(c @ Ac))
+        elif self.line_search:
             Ac = self.av(c)
             cAc = float(c @ Ac)
             alpha = min(max(float(c @ r) / cAc, 0.0), 1.0) if cAc > 0 else 0.0
         else:
             alpha = 1.0
         return v + alpha * c, alpha
+
+    def _tresca_step(self, v, c, r, cAc: float) -> float:
+        """argmin over α ∈ [0, 1] of the Tresca energy ``½vᵀAv − bᵀv + Σ μ λ_n ‖y_t(v)‖`` along c (λ_n
+        frozen at the smoother's; convex in α, its derivative's root by bisection). ``Av − b = Jᵀλ − r``."""
+        s = self.s
+        C, V = c.reshape(-1, 3), v.reshape(-1, 3)
+        yt = np.einsum("cij,cj->ci", s.R[:, :2], V[s.node] - s.v_world) + s.bias[:, :2]
+        ct = np.einsum("cij,cj->ci", s.R[:, :2], C[s.node])
+        g = s.mu[:, 0] * np.maximum(self._lam[:, 2], 0.0)
+        q1 = float(c @ self._jt) - float(c @ r)
+
+        def slope(a):
+            z = yt + a * ct
+            nz = np.linalg.norm(z, axis=1)
+            return a * cAc + q1 + float((g * np.einsum("ci,ci->c", z, ct) / np.maximum(nz, 1e-300)).sum())
+
+        if slope(0.0) >= 0.0:
+            return 0.0
+        if slope(1.0) <= 0.0:
+            return 1.0
+        lo, hi = 0.0, 1.0
+        for _ in range(40):
+            mid = 0.5 * (lo + hi)
+            lo, hi = (mid, hi) if slope(mid) < 0.0 else (lo, mid)
+        return 0.5 * (lo + hi)
 
     def vcycle(self, A, r, level, T=None):
         """One V-cycle on ``A x = r`` from ``level`` (damped Jacobi, or on the fine level Chebyshev of
@@ -369,11 +400,14 @@ VARIANTS = {
     "fine2": {"coarse": "vcycle", "smooth_p": True, "fine_sweeps": 2},
     "fine4": {"coarse": "vcycle", "smooth_p": True, "fine_sweeps": 4},
     "fine8": {"coarse": "vcycle", "smooth_p": True, "fine_sweeps": 8},
+    "direct_tresca": {"coarse": "direct", "line_search": "tresca"},
+    "vcycle_sa2_tresca": {"coarse": "vcycle", "smooth_p": True, "nu": 2, "line_search": "tresca"},
+    "fine4_tresca": {"coarse": "vcycle", "smooth_p": True, "fine_sweeps": 4, "line_search": "tresca"},
 }
 
 
 def solve(step: HostStep, hier: Hierarchy, tol: float = 1e-4, max_cycles: int = 300, coarse: str | None = "exact",
-          smooth_p: bool = False, nu: int = 1, line_search: bool = True, answer: bool = False,
+          smooth_p: bool = False, nu: int = 1, line_search: "bool | str" = True, answer: bool = False,
           fine_sweeps: int = 0, project: bool = True) -> dict:
     """Cycles from ``step.v0`` until e_m ≤ tol after a smoother (at most ``max_cycles``). Returns the
     cycles, the last e_m, the fine matvecs per cycle (coarse work in fine-matvec units) and the
