@@ -3,7 +3,7 @@
 
     python tools/proto_tnnmg.py [--scene mat_drag|cube_drop] [--sizes 12 26] [--steps 3] [--tol 1e-4]
         [--variants smoother direct twolevel twolevel_sa vcycle vcycle_sa fine2 fine4 fine8]
-        [--rotations] [--spacing shortest|median|axes] [--box F | --box Fx Fy Fz]
+        [--rotations] [--spacing shortest|median|axes] [--box F | --box Fx Fy Fz] [--cost]
 
 Per measured step (after the Table I settle under Lagged) the step problem is captured from COND's
 solve (A, b, prescribed rows, contact frames, μ, targets, COND's scalar W) and iterated on the host
@@ -31,8 +31,8 @@ from femcontact.solvers.host_problem import HostContactProblem
 class Capture:
     """Wraps COND: runs its solve, then the host prototype on the same step from the same warm start."""
 
-    def __init__(self, inner, variants, tol, max_cycles, hierarchy):
-        self.inner, self.name = inner, inner.name
+    def __init__(self, inner, variants, tol, max_cycles, hierarchy, cost=False):
+        self.inner, self.name, self.cost = inner, inner.name, cost
         self.variants, self.tol, self.max_cycles, self.hier = variants, tol, max_cycles, hierarchy
         self.rows = []
 
@@ -48,6 +48,8 @@ class Capture:
             for name, opts in self.variants.items():
                 res = mg.solve(step, self.hier, tol=self.tol, max_cycles=self.max_cycles, **opts)
                 row[name] = res
+                if self.cost:
+                    res["ms"] = correction_ms(step, self.hier, opts)
         self.rows.append(row)
         return st
 
@@ -56,6 +58,25 @@ class Capture:
 
     def restore(self, m):
         self.inner.restore(m)
+
+
+def correction_ms(step, hier, opts) -> tuple[float, float]:
+    """(one ``A @ x``, one correction after one smoother step) in ms, minima of 50 and 5 runs."""
+    cyc = mg.Cycle(step, hier, opts.get("coarse") or "exact", opts.get("smooth_p", False), 1,
+                   opts.get("line_search", True), fine_sweeps=opts.get("fine_sweeps", 0))
+    v, lam = cyc.smoother(step.v0.ravel().copy())
+    st = cyc.states(lam)
+    x = np.ones(step.A.shape[0])
+
+    def least(f, k):
+        ts = []
+        for _ in range(k):
+            t0 = time.perf_counter()
+            f()
+            ts.append(time.perf_counter() - t0)
+        return 1e3 * min(ts)
+
+    return least(lambda: step.A @ x, 50), least(lambda: cyc.correction(v, lam, st), 5)
 
 
 def main():
@@ -68,6 +89,7 @@ def main():
     ap.add_argument("--settle", type=float, default=None)
     ap.add_argument("--variants", nargs="+", default=["smoother", "twolevel", "vcycle"])
     ap.add_argument("--rotations", action="store_true")
+    ap.add_argument("--cost", action="store_true", help="time one A @ x and one correction (host, scipy)")
     ap.add_argument("--box", type=float, nargs="+", default=[2.0])
     ap.add_argument("--spacing", default="shortest", choices=["shortest", "median", "axes"])
     args = ap.parse_args()
@@ -83,7 +105,7 @@ def main():
         sim.contact_solver = own
         sim.step()
         hier = mg.Hierarchy.from_model(sim.model, rotations=args.rotations, box=np.array(args.box) if len(args.box) > 1 else args.box[0], spacing=args.spacing)
-        cap = Capture(own, variants, args.tol, args.max_cycles, hier)
+        cap = Capture(own, variants, args.tol, args.max_cycles, hier, args.cost)
         sim.contact_solver = cap
         sim.run(steps=args.steps)
         print(f"{args.scene} {size}: {sim.model.n_dofs} DOF, levels {[lv for lv in hier.sizes()]}")
@@ -94,7 +116,9 @@ def main():
                     x = r[name]
                     parts.append(f"{name} {x['cycles']} cyc (e_m {x['e_m']:.1e}, κ_eff {x['kappa_eff']:.0f}, "
                                  f"mv {x['matvecs']:.1f}/cyc, "
-                                 f"α {x['alpha']:.2f}, stick/slide/open {x['states']})")
+                                 f"α {x['alpha']:.2f}, stick/slide/open {x['states']}"
+                                 + (f", A@x {x['ms'][0]:.3f} ms, correction {x['ms'][1]:.1f} ms" if "ms" in x else "")
+                                 + ")")
             print(f"  step {k}: " + "; ".join(parts), flush=True)
 
 
