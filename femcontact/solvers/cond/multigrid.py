@@ -41,7 +41,7 @@ from .layout import CONTACT, CONTACT_NODES
 
 STICK, SLIDE, OPEN = 0, 1, 2
 COARSEST = 40            # nodes (or coarse points) at which the hierarchy stops: solved exactly
-JACOBI_OMEGA = 0.6       # damping of the block-Jacobi smoothing inside the V-cycle and of the SA prolongator
+JACOBI_OMEGA = 0.6       # damping of the (point) Jacobi smoothing on the coarse levels of the V-cycle
 CHEB_RATIO = 30.0        # the fine-level Chebyshev smoother's interval [λ_max/CHEB_RATIO, λ_max]
 
 
