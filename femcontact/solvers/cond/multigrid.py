@@ -403,6 +403,7 @@ VARIANTS = {
     "direct_tresca": {"coarse": "direct", "line_search": "tresca"},
     "vcycle_sa2_tresca": {"coarse": "vcycle", "smooth_p": True, "nu": 2, "line_search": "tresca"},
     "fine4_tresca": {"coarse": "vcycle", "smooth_p": True, "fine_sweeps": 4, "line_search": "tresca"},
+    "fine4_tresca_pc": {"coarse": "vcycle", "smooth_p": False, "fine_sweeps": 4, "line_search": "tresca"},
 }
 
 
