@@ -25,7 +25,6 @@ on the device. The contact model and the line search stay on the host (``sap.py`
 ``solve(H, r)``: the same kernels for any SPD scipy matrix (its 3x3 blocks uploaded, no contacts):
 ``newton_linear``'s one-call interface, used where the Newton path hands over an assembled H.
 """
-from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
