@@ -63,13 +63,15 @@ def optimize(steps: int = STEPS, target=TARGET, push: float = PUSH0, max_iterati
     from scipy.optimize import minimize
 
     from femcontact.diff import NonSmoothStep, output_sizes, restore, rollout, snapshot
+    from femcontact.diff.inputs import translational
 
     target = np.asarray(target, float)
     sim = fc.Simulator(build(push))
     start = snapshot(sim)
     sizes = output_sizes(sim.model)
     n_state = sum(sizes.values())
-    box = sim.model.body("box").node_start            # the box's translational block: rows 3 box .. 3 box + 3 of x
+    block = sim.model.body("box").node_start                              # the box's translational block
+    box = int(np.flatnonzero(translational(sim.model) == block)[0])       # its rows 3 box .. 3 box + 3 of x
     scale = 1e-2 ** -2
 
     def evaluate(flat):
@@ -97,17 +99,20 @@ def optimize(steps: int = STEPS, target=TARGET, push: float = PUSH0, max_iterati
                     raise
                 retries.append(len(evaluations))
         grad = res.per_step["force:finger:0"][:, :2] + 2.0 * EFFORT * u
-        final = sim.state.positions()[box].copy()
+        final = sim.state.positions()[block].copy()
+        rollouts.append(retry)
         evaluations[flat.tobytes()] = (res.loss + EFFORT * float(flat @ flat), float(np.linalg.norm(final - target)))
         return evaluations[flat.tobytes()][0], grad.ravel()
 
     evaluations: dict = {}
     retries: list = []
+    rollouts: list = []
     iterations: list = []
     u0 = np.tile([push, 0.0], (steps, 1)).ravel()
     wall, cpu = time.perf_counter(), time.process_time()
     evaluate(u0)
     iterations.append(evaluations[u0.tobytes()])
+
     def iterate(intermediate_result):
         iterations.append(evaluations[np.asarray(intermediate_result.x, float).tobytes()])
         if iterations[-1][1] <= stop_distance:
@@ -116,7 +121,8 @@ def optimize(steps: int = STEPS, target=TARGET, push: float = PUSH0, max_iterati
     fit = minimize(evaluate, u0, jac=True, method="L-BFGS-B", callback=iterate,
                    options={"maxiter": max_iterations, "ftol": 1e-12, "gtol": 1e-8})
     return {"forces": fit.x.reshape(steps, 2), "cost": [c for c, _ in iterations],
-            "distance": [d for _, d in iterations], "iterations": int(fit.nit), "evaluations": len(evaluations), "retries": len(retries),
+            "distance": [d for _, d in iterations], "iterations": int(fit.nit),
+            "evaluations": len(rollouts), "retries": len(retries),
             "wall_s": time.perf_counter() - wall, "cpu_s": time.process_time() - cpu, "status": fit.message}
 
 

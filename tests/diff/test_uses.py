@@ -1,14 +1,14 @@
 """The two uses of the rollout gradients (issue 33 item 3), from their scenes: system identification of μ
 and E of a soft cube sliding and tipping (scenes/sysid_cube.py) and contact-implicit trajectory optimization
-of a force-driven finger pushing a box (scenes/push_trajopt.py). CI runs short versions (10 steps); the
-full ones (30 steps, 50 steps = 0.5 s) are slow."""
+of a force-driven finger pushing a box (scenes/push_trajopt.py). CI runs short versions (10 steps) and the
+30-step identification (slow, sample); the 50-step (0.5 s) push is slow."""
 import numpy as np
 import pytest
 
 from tests.helpers.scenes_util import load_scene
 
 
-@pytest.mark.parametrize("steps", [10, pytest.param(30, marks=pytest.mark.slow)])
+@pytest.mark.parametrize("steps", [10, pytest.param(30, marks=[pytest.mark.slow, pytest.mark.sample])])
 def test_sysid_recovers_mu_and_youngs_modulus_from_2x_off(steps):
     """Recorded at (μ, E) = (0.4, 2e4 Pa); from (0.8, 1e4) the fit recovers both within 1% (it reaches
     round-off: the data are noise-free and the model the same)."""
