@@ -5,8 +5,8 @@ gradients by the adjoint method over the steps (``rollout.py``), and central fin
 whole simulator as their reference (``fd.py``). docs/GRADIENTS.md."""
 from .fd import step_jacobian
 from .inputs import OUTPUTS, Input, Snapshot, end_state, output_sizes, resolve, restore, snapshot
-from .rollout import RolloutGradient, rollout
+from .rollout import RolloutGradient, RolloutTangents, rollout, rollout_tangents
 from .step import DENSE_MAX_DOFS, NonSmoothStep, StepDerivatives, step_derivatives
 
-__all__ = ["DENSE_MAX_DOFS", "Input", "NonSmoothStep", "OUTPUTS", "RolloutGradient", "Snapshot", "StepDerivatives",
-           "end_state", "output_sizes", "resolve", "restore", "rollout", "snapshot", "step_derivatives", "step_jacobian"]
+__all__ = ["DENSE_MAX_DOFS", "Input", "NonSmoothStep", "OUTPUTS", "RolloutGradient", "RolloutTangents", "Snapshot", "StepDerivatives",
+           "end_state", "output_sizes", "resolve", "restore", "rollout", "rollout_tangents", "snapshot", "step_derivatives", "step_jacobian"]

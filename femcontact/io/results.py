@@ -299,12 +299,7 @@ def plot(out: "str | os.PathLike | RunResults", contacts: Optional[str] = None,
     solver's momentum error ``e_m`` per step when ``steps.csv`` reports it. Saved (atomically) to
     ``path`` when given (format from its suffix). Needs matplotlib (``pip install "femcontact[plot]"``)."""
     res = out if isinstance(out, RunResults) else read(out)
-    try:
-        from matplotlib.backends.backend_agg import FigureCanvasAgg
-        from matplotlib.figure import Figure
-    except ImportError:
-        raise FemcontactError('plotting needs matplotlib: pip install "femcontact[plot]" (or pip install '
-                              'matplotlib)') from None
+    Figure, FigureCanvasAgg = _figure_class()
     force, counts = res.contact_force(contacts), res.stick_slip(contacts)
     e_m = res.steps.get("e_m")
     show_em = e_m is not None and np.isfinite(e_m).any()
@@ -331,17 +326,49 @@ def plot(out: "str | os.PathLike | RunResults", contacts: Optional[str] = None,
         ax.set_ylabel("momentum error $e_m$")
     axes[-1].set_xlabel("time (s)")
     if path is not None:
-        path = Path(path)
-        fmt = path.suffix.lstrip(".").lower() or "png"
-        import io
+        _save(fig, path)
+    return fig
 
-        buf = io.BytesIO()
-        try:
-            fig.savefig(buf, format=fmt)
-        except ValueError as exc:
-            raise ParameterError(f"cannot save a plot as {path.name!r}: {exc}") from None
-        path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_bytes(path, buf.getvalue())
+
+def _figure_class():
+    try:
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
+    except ImportError:
+        raise FemcontactError('plotting needs matplotlib: pip install "femcontact[plot]" (or pip install '
+                              'matplotlib)') from None
+    return Figure, FigureCanvasAgg
+
+
+def _save(fig, path: str | os.PathLike) -> None:
+    """Save ``fig`` atomically to ``path`` (format from its suffix)."""
+    path = Path(path)
+    fmt = path.suffix.lstrip(".").lower() or "png"
+    import io
+
+    buf = io.BytesIO()
+    try:
+        fig.savefig(buf, format=fmt)
+    except ValueError as exc:
+        raise ParameterError(f"cannot save a plot as {path.name!r}: {exc}") from None
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_bytes(path, buf.getvalue())
+
+
+def plot_history(values, path: str | os.PathLike | None = None, title: str = "", ylabel: str = "cost") -> "Figure":
+    """A matplotlib Figure of an optimization's ``values`` per iteration (log scale; the uses of
+    ``femcontact.diff``: scenes/sysid_cube.py, scenes/push_trajopt.py), saved to ``path`` when given."""
+    Figure, FigureCanvasAgg = _figure_class()
+    values = np.asarray(values, float)
+    fig = Figure(figsize=(5.0, 3.5), dpi=100, layout="constrained")
+    FigureCanvasAgg(fig)
+    ax = fig.subplots()
+    ax.semilogy(np.arange(len(values)), np.maximum(values, np.finfo(float).tiny), "o-", ms=3)
+    ax.set_xlabel("iteration")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize="small")
+    if path is not None:
+        _save(fig, path)
     return fig
 
 

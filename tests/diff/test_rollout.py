@@ -104,3 +104,64 @@ def test_rollout_refuses_state_names_and_cond():
     sc.add_rigid_body(shapes.Box((0.1, 0.1, 0.1)), density=500, position=(0, 0, 1.0), name="box")
     with pytest.raises(ParameterError, match="sap, lagged, similar"):
         rollout(fc.Simulator(sc), 2, lambda k, s: None)
+
+
+def _set_load_x(sim, fx):
+    from dataclasses import replace
+    load = sim.control.loads["box:0"]
+    sim.control.set_load("box:0", replace(load, force=replace(load.force, value=np.array([fx, 0.0, 0.0]))))
+
+
+def test_rollout_with_per_step_controls_against_fd():
+    """``controls(sim, k)`` sets a different load at every step; the reverse sweep differentiates step k
+    about its own load: dL/du_k against central differences of whole rollouts."""
+    sim = sliding_box()
+    loss = final_position_loss(sim)
+    start = snapshot(sim)
+    u = np.array([0.5, 2.0, -1.0, 1.5, 0.0, 3.0])
+    g = rollout(sim, STEPS, loss, ["force:box:0"], controls=lambda s, k: _set_load_x(s, u[k - 1]))
+    from femcontact.diff import end_state
+    h = 1e-6
+
+    def value(k_changed, sign):
+        restore(sim, start, stepped=True)
+        for k in range(1, STEPS + 1):
+            _set_load_x(sim, u[k - 1] + (sign * h if k == k_changed else 0.0))
+            sim.step()
+        return loss(STEPS, end_state(sim))[0]
+    for k in (2, 5):
+        fd = (value(k, 1) - value(k, -1)) / (2 * h)
+        print(f"| rollout {STEPS} steps, per-step loads | dL/du_{k} | {abs(g.per_step['force:box:0'][k - 1, 0] - fd) / abs(fd):.1e} |")
+        assert fd != 0 and abs(g.per_step["force:box:0"][k - 1, 0] - fd) <= 1e-4 * abs(fd)
+
+
+def test_rollout_tangents_against_fd_and_adjoint():
+    """Forward sensitivities dS_k/dμ (``rollout_tangents``) against central differences of whole rollouts,
+    and their final-step loss gradient against the adjoint's dL/dμ."""
+    from femcontact.diff import end_state, rollout_tangents
+    sim = sliding_box()
+    loss = final_position_loss(sim)
+    start = snapshot(sim)
+    tan = rollout_tangents(sim, STEPS, ["mu:ground"])
+    assert len(tan.states) == STEPS + 1 and tan.tangents[-1].shape == (sum(output_sizes(sim.model).values()), 1)
+    mu = resolve(sim, ["mu:ground"])[0]
+    h = 1e-6
+
+    def x_final(sign):
+        restore(sim, start, stepped=True)
+        undo = mu.apply(sim, np.array([sign * h]))
+        try:
+            for _ in range(STEPS):
+                sim.step()
+            return end_state(sim)["x"].ravel()
+        finally:
+            undo()
+    fd = (x_final(1) - x_final(-1)) / (2 * h)
+    n_x = output_sizes(sim.model)["x"]
+    err = np.abs(tan.tangents[-1][:n_x, 0] - fd).max() / np.abs(fd).max()
+    print(f"| rollout_tangents {STEPS} steps | dx_N/dμ | {err:.1e} |")
+    assert err <= 1e-4
+    restore(sim, start, stepped=True)
+    adj = rollout(sim, STEPS, loss, ["mu:ground"]).params["mu:ground"][0]
+    _, grad = loss(STEPS, tan.states[-1])
+    assert grad @ tan.tangents[-1][:, 0] == pytest.approx(adj, rel=1e-6)

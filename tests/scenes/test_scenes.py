@@ -14,7 +14,7 @@
   (test_contact_physics), rigid_box_push, sphere_roll, cube_stack, ball_squeeze and capstan's
   stick/slip threshold for every solver (test_agreement_matrix), spring_cylinder (test_springs),
   the papers' experiments (conveyor_belt, steel_sphere, painleve_rod: test_paper_scenes; soft_gripper:
-  test_soft_gripper).
+  test_soft_gripper), the uses of the gradients (sysid_cube, push_trajopt: tests/diff/test_uses).
 """
 import numpy as np
 import pytest
@@ -50,12 +50,14 @@ SMOKE = {
     "panda_mat_fold": ({"resolution": 6, "duration": 0.05}, 3, True, False),   # short: its IK path is sampled over duration
     "panda_soft_ball": ({"resolution": 2, "duration": 0.05}, 3, None, False),
     "pile": ({"layers": 1, "per_side": 2}, 3, None, True),
+    "push_trajopt": ({}, 3, True, False),          # the finger pushed by its initial-guess force
     "rigid_box_push": ({}, 3, True, False),
     "rod_cantilever": ({}, 3, False, True),
     "soft_fingers_cylinder": ({"resolution": 2}, 3, True, False),
     "soft_gripper": ({"resolution": 4}, 3, None, False),     # touches after ~0.1 s
     "sphere_roll": ({}, 3, True, True),
     "steel_sphere": ({}, 3, False, True),
+    "sysid_cube": ({}, 3, True, True),
     # rolls from 1 cm (the paper's 0.1 m spins its 5 cm wheel ~0.3 rad in 3 steps, past the bound on block motion)
     "spring_cylinder": ({"x0": 0.01}, 3, True, True),
 }
