@@ -42,11 +42,11 @@ class Side:
         if self.world:
             self.k, self.lin, self.mass, self.inertia = -1, -1, np.inf, np.inf
             return
-        self.k = model.rigid_index(name)
-        spec = model.rigid_specs[self.k]
-        self.lin = int(model.rigid_lin[self.k])
-        self.mass = spec.mass if not spec.kinematic else np.inf
-        self.inertia = float(np.linalg.eigvalsh(spec.inertia)[0]) if not spec.kinematic else np.inf
+        rigid = model.rigid
+        self.k = k = rigid.index(name)
+        self.lin = int(rigid.lin[k])
+        self.mass = float(rigid.mass[k]) if not rigid.kinematic[k] else np.inf
+        self.inertia = float(np.linalg.eigvalsh(rigid.inertia[k])[0]) if not rigid.kinematic[k] else np.inf
 
 
 @dataclass

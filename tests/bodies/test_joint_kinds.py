@@ -74,7 +74,7 @@ def _joint(system, name):
 
 def _rest_configuration(system) -> Configuration:
     model = system.model
-    R = np.array([s.rotation for s in model.rigid_specs])
+    R = model.rigid.rotation0.copy()
     return Configuration(model.rest_positions.copy(), np.zeros_like(model.rest_positions), R, model.dt)
 
 
@@ -157,7 +157,7 @@ def _rows_of(joint):
 
 def _rigid_of(system):
     out = {}
-    for k, lin in enumerate(system.model.rigid_lin):
+    for k, lin in enumerate(system.model.rigid.lin):
         out[int(lin)], out[int(lin) + 1] = (k, False), (k, True)
     return out
 
