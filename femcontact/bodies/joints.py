@@ -172,7 +172,7 @@ class JointSystem:
         self.coupling_pairs = (np.array(pairs_r, np.int64), np.array(pairs_c, np.int64))
         self.count = len(self.joints) + len(self.attach) + len(self.orient)
         self._setup_stacks(model)
-        self.hinge_position0 = {j.spec.name: (i, j.spec.position0) for i, j in enumerate(self.joints)
+        self.hinge_position0 = {j.name: (i, j.position0) for i, j in enumerate(self.joints)
                                 if isinstance(j, Hinge)}     # hinge name -> (joint index, position0 rad)
         self._cap = (0, 0)     # sizes of the scatter transfer arrays (allocated by _scatter)
         self._slots = None     # the joints' and mimics' A slots and b rows (a fixed layout, set at the first scatter)
@@ -181,18 +181,17 @@ class JointSystem:
 
     def _setup_robot_terms(self, model) -> None:
         """The mimic couplings; a clear error for a mimic of a joint that does not exist."""
-        by_name = {joint.spec.name: joint for joint in self.joints}
+        by_name = {joint.name: joint for joint in self.joints}
         self.mimics: list[MimicCoupling] = []
         for joint in self.joints:
-            spec = joint.spec
-            if spec.mimic is None:
+            if joint.mimic is None:
                 continue
-            leader = by_name.get(spec.mimic.leader)
+            leader = by_name.get(joint.mimic[0])
             if not isinstance(leader, CoordinateJoint):
-                raise ParameterError(f"joint {spec.name!r} mimics {spec.mimic.leader!r}, which is not a hinge or "
+                raise ParameterError(f"joint {joint.name!r} mimics {joint.mimic[0]!r}, which is not a hinge or "
                                      f"prismatic joint of the scene (joints: {sorted(by_name)})")
             if not isinstance(joint, CoordinateJoint):
-                raise ParameterError(f"joint {spec.name!r}: only hinge and prismatic joints can mimic another")
+                raise ParameterError(f"joint {joint.name!r}: only hinge and prismatic joints can mimic another")
             self.mimics.append(MimicCoupling(joint, leader))
 
     def _setup_stacks(self, model) -> None:
@@ -209,20 +208,20 @@ class JointSystem:
             # the bodies each joint carries: (joint within the kind, centre-of-mass block, mass)
             rigid = model.rigid
             carried = [(n, int(rigid.lin[rigid.index(name)]), float(rigid.mass[rigid.index(name)]))
-                       for n, i in enumerate(idx) for name in joints[i].spec.subtree]
+                       for n, i in enumerate(idx) for name in joints[i].subtree]
             carried = np.array(carried, float).reshape(-1, 3)
             self.groups.append((cls, issubclass(cls, CoordinateJoint), np.array(idx, np.int64), Stack([joints[i] for i in idx]),
                                 carried[:, 0].astype(np.int64), carried[:, 1].astype(np.int64), carried[:, 2]))
         coord = [joints[i] for i in self.coordinates]
-        self.coordinate_names = [j.spec.name for j in coord]
+        self.coordinate_names = [j.name for j in coord]
         self.lower = np.array([j.limit.lower if j.limit else -np.inf for j in coord], float)
         self.upper = np.array([j.limit.upper if j.limit else np.inf for j in coord], float)
         self.k_limit = np.array([j.limit.k if j.limit else 0.0 for j in coord], float)
         index = {id(j): i for i, j in enumerate(joints)}
         self.mimic_follower = np.array([index[id(m.follower)] for m in self.mimics], np.int64)
         self.mimic_leader = np.array([index[id(m.leader)] for m in self.mimics], np.int64)
-        self.mimic_multiplier = np.array([m.mimic.multiplier for m in self.mimics], float)
-        self.mimic_offset = np.array([m.mimic.offset for m in self.mimics], float)
+        self.mimic_multiplier = np.array([m.multiplier for m in self.mimics], float)
+        self.mimic_offset = np.array([m.offset for m in self.mimics], float)
         self.mimic_k = np.array([m.follower.k_coordinate for m in self.mimics], float)
         self.mimic_beta = np.array([m.beta for m in self.mimics], float)
         self.mimic_blocks = np.array([m.blocks for m in self.mimics], np.int64).reshape(-1, 8)

@@ -64,6 +64,8 @@ def test_the_model_keeps_no_spec():
     scene.add_rod(fc.meshes.rod_straight((0, 0, 2), (1, 0, 2), 4), radius=0.01,
                   material=fc.Material(1e6, 0.4, 1000.0), name="cable").clamp("start")
     scene.add_spring("ball", None, anchor_b=(0, 0, 1.5), stiffness=10.0)
+    scene.add_rigid_body(fc.shapes.Sphere(0.05), density=1000.0, position=(0, 0.5, 1), name="arm")
+    scene.add_joint("hinge", "ball", "arm", anchor=(0, 0.25, 1), axis=(1, 0, 0), limits=(-1.0, 1.0))
     scene.add_obstacle(fc.shapes.HalfSpace(normal=(0.0, 0.0, 1.0)), name="floor")
     model = Model(scene)
 
@@ -73,5 +75,7 @@ def test_the_model_keeps_no_spec():
 
     assert specs_in(model.obstacles) == ["ObstacleSpec"]          # the checker sees a spec
     found = {name: specs_in(value) for name, value in vars(model).items() if specs_in(value) and name != "obstacles"}
-    found.update({f"rigid.{name}": specs_in(value) for name, value in vars(model.rigid).items() if specs_in(value)})
+    for part, table in [("rigid", model.rigid), ("joints", model.joints), *(
+            (f"joints.joints[{i}]", joint) for i, joint in enumerate(model.joints.joints))]:
+        found.update({f"{part}.{name}": specs_in(value) for name, value in vars(table).items() if specs_in(value)})
     assert not found, f"the Model keeps specs: {found}"
