@@ -1,8 +1,10 @@
 """Model: the static part of a simulation, built once from a Scene.
 
 Holds the DOF map (every body's nodes get a contiguous range of 3-vector blocks in
-the one global velocity vector), rest shapes, lumped masses, element data and the
-block sparsity pattern of ``A``. Nothing in it changes during a run.
+the one global velocity vector), rest shapes, lumped masses, element data, the per-system
+tables (rigid bodies, rods, prescribed motions, joints, springs, contact) and the block
+sparsity pattern of ``A``. Nothing in it changes during a run, and it keeps no spec: the
+constructor is the one place the Scene's specs are read.
 """
 from __future__ import annotations
 
@@ -15,8 +17,11 @@ from . import backend
 from .assembly.sparse import BlockPattern
 from .dofs import DofGroups, DofGroupsBuilder
 from .bodies.joints import JointSystem
+from .bodies.prescribed import Pose, PrescribedGroup
+from .bodies.rigid import RigidSystem
+from .bodies.rod import RodRange
 from .bodies.springs import spring_system
-from .math.quaternion import quat_from_matrix
+from .errors import ParameterError
 from .contact.setup import build_contact_data
 from .scene import Scene
 
@@ -42,11 +47,18 @@ class BodyRange:
 
 
 class Model:
-    """Static simulation data on Taichi ndarrays (plus numpy copies for the host side)."""
+    """Static simulation data on Taichi ndarrays (plus numpy copies for the host side), built once from a
+    Scene, which it does not keep: nothing after this constructor reads a spec.
+
+    Arrays: rest positions, initial velocities, lumped masses, tet tables and element data; ``bodies``
+    (``BodyRange``); the per-system tables: ``rigid`` (``RigidSystem``: rigid bodies and the rotational
+    blocks), ``rod_ranges`` (a ``RodRange`` per rod), ``prescribed`` (a ``PrescribedGroup`` per pin,
+    drive or kinematic rigid body), ``joints`` / ``springs`` (their systems, None without any),
+    ``contact`` (``ContactData``); ``pattern`` (the block pattern of A) and ``dofs`` (``DofGroups``).
+    """
 
     def __init__(self, scene: Scene):
         backend.ensure_init()
-        self.scene = scene
         self.dt = scene.dt
         self.integrator = scene.integrator
         self.gravity = scene.gravity.copy()
@@ -64,15 +76,20 @@ class Model:
             tet0 += spec.mesh.n_tets
         self.n_fem_nodes = node0
         self.n_tets = tet0
-        node0 = self._add_rigid_bodies(node0, rest, vel)
-        node0 = self._add_rods(node0, rest, vel)
+        self._block_mass = []
+        rigid0 = node0
+        node0 = self._add_rigid_bodies(scene.rigid_bodies, node0, rest, vel)
+        node0, rod_rotations = self._add_rods(scene.rods, node0, rest, vel, len(scene.rigid_bodies))
         self.n_nodes = node0
+        self.rigid = RigidSystem(scene.rigid_bodies, rigid0, rod_rotations)
         self.rest_positions = np.concatenate(rest) if rest else np.zeros((0, 3))
         self.initial_velocities = np.concatenate(vel) if vel else np.zeros((0, 3))
         self.tets_np = np.concatenate(tets) if tets else np.zeros((0, 4), np.int64)
         mats = np.concatenate(mats) if mats else np.zeros((0, 5))
         self._build_elements(mats)
-        self._build_rotational()
+        self.is_rotational = np.zeros(self.n_nodes, bool)
+        self.is_rotational[self.rigid.rot_block_np] = True
+        self.prescribed = self._build_prescribed(scene)
         self.coupling_pairs: list = []   # (rows, cols) block pairs added by couplings (joints)
         self.coupling_pairs += self._rod_pairs
         self.joints = None
@@ -84,65 +101,44 @@ class Model:
             self.coupling_pairs.append(self.springs.coupling_pairs)
         self.pattern = self._build_pattern()
         self.dofs = self._build_dof_groups()
-        self._build_contact()
+        self._build_contact(scene)
 
-    # ------------------------------------------------------------------ rigid bodies and rotational blocks
-    def _add_rigid_bodies(self, node0: int, rest: list, vel: list) -> int:
-        """Two blocks per rigid body (centre-of-mass velocity, world angular velocity); fills the
-        rotational-block tables (``rot_*_np``) that rods will share."""
-        self.rigid_specs = list(self.scene.rigid_bodies)
-        rot_block, rot_inertia, rot_q = [], [], []
-        self.rigid_lin = np.zeros(len(self.rigid_specs), np.int64)
-        self._block_mass = []
-        for k, spec in enumerate(self.rigid_specs):
+    # ------------------------------------------------------------------ rigid bodies and rods
+    def _add_rigid_bodies(self, specs: list, node0: int, rest: list, vel: list) -> int:
+        """Two blocks per rigid body (centre-of-mass velocity, world angular velocity); the rest of a
+        rigid body's tables is ``RigidSystem``'s."""
+        for spec in specs:
             self.bodies.append(BodyRange(spec.name, "rigid", node0, 2, self.n_tets, 0))
-            self.rigid_lin[k] = node0
             rest.append(np.stack([spec.com, np.zeros(3)]))
             vel.append(np.stack([spec.velocity, spec.angular_velocity]))
             self._block_mass.append((node0, spec.mass))
-            rot_block.append(node0 + 1)
-            rot_inertia.append(spec.inertia)
-            rot_q.append(quat_from_matrix(spec.rotation))
             node0 += 2
-        self.rot_block_np = np.array(rot_block, np.int64)
-        self.rot_inertia_np = np.array(rot_inertia, float).reshape(-1, 3, 3)
-        self.rot_q0_np = np.array(rot_q, float).reshape(-1, 4)
-        self._build_rigid_table()
         return node0
 
-    def _build_rigid_table(self) -> None:
-        """Per rigid body (``rigid_specs`` order), what the run reads instead of the specs: ``rigid_names``,
-        ``rigid_com_local_np`` (n, 3; centre of mass in the shape frame, m), ``rigid_mass_np`` (kg),
-        ``rigid_kinematic_np`` (bool: pose prescribed) and ``rigid_surfaces`` ((verts, int64 faces) in the
-        shape frame, for output)."""
-        specs = self.rigid_specs
-        self.rigid_names = [s.name for s in specs]
-        self.rigid_com_local_np = np.array([s.com_local for s in specs], float).reshape(-1, 3)
-        self.rigid_mass_np = np.array([s.mass for s in specs], float)
-        self.rigid_kinematic_np = np.array([s.kinematic for s in specs], bool)
-        surfaces = [s.shape.surface() for s in specs]
-        self.rigid_surfaces = [(v, np.asarray(f, np.int64)) for v, f in surfaces]
-
-    def _add_rods(self, node0: int, rest: list, vel: list) -> int:
+    def _add_rods(self, specs: list, node0: int, rest: list, vel: list, n_rot: int) -> tuple:
         """Cosserat rods (``femcontact.spec.rod``): per rod its n+1 node blocks (lumped mass) then its n
-        segment blocks (rotational: inertia ρ l diag(I, I, J), quaternion appended after the rigid
-        bodies' in ``rot_*_np``). Records ``rod_specs`` and the block pairs the rod elements couple
-        (stretch–shear: nodes j, j+1 and segment j; bend–twist: segments j, j+1) in ``_rod_pairs``."""
-        self.rod_specs = list(self.scene.rods)
+        segment blocks (rotational: inertia ρ l diag(I, I, J), quaternion after the ``n_rot`` before it).
+        Records a ``RodRange`` per rod in ``rod_ranges`` and the block pairs the rod elements couple
+        (stretch–shear: nodes j, j+1 and segment j; bend–twist: segments j, j+1) in ``_rod_pairs``;
+        returns the next block and the segments' (blocks, inertias, quaternions) for ``RigidSystem``."""
+        self.rod_ranges: list[RodRange] = []
         self._rod_pairs = []
-        if not self.rod_specs:
-            return node0
-        rot_block, rot_inertia, rot_q = [self.rot_block_np], [self.rot_inertia_np], [self.rot_q0_np]
-        self.rod_rot0 = np.zeros(len(self.rod_specs), np.int64)    # index of each rod's first quaternion
-        for k, spec in enumerate(self.rod_specs):
+        rot_block, rot_inertia, rot_q = [], [], []
+        for spec in specs:
             n, npt = spec.n_segments, spec.n_points
-            self.bodies.append(BodyRange(spec.name, "rod", node0, spec.n_nodes, self.n_tets, 0))
+            body = BodyRange(spec.name, "rod", node0, spec.n_nodes, self.n_tets, 0)
+            self.bodies.append(body)
             rest.append(spec.positions)
             vel.append(spec.block_velocities)
             for i, m in enumerate(spec.node_masses):
                 self._block_mass.append((node0 + i, float(m)))
-            self.rod_rot0[k] = sum(len(r) for r in rot_block)
             seg = node0 + npt + np.arange(n)
+            self.rod_ranges.append(RodRange(
+                spec.name, body, node0 + np.arange(npt), seg, n_rot + np.arange(n), spec.rest_lengths.copy(),
+                spec.rest_darboux.copy(), float(spec.radius), bool(spec.self_contact), spec.youngs_modulus,
+                spec.shear_modulus, tuple(spec.areas), spec.rayleigh_alpha, spec.rayleigh_beta,
+                spec.node_masses.copy(), spec.segment_inertias.copy(), tuple(int(j) for j in spec.anchors)))
+            n_rot += n
             rot_block.append(seg)
             rot_inertia.append(spec.segment_inertias)
             rot_q.append(spec.quats)
@@ -152,44 +148,46 @@ class Model:
             pair = np.stack([seg[:-1], seg[1:]], axis=1)                        # (n-1, 2) bend elements
             self._rod_pairs.append((np.repeat(pair, 2, axis=1), np.tile(pair, (1, 2))))
             node0 += spec.n_nodes
-        self.rot_block_np = np.concatenate(rot_block).astype(np.int64)
-        self.rot_inertia_np = np.concatenate(rot_inertia).reshape(-1, 3, 3)
-        self.rot_q0_np = np.concatenate(rot_q).reshape(-1, 4)
-        return node0
+        return node0, (rot_block, rot_inertia, rot_q)
 
-    def _build_rotational(self) -> None:
-        n = len(self.rot_block_np)
-        self.n_rot = n
-        self.rot_block = backend.int_array(self.rot_block_np)
-        self.rot_inertia = backend.mat3_array(n)
-        if n:
-            self.rot_inertia.from_numpy(self.rot_inertia_np.astype(backend.np_real()))
-        self.is_rotational = np.zeros(self.n_nodes, bool)
-        self.is_rotational[self.rot_block_np] = True
-
-    def rigid_index(self, name: str) -> int:
-        if name in self.rigid_names:
-            return self.rigid_names.index(name)
-        raise KeyError(f"no rigid body named {name!r}; rigid bodies: {self.rigid_names}")
+    def _build_prescribed(self, scene: Scene) -> list:
+        """The prescribed-motion table: a ``PrescribedGroup`` per pin or drive of an FEM body or rod (in
+        scene order) then per kinematic rigid body; a clear error for a node prescribed twice."""
+        groups = []
+        for spec in [*scene.fem_bodies, *scene.rods]:   # rods: same drive records
+            start = self.body(spec.name).node_start
+            for d in spec.drives:
+                kind, motion = ("velocity", d.velocity) if d.velocity is not None else ("position", d.position)
+                groups.append(PrescribedGroup(d.nodes + start, kind, motion, spec.name, spec.positions[d.nodes].copy(),
+                                              placed=spec.positions[d.nodes].copy()))
+        for k, spec in enumerate(scene.rigid_bodies):
+            if spec.kinematic:
+                groups.append(PrescribedGroup(np.arange(2) + self.body(spec.name).node_start, "pose", spec.motion,
+                                              spec.name, Pose(*spec.pose(0.0)), rigid=k))
+        index = np.concatenate([g.index for g in groups]) if groups else np.zeros(0, np.int64)
+        uniq, counts = np.unique(index, return_counts=True)
+        if np.any(counts > 1):
+            node = int(uniq[counts > 1][0])
+            body = next(b for b in self.bodies if b.node_start <= node < b.node_start + b.node_count)
+            raise ParameterError(f"node {node - body.node_start} of body {body.name!r} is prescribed by two pin/drive "
+                                 "calls; select disjoint node sets")
+        self.prescribed_mask = np.zeros(self.n_nodes, bool)
+        self.prescribed_mask[index] = True
+        return groups
 
     # ------------------------------------------------------------------ contact (femcontact.contact)
-    def _build_contact(self) -> None:
+    def _build_contact(self, scene: Scene) -> None:
         """Static contact data: surfaces, obstacles, ``contact_params`` (rows x CONTACT_PARAM_COLUMNS),
         entity pair table; see ``femcontact.contact.setup``."""
-        self.contact = build_contact_data(self)
+        self.contact = build_contact_data(self, scene)
         self.contact_params = self.contact.params
         self.obstacles = self.contact.obstacles
         # True when anything in the scene can touch (some body-body or body-obstacle pair is enabled)
-        self.needs_contact = bool((self.contact.pair_row >= 0).any()) or any(r.self_contact for r in self.rod_specs)
+        self.needs_contact = bool((self.contact.pair_row >= 0).any()) or any(r.self_contact for r in self.rod_ranges)
 
     @property
     def n_dofs(self) -> int:
         return 3 * self.n_nodes
-
-    @property
-    def fem_bodies(self) -> list:
-        """(BodyRange, FemBodySpec) of every FEM body."""
-        return [(b, spec) for b, spec in zip(self.bodies, self.scene.fem_bodies)]
 
     def body(self, name: str) -> BodyRange:
         for b in self.bodies:
@@ -227,24 +225,19 @@ class Model:
     def _build_dof_groups(self) -> DofGroups:
         """The block structure solvers see (``femcontact.dofs``): FEM nodes are points, a rigid body
         a linear/angular pair, a rod a chain of points and spins; prescribed: pinned or driven
-        nodes and kinematic rigid bodies."""
+        nodes and kinematic rigid bodies (``prescribed_mask``)."""
         groups = DofGroupsBuilder()
-        prescribed = np.zeros(self.n_nodes, bool)
-        specs = {s.name: s for s in [*self.scene.fem_bodies, *self.rod_specs]}
+        rods = iter(self.rod_ranges)
+        rigid = iter(self.rigid.mass)
         for b in self.bodies:
             if b.kind == "rigid":
-                spec = self.rigid_specs[self.rigid_index(b.name)]
-                groups.add_rigid(spec.mass)
-                prescribed[b.nodes] = spec.kinematic
+                groups.add_rigid(next(rigid))
             elif b.kind == "rod":
-                spec = specs[b.name]
-                groups.add_chain(self.mass_np[b.node_start: b.node_start + spec.n_points], spec.n_segments)
+                rod = next(rods)
+                groups.add_chain(self.mass_np[b.node_start: b.node_start + rod.n_points], rod.n_segments)
             else:
                 groups.add_points(self.mass_np[b.nodes])
-            if b.kind != "rigid":
-                for d in specs[b.name].drives:
-                    prescribed[b.node_start + np.asarray(d.nodes, np.int64)] = True
-        return groups.build(prescribed)
+        return groups.build(self.prescribed_mask)
 
     def _build_pattern(self) -> BlockPattern:
         t = self.tets_np

@@ -28,7 +28,7 @@ def body(model, name: str):
 def rigid_index(model, name: str) -> int:
     """Index of rigid body ``name`` among the Model's rigid bodies."""
     try:
-        return model.rigid_index(name)
+        return model.rigid.index(name)
     except KeyError as exc:
         raise ParameterError(str(exc.args[0])) from None
 
@@ -36,12 +36,12 @@ def rigid_index(model, name: str) -> int:
 def rigid_pose(model, state, name: str) -> tuple[np.ndarray, np.ndarray]:
     """(centre of mass (3,) m, rotation (3, 3)) of a rigid body now."""
     k = rigid_index(model, name)
-    return state.positions()[int(model.rigid_lin[k])], quat_to_matrix(state.quaternions()[k])
+    return state.positions()[int(model.rigid.lin[k])], quat_to_matrix(state.quaternions()[k])
 
 
 def rigid_velocity(model, state, name: str) -> tuple[np.ndarray, np.ndarray]:
     """(centre-of-mass velocity (3,) m/s, angular velocity (3,) rad/s), world frame."""
-    lin = int(model.rigid_lin[rigid_index(model, name)])
+    lin = int(model.rigid.lin[rigid_index(model, name)])
     v = state.velocities()
     return v[lin], v[lin + 1]
 
@@ -49,7 +49,7 @@ def rigid_velocity(model, state, name: str) -> tuple[np.ndarray, np.ndarray]:
 def set_rigid_velocity(model, state, name: str, linear=None, angular=None) -> None:
     """Set a rigid body's centre-of-mass velocity (m/s) and/or world angular velocity (rad/s) in the State
     and its warm start."""
-    lin = int(model.rigid_lin[rigid_index(model, name)])
+    lin = int(model.rigid.lin[rigid_index(model, name)])
     v, real = state.velocities(), backend.np_real()
     for k, value, what in ((lin, linear, "linear"), (lin + 1, angular, "angular")):
         if value is not None:
@@ -97,11 +97,11 @@ def energy(model, state, systems, scratch) -> dict:
     backend.write(scratch, np.zeros(2, backend.np_real()))     # host views on the CPU: no copy kernels
     integ.kinetic_and_gravity(model.mass, state.x, state.v, model.gravity_arr, scratch)
     kin, grav = (float(e) for e in backend.read(scratch, 2))
-    if model.n_rot:
+    if model.rigid.n_rot:
         R = quat_to_matrix(state.quaternions())
-        w = state.velocities()[model.rot_block_np]
+        w = state.velocities()[model.rigid.rot_block_np]
         Om = np.einsum("kji,kj->ki", R, w)
-        kin += 0.5 * float(np.einsum("ki,kij,kj->", Om, model.rot_inertia_np, Om))
+        kin += 0.5 * float(np.einsum("ki,kij,kj->", Om, model.rigid.rot_inertia_np, Om))
     elastic = sum(system.elastic_energy(state) for system in systems)
     return {"kinetic": kin, "elastic": elastic, "gravity": grav, "total": kin + elastic + grav}
 
@@ -113,4 +113,4 @@ def rigid_contact_forces(model, contacts, dt: float, with_contact: bool) -> dict
     if with_contact and contacts.count:
         d = contacts.to_numpy()
         forces = (contacts.jacobian(True, d).T @ d["impulse"].ravel()).reshape(-1, 3) / dt
-    return {name: forces[int(model.rigid_lin[k])].copy() for k, name in enumerate(model.rigid_names)}
+    return {name: forces[int(model.rigid.lin[k])].copy() for k, name in enumerate(model.rigid.names)}

@@ -18,7 +18,6 @@ from .assembly.sparse import BlockSparseMatrix
 from .control import Control
 from .convergence import (DEFAULT_UNCONVERGED_STOP, ConvergenceMonitor, ConvergenceSummary, check_unconverged_stop,
                           make_scene_solver, stop_rule)
-from .drives import Drives, Loads
 from .energy_monitor import EnergyMonitor
 from .errors import ParameterError
 from .io import frames
@@ -28,6 +27,7 @@ from .spec.overlap import check_initial_overlap
 from .scene import Scene
 from .contact.anchors import MIDPOINT_END_GAIN, StictionAnchors
 from .contact.contacts import ContactSet
+from .bodies.prescribed import LoadSystem, PrescribedSystem
 from .bodies.rod import RodSystem
 from .bodies.system import body_systems
 from .contact.pipeline import CollisionPipeline
@@ -111,9 +111,9 @@ class Simulator:
         self.b = backend.vec3_array(n)
         self.linear = make_linear_solver(scene.linear_solver, n, tol=scene.linear_tol)
         self.control = Control.from_scene(scene)     # drives and loads a script changes between steps
-        self.drives = Drives(scene, m)
+        self.drives = PrescribedSystem(m)
         self.state.prescribed = self.drives.start()
-        self.loads = Loads(m, self.control)
+        self.loads = LoadSystem(m, self.control)
         self.fixed = backend.scalar_array(n, m.dofs.prescribed.astype(np.int32), dtype=ti.i32)
         self.v_fixed = backend.vec3_array(n)
         self.v_end = backend.vec3_array(n)
@@ -154,7 +154,7 @@ class Simulator:
 
     @property
     def f_ext(self):
-        """The step's external loads (vec3 ndarray, ``Loads``; gravity apart)."""
+        """The step's external loads (vec3 ndarray, ``LoadSystem``; gravity apart)."""
         return self.loads.f_ext
 
     @property
@@ -240,7 +240,7 @@ class Simulator:
         """
         n_steps = self._count_steps(duration, steps)
         if every is None:
-            every = max(1, round((self.scene.frame_dt or 1.0 / DEFAULT_FRAME_RATE) / self.scene.dt))
+            every = max(1, round((self.scene.frame_dt or 1.0 / DEFAULT_FRAME_RATE) / self.model.dt))
         if not isinstance(every, int) or every < 1:
             raise ParameterError(f"every must be a positive integer, got {every!r}")
         if checkpoint_every is not None:
@@ -312,7 +312,7 @@ class Simulator:
         duration = self.scene.duration if duration is None else duration
         if not isinstance(duration, (int, float)) or not math.isfinite(duration) or duration < 0:
             raise ParameterError(f"duration must be a non-negative number of seconds, got {duration!r}")
-        return int(round(duration / self.scene.dt))
+        return int(round(duration / self.model.dt))
 
     # ------------------------------------------------------------------ output
     def frame_pieces(self) -> dict:
@@ -323,7 +323,7 @@ class Simulator:
         if self.rods is not None:
             pieces.update(frames.rod_pieces(self.rods, self.state))
         if self.collision is not None:
-            pieces.update(frames.contact_pieces(self.model, self.state, self.contacts, self.scene.dt,
+            pieces.update(frames.contact_pieces(self.model, self.state, self.contacts, self.model.dt,
                                                 self.scene.robots))
         return pieces
 
@@ -337,7 +337,7 @@ class Simulator:
 
     def rigid_contact_forces(self) -> dict[str, np.ndarray]:
         """Net contact force (N, world frame) on every rigid body over the last step (``queries``)."""
-        return queries.rigid_contact_forces(self.model, self.contacts, self.scene.dt, self.collision is not None)
+        return queries.rigid_contact_forces(self.model, self.contacts, self.model.dt, self.collision is not None)
 
     def rod_positions(self, name: str) -> np.ndarray:
         """(n+1, 3) centre-line node positions of a rod now, m."""

@@ -1,7 +1,7 @@
 """State: everything a step changes; a checkpoint is the State written out, and a resume reads it back.
 
 The fields (``State``): the blocks' positions, velocities and rotations on the device, the warm
-start v̂, time and step; the prescribed groups' current positions (``Drives``), the joints' unwrapped
+start v̂, time and step; the prescribed groups' current positions (``Model.prescribed``), the joints' unwrapped
 hinge angles, the stiction anchors (a ``ContactMemory`` on the device) and the contact solver's
 memory (``memory()``/``restore()``: COND's recycled step-matrix sums and ϱ, NCP-PGS's λ by contact,
 ...). Nothing else carries from one step to the next, so a fresh Simulator of the same scene that
@@ -13,24 +13,18 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple, Optional, Protocol
+from typing import Any, Optional, Protocol
 
 import numpy as np
 
 from . import backend
 from .backend import ti
+from .bodies.prescribed import Pose
 from .contact.anchors import ContactMemory
 from .errors import ParameterError
 from .model import Model
 
 CHECKPOINT_VERSION = 2      # 1: host-side parts under "host/" (drive{k}, drive{k}_c/_R, hinge_angles, anchor_*)
-
-
-class Pose(NamedTuple):
-    """A kinematic rigid body's prescribed pose: shape-frame origin (3,) m and rotation (3, 3)."""
-
-    origin: np.ndarray
-    rotation: np.ndarray
 
 
 class Memory(Protocol):
@@ -48,7 +42,7 @@ class State:
     x, v: (n, 3) block positions (m) and velocities (m/s; a rotational block holds the world
     angular velocity, rad/s, and its x has no meaning); q: orientations (w, x, y, z) of the
     rotational blocks; v_hat: the last step's solution v̂, the next step's warm start; time (s);
-    step index; prescribed: per prescribed group (``Drives`` order) its nodes' current positions
+    step index; prescribed: per prescribed group (``Model.prescribed`` order) its nodes' current positions
     ((k, 3), m) or a kinematic body's ``Pose``; joint_angles: each joint's unwrapped coordinate at
     the last assembly (``JointSystem``; None before it); anchors: the stiction anchors' memory (None
     without anchors); solver: the contact solver, whose ``memory()`` is saved; meta (str -> str):
@@ -72,9 +66,9 @@ class State:
         self.x = backend.vec3_array(model.n_nodes, model.rest_positions)
         self.v = backend.vec3_array(model.n_nodes, model.initial_velocities)
         self.v_hat = backend.vec3_array(model.n_nodes, model.initial_velocities)
-        self.q = ti.Vector.ndarray(4, float, shape=max(model.n_rot, 1))   # rotational blocks' (w, x, y, z)
-        if model.n_rot:
-            self.q.from_numpy(model.rot_q0_np.astype(backend.np_real()))
+        self.q = ti.Vector.ndarray(4, float, shape=max(model.rigid.n_rot, 1))   # rotational blocks' (w, x, y, z)
+        if model.rigid.n_rot:
+            self.q.from_numpy(model.rigid.rot_q0_np.astype(backend.np_real()))
         self.time = 0.0
         self.step = 0
         self.prescribed = []
@@ -83,7 +77,7 @@ class State:
         self.solver = None
         self.meta = {}
         self._n = model.n_nodes
-        self._n_rot = model.n_rot
+        self._n_rot = model.rigid.n_rot
 
     def positions(self) -> np.ndarray:
         """(n, 3) positions of all nodes, m."""

@@ -1,7 +1,7 @@
 """One time step of a Simulator (docs/ARCHITECTURE.md, "Following one step"): assemble, collide,
 solve, advance, observe. Orchestration only: each stage is a call into the package that owns it.
 
-1. ``assemble``: loads and prescribed motions (``drives.py``), the inertial part
+1. ``assemble``: loads and prescribed motions (``bodies/prescribed.py``), the inertial part
    (``assembly/integrator.py``), each body system's forces and stiffness (``bodies/system.py``), the
    observers' ``before_elimination``, the prescribed blocks eliminated;
 2. ``CollisionPipeline.collide`` (``contact/pipeline.py``) and ``StictionAnchors.apply``;
@@ -91,7 +91,7 @@ def assemble(sim) -> None:
     sim.drives.scatter(s, dt, integrator, sim.v_fixed, sim.v_end)
     # A = 0, masses and damping, rigid and rod rotational blocks: one launch (assemble_inertial)
     integ.assemble_inertial(sim.A.blocks, sim.A.diag, m.mass, m.mass_alpha, s.v, sim.f_ext, m.gravity_arr,
-                            sim.b, m.rot_block, m.rot_inertia, s.q, m.n_rot, sim.coef_array)
+                            sim.b, m.rigid.rot_block, m.rigid.rot_inertia, s.q, m.rigid.n_rot, sim.coef_array)
     for system in sim.systems:
         system.assemble(s, sim.control, sim.A, sim.b, sim.coef, s.time, dt)
     if sim.drives.count:
@@ -162,11 +162,11 @@ def _advance(sim, converged: bool) -> None:
     s, m = sim.state, sim.model
 
     def advance_and_remember(*update) -> None:
-        fused.advance_and_remember(s.x, s.v, sim.fixed, sim.v_end, m.rot_block, s.q, m.n_rot, sim.coef_array,
+        fused.advance_and_remember(s.x, s.v, sim.fixed, sim.v_end, m.rigid.rot_block, s.q, m.rigid.n_rot, sim.coef_array,
                                    sim.peak_speed.array, *update)
 
     if sim.anchors is None or not sim.anchors.update(sim.contacts, s.v_hat, converged, advance_and_remember):
-        integ.advance_all(s.x, s.v, s.v_hat, sim.fixed, sim.v_end, m.rot_block, s.q, m.n_rot, sim.coef_array,
+        integ.advance_all(s.x, s.v, s.v_hat, sim.fixed, sim.v_end, m.rigid.rot_block, s.q, m.rigid.n_rot, sim.coef_array,
                           sim.peak_speed.array)
 
 

@@ -113,15 +113,6 @@ def kinetic_and_gravity(mass: ti.types.ndarray(), x: ti.types.ndarray(), v: ti.t
         out[1] += -mass[i] * gravity[0].dot(x[i])
 
 
-@ti.kernel
-def scatter_prescribed(index: ti.types.ndarray(), vals: ti.types.ndarray(), ends: ti.types.ndarray(),
-                       v_fixed: ti.types.ndarray(), v_end: ti.types.ndarray(), k: ti.i32):
-    """v_fixed[index] = vals; v_end[index] = ends (k prescribed nodes)."""
-    for i in range(k):
-        v_fixed[index[i]] = vals[i]
-        v_end[index[i]] = ends[i]
-
-
 # ---------------------------------------------------------------- fused step kernels (one launch each)
 # The step kernels take the scene's constants from one small ndarray (``coefficient_array``) instead
 # of float arguments: a float (or an int outside [-5, 256]) argument makes quadrants marshal every

@@ -42,11 +42,11 @@ class Side:
         if self.world:
             self.k, self.lin, self.mass, self.inertia = -1, -1, np.inf, np.inf
             return
-        self.k = model.rigid_index(name)
-        spec = model.rigid_specs[self.k]
-        self.lin = int(model.rigid_lin[self.k])
-        self.mass = spec.mass if not spec.kinematic else np.inf
-        self.inertia = float(np.linalg.eigvalsh(spec.inertia)[0]) if not spec.kinematic else np.inf
+        rigid = model.rigid
+        self.k = k = rigid.index(name)
+        self.lin = int(rigid.lin[k])
+        self.mass = float(rigid.mass[k]) if not rigid.kinematic[k] else np.inf
+        self.inertia = float(np.linalg.eigvalsh(rigid.inertia[k])[0]) if not rigid.kinematic[k] else np.inf
 
 
 @dataclass
@@ -157,7 +157,7 @@ class Stack:
         for name in ("anchor_A", "axis_A", "anchor_B", "axis_B", "perp_A", "perp_B", "R_rel", "k_lin", "k_rot",
                      "beta"):
             setattr(self, name, np.array([getattr(j, name) for j in joints], float))
-        self.position0 = np.array([j.spec.position0 for j in joints], float)
+        self.position0 = np.array([j.position0 for j in joints], float)
 
 
 class Geometry(NamedTuple):
@@ -212,7 +212,10 @@ class JointKind(ABC):
     same for this joint alone."""
 
     def __init__(self, model, spec, x0: np.ndarray, R0: list, dt: float):
-        self.spec = spec
+        self.name, self.kind, self.position0 = spec.name, spec.kind, spec.position0
+        self.subtree = tuple(spec.subtree)      # the rigid bodies it carries (gravity compensation)
+        self.mimic = (None if spec.mimic is None else       # (leader, multiplier, offset)
+                      (spec.mimic.leader, spec.mimic.multiplier, spec.mimic.offset))
         self.A, self.B = A, B = Side(model, spec.parent), Side(model, spec.child)
         loc = []
         for side in (A, B):
@@ -374,7 +377,7 @@ class MimicCoupling:
 
     def __init__(self, follower: CoordinateJoint, leader: CoordinateJoint):
         self.follower, self.leader = follower, leader
-        self.mimic = follower.spec.mimic
+        _, self.multiplier, self.offset = follower.mimic
         self.blocks = list(follower.blocks) + list(leader.blocks)
         self.beta = follower.beta
 
@@ -391,7 +394,7 @@ class MimicCoupling:
         ``s_leader`` of the leader."""
         one = lambda value: np.array([value], float)
         rows = self.stack_rows(one(s), np.concatenate(j, 1)[None], one(s_leader), np.concatenate(j_leader, 1)[None],
-                               one(self.mimic.multiplier), one(self.mimic.offset), one(self.follower.k_coordinate))
+                               one(self.multiplier), one(self.offset), one(self.follower.k_coordinate))
         return [rows.row(0)]
 
 

@@ -89,31 +89,23 @@ def _side_blocks(side) -> list:
     return [] if side is None or side.world else [side.lin, side.lin + 1]
 
 
-class _RodEnds:
-    """Rod data an attachment needs: segment blocks, quaternion indices, inertias, stiffnesses."""
-
-    def __init__(self, model, k: int):
-        self.model, self.k = model, k
-        self.spec = model.rod_specs[k]
-        self.br = model.body(self.spec.name)
-
-    def segments(self, seg: np.ndarray):
-        spec = self.spec
-        q = int(self.model.rod_rot0[self.k]) + seg
-        blk = self.br.node_start + spec.n_points + seg
-        inertia = np.linalg.eigvalsh(spec.segment_inertias[seg])[:, 0]
-        _, I, _ = spec.areas
-        return spec, q, blk, inertia, spec.youngs_modulus * I / spec.rest_lengths[seg]
+def _rod_segments(rod, seg: np.ndarray):
+    """What an attachment needs of segments ``seg`` of a rod (its ``RodRange``): quaternion indices,
+    blocks, least principal inertias and bending stiffnesses EI/l."""
+    _, I, _ = rod.areas
+    inertia = np.linalg.eigvalsh(rod.segment_inertias[seg])[:, 0]
+    return rod.quats[seg], rod.segments[seg], inertia, rod.youngs_modulus * I / rod.rest_lengths[seg]
 
 
 def _rod_element_stiffness(model, body: str, nodes: np.ndarray):
-    """(EA/l of the stiffest adjacent segment per node (0 for FEM nodes), EI/l likewise, _RodEnds or None)."""
-    for k, spec in enumerate(model.rod_specs):
-        if spec.name == body:
-            A, I, _ = spec.areas
-            l = spec.rest_lengths
+    """(EA/l of the stiffest adjacent segment per node (0 for FEM nodes), EI/l likewise, the rod's
+    ``RodRange`` or None)."""
+    for rod in model.rod_ranges:
+        if rod.name == body:
+            A, I, _ = rod.areas
+            l = rod.rest_lengths
             lmin = np.minimum(l[np.clip(nodes - 1, 0, len(l) - 1)], l[np.clip(nodes, 0, len(l) - 1)])
-            return spec.youngs_modulus * A / lmin, spec.youngs_modulus * I / lmin, _RodEnds(model, k)
+            return rod.youngs_modulus * A / lmin, rod.youngs_modulus * I / lmin, rod
     return np.zeros(len(nodes)), np.zeros(len(nodes)), None
 
 
@@ -125,7 +117,7 @@ class JointSystem:
         self.model = model
         dt = model.dt
         x0 = model.rest_positions
-        R0 = [s.rotation for s in model.rigid_specs]
+        R0 = list(model.rigid.rotation0)
         pairs_r, pairs_c = [], []
 
         def couple(blocks):
@@ -166,9 +158,9 @@ class JointSystem:
             for row in blocks:
                 couple([*row, *(_side_blocks(side))])
             if len(a.segments):             # rod segments welded in orientation (docs/THEORY.md §2, weld row)
-                spec, seg_q, seg_blk, seg_I, kr_seg = rod.segments(np.asarray(a.segments, np.int64))
+                seg_q, seg_blk, seg_I, kr_seg = _rod_segments(rod, np.asarray(a.segments, np.int64))
                 side = Side(model, a.rigid)
-                Rseg0 = model.rot_q0_np[seg_q]
+                Rseg0 = model.rigid.rot_q0_np[seg_q]
                 Rs0 = quat_to_matrix(Rseg0)
                 R_rel = Rs0 if side.world else np.einsum("ji,njk->nik", R0[side.k], Rs0)   # R_A0ᵀ R_seg0
                 kr = (np.full(len(seg_q), float(a.stiffness)) if a.stiffness else
@@ -180,7 +172,7 @@ class JointSystem:
         self.coupling_pairs = (np.array(pairs_r, np.int64), np.array(pairs_c, np.int64))
         self.count = len(self.joints) + len(self.attach) + len(self.orient)
         self._setup_stacks(model)
-        self.hinge_position0 = {j.spec.name: (i, j.spec.position0) for i, j in enumerate(self.joints)
+        self.hinge_position0 = {j.name: (i, j.position0) for i, j in enumerate(self.joints)
                                 if isinstance(j, Hinge)}     # hinge name -> (joint index, position0 rad)
         self._cap = (0, 0)     # sizes of the scatter transfer arrays (allocated by _scatter)
         self._slots = None     # the joints' and mimics' A slots and b rows (a fixed layout, set at the first scatter)
@@ -189,18 +181,17 @@ class JointSystem:
 
     def _setup_robot_terms(self, model) -> None:
         """The mimic couplings; a clear error for a mimic of a joint that does not exist."""
-        by_name = {joint.spec.name: joint for joint in self.joints}
+        by_name = {joint.name: joint for joint in self.joints}
         self.mimics: list[MimicCoupling] = []
         for joint in self.joints:
-            spec = joint.spec
-            if spec.mimic is None:
+            if joint.mimic is None:
                 continue
-            leader = by_name.get(spec.mimic.leader)
+            leader = by_name.get(joint.mimic[0])
             if not isinstance(leader, CoordinateJoint):
-                raise ParameterError(f"joint {spec.name!r} mimics {spec.mimic.leader!r}, which is not a hinge or "
+                raise ParameterError(f"joint {joint.name!r} mimics {joint.mimic[0]!r}, which is not a hinge or "
                                      f"prismatic joint of the scene (joints: {sorted(by_name)})")
             if not isinstance(joint, CoordinateJoint):
-                raise ParameterError(f"joint {spec.name!r}: only hinge and prismatic joints can mimic another")
+                raise ParameterError(f"joint {joint.name!r}: only hinge and prismatic joints can mimic another")
             self.mimics.append(MimicCoupling(joint, leader))
 
     def _setup_stacks(self, model) -> None:
@@ -215,21 +206,22 @@ class JointSystem:
         self.groups = []
         for cls, idx in kinds.items():
             # the bodies each joint carries: (joint within the kind, centre-of-mass block, mass)
-            carried = [(n, int(model.rigid_lin[model.rigid_index(name)]), model.rigid_specs[model.rigid_index(name)].mass)
-                       for n, i in enumerate(idx) for name in joints[i].spec.subtree]
+            rigid = model.rigid
+            carried = [(n, int(rigid.lin[rigid.index(name)]), float(rigid.mass[rigid.index(name)]))
+                       for n, i in enumerate(idx) for name in joints[i].subtree]
             carried = np.array(carried, float).reshape(-1, 3)
             self.groups.append((cls, issubclass(cls, CoordinateJoint), np.array(idx, np.int64), Stack([joints[i] for i in idx]),
                                 carried[:, 0].astype(np.int64), carried[:, 1].astype(np.int64), carried[:, 2]))
         coord = [joints[i] for i in self.coordinates]
-        self.coordinate_names = [j.spec.name for j in coord]
+        self.coordinate_names = [j.name for j in coord]
         self.lower = np.array([j.limit.lower if j.limit else -np.inf for j in coord], float)
         self.upper = np.array([j.limit.upper if j.limit else np.inf for j in coord], float)
         self.k_limit = np.array([j.limit.k if j.limit else 0.0 for j in coord], float)
         index = {id(j): i for i, j in enumerate(joints)}
         self.mimic_follower = np.array([index[id(m.follower)] for m in self.mimics], np.int64)
         self.mimic_leader = np.array([index[id(m.leader)] for m in self.mimics], np.int64)
-        self.mimic_multiplier = np.array([m.mimic.multiplier for m in self.mimics], float)
-        self.mimic_offset = np.array([m.mimic.offset for m in self.mimics], float)
+        self.mimic_multiplier = np.array([m.multiplier for m in self.mimics], float)
+        self.mimic_offset = np.array([m.offset for m in self.mimics], float)
         self.mimic_k = np.array([m.follower.k_coordinate for m in self.mimics], float)
         self.mimic_beta = np.array([m.beta for m in self.mimics], float)
         self.mimic_blocks = np.array([m.blocks for m in self.mimics], np.int64).reshape(-1, 8)
@@ -248,7 +240,7 @@ class JointSystem:
         limits, the drives as ``control`` holds them now, efforts, gravity compensation; mimic rows) to b.
         The joints' terms are summed per joint over its 4 blocks (a 12×12 matrix, a 12-vector), a
         kind of joint at once."""
-        n, n_rot = self.model.n_nodes, self.model.n_rot     # read through host views (no copy kernels)
+        n, n_rot = self.model.n_nodes, self.model.rigid.n_rot     # read through host views (no copy kernels)
         x = backend.read(state.x, n).astype(np.float64, copy=False)
         v = backend.read(state.v, n).astype(np.float64, copy=False)
         R = (quat_to_matrix(backend.read(state.q, n_rot).astype(np.float64, copy=False)) if n_rot

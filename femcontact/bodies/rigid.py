@@ -22,7 +22,11 @@ exactly (to the Newton tolerance), near the unstable intermediate axis too.
 
 (No ``from __future__ import annotations`` here: Taichi reads the annotations.)
 """
+import numpy as np
+
+from .. import backend
 from ..backend import ti
+from ..math.quaternion import cayley_velocity, quat_from_matrix
 from ..math.smallmat import inv3, mm, mmT, mTv, mv, quat_matrix, skew
 
 
@@ -80,3 +84,74 @@ def advance_rotations(blocks_of: ti.types.ndarray(), quat: ti.types.ndarray(), v
     Run after the generic advance (which set ω_{k+1} in the start-of-step frame)."""
     for r in range(blocks_of.shape[0]):
         advance_rotation_block(r, blocks_of, quat, v_hat, v, fixed, dt)
+
+
+class RigidSystem:
+    """The rigid bodies of a Model, built once from their specs (``RigidBodySpec``) — the one place a rigid
+    body's physics is set up — and the Model's rotational blocks.
+
+    Per rigid body (scene order): ``names``, ``lin`` (its centre-of-mass block; ``lin + 1`` is its
+    angular block), ``mass`` (kg), ``inertia`` (body frame, kg m²), ``com_local`` (centre of mass in the
+    shape frame, m), ``rotation0`` (3x3, at t = 0), ``kinematic`` (pose prescribed), ``shapes`` (the
+    ``geometry.shapes`` the contact tables read) and ``surfaces`` ((verts, int64 faces), shape frame, for
+    output). Rotational blocks, rigid bodies first then rod segments (which share the kernels above):
+    ``rot_block_np`` (global block), ``rot_inertia_np`` (body frame), ``rot_q0_np`` (quaternion at t = 0),
+    ``n_rot``, and the device copies ``rot_block`` / ``rot_inertia``.
+
+    Per step its blocks are part of the common inertial launch (``assemble_rotational_block`` in
+    ``assembly.integrator.assemble_inertial``) and of the advance (``advance_rotation_block``: the
+    Cayley update); on the host ``add_loads`` turns a ``Control``'s rigid-body forces into block forces
+    and torques and ``pose_velocity`` gives a kinematic body's v̂ between two poses.
+    """
+
+    def __init__(self, specs: list, first_block: int, rod_rotations=((), (), ())):
+        """``specs``: the RigidBodySpecs, two blocks each from ``first_block``; ``rod_rotations``: the rod
+        segments' (blocks, body-frame inertias, quaternions) lists, appended after the rigid bodies'."""
+        n = len(specs)
+        self.names = [s.name for s in specs]
+        self.lin = first_block + 2 * np.arange(n, dtype=np.int64)
+        self.mass = np.array([s.mass for s in specs], float)
+        self.inertia = np.array([s.inertia for s in specs], float).reshape(-1, 3, 3)
+        self.com_local = np.array([s.com_local for s in specs], float).reshape(-1, 3)
+        self.rotation0 = np.array([s.rotation for s in specs], float).reshape(-1, 3, 3)
+        self.kinematic = np.array([s.kinematic for s in specs], bool)
+        self.shapes = [s.shape for s in specs]
+        self.surfaces = [(v, np.asarray(f, np.int64)) for v, f in (s.shape.surface() for s in specs)]
+        blocks, inertias, quats = rod_rotations
+        self.rot_block_np = np.concatenate([self.lin + 1, *blocks]).astype(np.int64)
+        self.rot_inertia_np = np.concatenate([self.inertia, *inertias]).reshape(-1, 3, 3)
+        q0 = np.array([quat_from_matrix(s.rotation) for s in specs], float).reshape(-1, 4)
+        self.rot_q0_np = np.concatenate([q0, *quats]).reshape(-1, 4)
+        self.n_rot = len(self.rot_block_np)
+        self.rot_block = backend.int_array(self.rot_block_np)
+        self.rot_inertia = backend.mat3_array(self.n_rot)
+        if self.n_rot:
+            self.rot_inertia.from_numpy(self.rot_inertia_np.astype(backend.np_real()))
+
+    def index(self, name: str) -> int:
+        """Index of rigid body ``name`` (a KeyError naming the rigid bodies if there is none)."""
+        if name in self.names:
+            return self.names.index(name)
+        raise KeyError(f"no rigid body named {name!r}; rigid bodies: {self.names}")
+
+    def add_loads(self, f: np.ndarray, rotations: np.ndarray, loads: list, t: float, value_at) -> None:
+        """Add rigid-body loads ``(k, force)`` (``spec.force.BodyForce``) at time t to the block forces ``f``
+        (n, 3): a torque (N m) to the angular block; a force (N) to the centre-of-mass block and, applied
+        at a shape-frame point, its moment about the centre of mass, turned with the body (``rotations``:
+        (n_rot, 3, 3) now). ``value_at(value, t)`` evaluates a constant or a function of time."""
+        for k, bf in loads:
+            lin = int(self.lin[k])
+            value = value_at(bf.value, t)
+            if bf.torque:
+                f[lin + 1] += value
+                continue
+            f[lin] += value
+            if bf.point is not None:
+                f[lin + 1] += np.cross(rotations[k] @ (bf.point - self.com_local[k]), value)
+
+    def pose_velocity(self, k: int, pose0, pose1, dt: float) -> np.ndarray:
+        """(2, 3) v̂ of kinematic body k moved from ``pose0`` to ``pose1`` ((shape origin, rotation) each)
+        in dt: its centre of mass's mean velocity and the Cayley angular velocity."""
+        (c0, R0), (c1, R1) = pose0, pose1
+        com = self.com_local[k]
+        return np.stack([(c1 + R1 @ com - c0 - R0 @ com) / dt, cayley_velocity(R0, R1, dt)])

@@ -57,9 +57,12 @@ from ..spec.rod import SHEAR_COEFFICIENT, darboux
 
 
 class RodRange(NamedTuple):
-    """Where one rod lives and what its output reads, copied from its spec at build: ``body``
-    (``BodyRange``), global ``nodes`` and ``segments`` blocks, ``quats`` (rotation indices), rest
-    segment lengths (m), rest Darboux vectors ((n-1, 3), rad/m) and ``radius`` (m)."""
+    """One rod's table, copied from its spec by ``build_model`` (``model.py``): ``body`` (``BodyRange``),
+    global ``nodes`` and ``segments`` blocks, ``quats`` (rotation indices), rest segment lengths (m),
+    rest Darboux vectors ((n-1, 3), rad/m), ``radius`` (m), whether it touches itself, its material
+    (Young's and shear modulus, Pa; cross-section area and moments ``areas`` (A, I, J); Rayleigh α, β),
+    lumped ``node_masses`` (kg), body-frame ``segment_inertias`` (kg m²) and clamped ``anchors``
+    (segment indices held to their initial frames)."""
 
     name: str
     body: object
@@ -69,10 +72,23 @@ class RodRange(NamedTuple):
     rest_lengths: np.ndarray
     rest_darboux: np.ndarray
     radius: float
+    self_contact: bool
+    youngs_modulus: float
+    shear_modulus: float
+    areas: tuple
+    rayleigh_alpha: float
+    rayleigh_beta: float
+    node_masses: np.ndarray
+    segment_inertias: np.ndarray
+    anchors: tuple
 
     @property
     def n_segments(self) -> int:
         return len(self.segments)
+
+    @property
+    def n_points(self) -> int:
+        return len(self.nodes)
 
 
 @ti.func
@@ -193,44 +209,39 @@ class RodSystem:
         st_elem, st_q, st_l, st_k, st_beta = [], [], [], [], []
         bd_seg, bd_q, bd_l, bd_om, bd_k, bd_beta, bd_ref = [], [], [], [], [], [], []
         al_blk, al_q, al_m = [], [], []
-        self.ranges = []
-        for k, spec in enumerate(model.rod_specs):
-            br = model.body(spec.name)
-            n, npt = spec.n_segments, spec.n_points
-            node = br.node_start + np.arange(npt)
-            seg = br.node_start + npt + np.arange(n)
-            q0 = int(model.rod_rot0[k])
-            qi = q0 + np.arange(n)
-            A, I, J = spec.areas
-            E, G = spec.youngs_modulus, spec.shear_modulus
+        self.ranges = model.rod_ranges
+        q0 = model.rigid.rot_q0_np
+        for r in self.ranges:
+            n = r.n_segments
+            node, seg, qi = r.nodes, r.segments, r.quats
+            A, I, J = r.areas
+            E, G = r.youngs_modulus, r.shear_modulus
             st_elem.append(np.stack([node[:-1], node[1:], seg], axis=1))
             st_q.append(qi)
-            st_l.append(spec.rest_lengths)
+            st_l.append(r.rest_lengths)
             st_k.append(np.tile([SHEAR_COEFFICIENT * G * A, SHEAR_COEFFICIENT * G * A, E * A], (n, 1)))
-            st_beta.append(np.full(n, spec.rayleigh_beta))
+            st_beta.append(np.full(n, r.rayleigh_beta))
             if n > 1:
                 bd_seg.append(np.stack([seg[:-1], seg[1:]], axis=1))
                 bd_q.append(np.stack([qi[:-1], qi[1:]], axis=1))
-                bd_l.append(0.5 * (spec.rest_lengths[1:] + spec.rest_lengths[:-1]))
-                bd_om.append(spec.rest_darboux)
+                bd_l.append(0.5 * (r.rest_lengths[1:] + r.rest_lengths[:-1]))
+                bd_om.append(r.rest_darboux)
                 bd_k.append(np.tile([E * I, E * I, G * J], (n - 1, 1)))
-                bd_beta.append(np.full(n - 1, spec.rayleigh_beta))
+                bd_beta.append(np.full(n - 1, r.rayleigh_beta))
                 bd_ref.append(np.tile([1.0, 0.0, 0.0, 0.0], (n - 1, 1)))
-            for j in spec.anchors:                 # clamps: segment j against its initial frame
+            for j in r.anchors:                 # clamps: segment j against its initial frame
                 bd_seg.append(np.array([[-1, seg[j]]]))
                 bd_q.append(np.array([[-1, qi[j]]]))
-                bd_l.append(np.array([0.5 * spec.rest_lengths[j]]))
+                bd_l.append(np.array([0.5 * r.rest_lengths[j]]))
                 bd_om.append(np.zeros((1, 3)))
                 bd_k.append(np.array([[E * I, E * I, G * J]]))
-                bd_beta.append(np.array([spec.rayleigh_beta]))
-                bd_ref.append(spec.quats[j][None])
-            if spec.rayleigh_alpha > 0:
+                bd_beta.append(np.array([r.rayleigh_beta]))
+                bd_ref.append(q0[qi[j]][None])
+            if r.rayleigh_alpha > 0:
                 al_blk += [node, seg]
-                al_q += [np.full(npt, -1), qi]
-                al_m += [spec.rayleigh_alpha * spec.node_masses[:, None, None] * np.eye(3)[None],
-                         spec.rayleigh_alpha * spec.segment_inertias]
-            self.ranges.append(RodRange(spec.name, br, node, seg, qi, spec.rest_lengths.copy(),
-                                        spec.rest_darboux.copy(), float(spec.radius)))
+                al_q += [np.full(r.n_points, -1), qi]
+                al_m += [r.rayleigh_alpha * r.node_masses[:, None, None] * np.eye(3)[None],
+                         r.rayleigh_alpha * r.segment_inertias]
         cat = lambda L, shape: np.concatenate(L) if L else np.zeros(shape)  # noqa: E731
         self.st_elem_np = cat(st_elem, (0, 3)).astype(np.int64)
         self.n_st = len(self.st_elem_np)

@@ -43,13 +43,13 @@ class _Ends:
     relative to the centre of mass, or the world point)."""
 
     def __init__(self, model, names: list, anchors: np.ndarray):
-        self.k = np.array([-1 if n is None else model.rigid_index(n) for n in names], np.int64)
-        self.lin = np.array([-1 if k < 0 else int(model.rigid_lin[k]) for k in self.k], np.int64)
+        rigid = model.rigid
+        self.k = np.array([-1 if n is None else rigid.index(n) for n in names], np.int64)
+        self.lin = np.array([-1 if k < 0 else int(rigid.lin[k]) for k in self.k], np.int64)
         self.local = anchors.copy()
         for i, k in enumerate(self.k):
-            if k >= 0:
-                spec = model.rigid_specs[k]
-                self.local[i] = spec.rotation.T @ (anchors[i] - spec.com)
+            if k >= 0:              # body frame at t = 0: rotation0, centre of mass at its rest block
+                self.local[i] = rigid.rotation0[k].T @ (anchors[i] - model.rest_positions[self.lin[i]])
 
     def points(self, x: np.ndarray, R: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """World anchor points (m, 3) and their levers r = p − x_com (0 for the world)."""
@@ -91,7 +91,7 @@ class SpringSystem:
     def _geometry(self, state, h: float = 0.0):
         """(d, ℓ, r_A, r_B) now, or at the configuration predicted ``h`` s ahead at the current
         velocities (positions ``x + h v``, rotations ``exp(h ω) R``)."""
-        n, n_rot = self.model.n_nodes, self.model.n_rot
+        n, n_rot = self.model.n_nodes, self.model.rigid.n_rot
         x = backend.read(state.x, n).astype(np.float64, copy=False)
         R = (quat_to_matrix(backend.read(state.q, n_rot).astype(np.float64, copy=False)) if n_rot
              else np.zeros((0, 3, 3)))
@@ -100,7 +100,7 @@ class SpringSystem:
             x = x + h * v
             if n_rot:
                 from scipy.spatial.transform import Rotation     # scipy.spatial: ~0.3 s of start-up
-                R = Rotation.from_rotvec(h * v[self.model.rot_block_np[:n_rot]]).as_matrix() @ R
+                R = Rotation.from_rotvec(h * v[self.model.rigid.rot_block_np[:n_rot]]).as_matrix() @ R
         pA, rA = self.a.points(x, R)
         pB, rB = self.b.points(x, R)
         d = pB - pA

@@ -3,8 +3,10 @@
 A body system owns one kind of element's part of the step: it adds its forces to ``b`` and its
 stiffness and damping to ``A`` (docs/THEORY.md §1), updates what follows from the new positions
 after the advance, and reports its stored elastic energy. The Simulator loops over
-``body_systems(model)`` and never asks which kind a system is; masses, gravity and the rigid and
-rod rotational blocks are the common inertial part (``assembly/integrator.py``), not a system's.
+``body_systems(model)`` and never asks which kind a system is. Masses, gravity and the rotational
+blocks are the common inertial part: the rigid bodies' system (``Model.rigid``, ``rigid.RigidSystem``:
+its tables, kernels and loads) runs inside the fused inertial launch and advance
+(``assembly/integrator.py``), not in this loop; prescribed motions and loads are ``prescribed.py``'s.
 """
 from __future__ import annotations
 
@@ -34,6 +36,6 @@ def body_systems(model) -> list:
         systems.append(model.springs)
     if model.n_tets:
         systems.append(FemSystem(model))
-    if model.rod_specs:
+    if model.rod_ranges:
         systems.append(RodSystem(model))
     return systems

@@ -43,8 +43,10 @@ class ContactData:
     row_names: list             # human-readable owner of each params row
 
 
-def build_contact_data(model) -> ContactData:
-    scene = model.scene
+def build_contact_data(model, scene) -> ContactData:
+    """The contact data of ``model`` built from ``scene`` (its obstacles, contact defaults and pairs, FEM
+    meshes, margin); module docstring."""
+    fem_bodies = [(b, spec) for b, spec in zip(model.bodies, scene.fem_bodies)]
     obstacles = list(scene.obstacles)
     B, O = len(model.bodies), len(obstacles)
     names = [b.name for b in model.bodies] + [o.name for o in obstacles]
@@ -57,7 +59,7 @@ def build_contact_data(model) -> ContactData:
     pair_row = np.full((E, E), -1, np.int32)
     pair_row[:B, :B] = 0
     np.fill_diagonal(pair_row, -1)
-    self_contact = {names.index(spec.name) for _, spec in model.fem_bodies if spec.self_contact}
+    self_contact = {names.index(spec.name) for _, spec in fem_bodies if spec.self_contact}
     for b in self_contact:
         pair_row[b, b] = 0
     for k, o in enumerate(obstacles):
@@ -99,7 +101,7 @@ def build_contact_data(model) -> ContactData:
         node_body[b.nodes] = bi
     tris, edges = [], []
     self_gap = np.full(B, -1.0)
-    for b, spec in model.fem_bodies:
+    for b, spec in fem_bodies:
         f = boundary_faces(spec.mesh)
         tris.append(f + b.node_start)
         x = spec.positions
@@ -109,22 +111,12 @@ def build_contact_data(model) -> ContactData:
     surf_tris = np.concatenate(tris).astype(np.int32) if tris else np.zeros((0, 3), np.int32)
     surf_nodes = np.unique(surf_tris).astype(np.int32)
     mean_edge = float(np.concatenate(edges).mean()) if edges and sum(map(len, edges)) else 0.0
-    fixed = np.zeros(model.n_nodes, np.int32)
-    for b, spec in model.fem_bodies:
-        for d in spec.drives:
-            fixed[np.asarray(d.nodes, np.int64) + b.node_start] = 1
-    for k, spec in enumerate(model.rigid_specs):
-        if spec.kinematic:
-            fixed[model.rigid_lin[k]: model.rigid_lin[k] + 2] = 1
-    for spec in model.rod_specs:                                   # rods: pinned/clamped/driven blocks
-        start = model.body(spec.name).node_start
-        for d in spec.drives:
-            fixed[np.asarray(d.nodes, np.int64) + start] = 1
+    fixed = model.prescribed_mask.astype(np.int32)             # pinned, driven, kinematic blocks
     margin = scene.contact_margin
     if margin is None:
         sizes = [0.5 * mean_edge] if mean_edge > 0 else []
-        sizes += [0.25 * s.shape.bounding_radius() for s in model.rigid_specs]
-        sizes += [s.radius for s in model.rod_specs]
+        sizes += [0.25 * shape.bounding_radius() for shape in model.rigid.shapes]
+        sizes += [r.radius for r in model.rod_ranges]
         margin = min(sizes) if sizes else 0.0
     margin = float(margin)
     return ContactData(np.array(rows, float), np.array(axes, float), pair_row, surf_nodes, surf_tris, node_body,

@@ -81,18 +81,18 @@ class DetectionTables:
     def _sdf_entities(self, model) -> None:
         """Obstacles then rigid bodies: kind, packed shape floats, bounding radius, mesh SDF grids and
         compound part tables (``grid``, offset in the ``SDF`` table's ``aux`` column)."""
-        rigid = model.rigid_specs
-        self.n_rigid = len(rigid)
+        rigid = model.rigid
+        self.n_rigid = len(rigid.names)
         self.n_sdf = self.n_obs + self.n_rigid
         O = max(self.n_sdf, 1)
         kinds = np.zeros((O, 2), np.int32)
         obs_f = np.zeros((O, OBS_F))
         grids, off = [], 0
         names = [b.name for b in model.bodies]
-        self.rigid_body_np = np.array([names.index(r.name) for r in rigid], np.int32)
+        self.rigid_body_np = np.array([names.index(name) for name in rigid.names], np.int32)
         entity = np.r_[self.n_bodies + np.arange(self.n_obs), self.rigid_body_np].astype(int)
         bodies = list(range(self.n_bodies))
-        for k, shape in enumerate([ob.shape for ob in self.obstacles] + [r.shape for r in rigid]):
+        for k, shape in enumerate([ob.shape for ob in self.obstacles] + rigid.shapes):
             kinds[k, 0] = shape.kind
             obs_f[k, :8] = shape.packed()
             obs_f[k, BOUND] = shape.bounding_radius()
@@ -106,19 +106,19 @@ class DetectionTables:
                 grids.append(data)
                 off += data.size
         obs_f[:, BOUND] = np.where(np.isfinite(obs_f[:, BOUND]), obs_f[:, BOUND], 1e30)
-        for k, r in enumerate(rigid):
-            obs_f[self.n_obs + k, COM: COM + 3] = r.com_local
+        for k, com in enumerate(rigid.com_local):
+            obs_f[self.n_obs + k, COM: COM + 3] = com
         self.rigid_body = backend.int_array(self.rigid_body_np)
         n = self.n_sdf
         self.sdf = SDF.upload(n, kind=kinds[:n, 0], aux=kinds[:n, 1], entity=entity,
-                            rigid=np.r_[np.full(self.n_obs, -1), model.rigid_lin])
+                            rigid=np.r_[np.full(self.n_obs, -1), rigid.lin])
         self.obs_f = ti.ndarray(float, shape=(O, OBS_F))
         self.obs_f.from_numpy(obs_f.astype(backend.np_real()))
         self.grid = backend.scalar_array(max(off, 1), np.concatenate(grids) if grids else None)
 
     def _rigid_proxies(self, model) -> None:
         """Rigid bodies' contact proxies against SDF entities (body frame, relative to the shape origin)."""
-        px = [contact_proxies(r.shape) for r in model.rigid_specs]
+        px = [contact_proxies(shape) for shape in model.rigid.shapes]
         self.n_prox = sum(len(p["radius"]) for p in px)
         cat = (lambda key: np.concatenate([p[key] for p in px])) if px else (lambda key: np.zeros((0, 3)))
         f, i = {}, {}
@@ -134,16 +134,16 @@ class DetectionTables:
         entity the range of its samples (an FEM vertex within ``dedup`` of one leaves that contact to
         the sample: detection.py, 3.)."""
         touch = [k for k, b in enumerate(self.rigid_body_np) if self.any_pair([int(b)], self.fem_bodies)]
-        samp = [surface_samples(model.rigid_specs[k].shape) for k in touch]
+        samp = [surface_samples(model.rigid.shapes[k]) for k in touch]
         self.n_samp = sum(len(s[0]) for s in samp)
         f, i = {}, {}
         if samp:
             per = lambda value: np.concatenate([np.full(len(s[0]), v) for v, s in zip(value, samp)])   # noqa: E731
             f = {"point": np.concatenate([s[0] for s in samp]), "axis": np.concatenate([s[1] for s in samp]),
                  "cos": np.concatenate([s[2] for s in samp]),
-                 "com": np.concatenate([np.tile(model.rigid_specs[k].com_local, (len(s[0]), 1))
+                 "com": np.concatenate([np.tile(model.rigid.com_local[k], (len(s[0]), 1))
                                         for k, s in zip(touch, samp)])}
-            i = {"rigid": per(touch), "lin": per([model.rigid_lin[k] for k in touch]),
+            i = {"rigid": per(touch), "lin": per([model.rigid.lin[k] for k in touch]),
                  "body": per([self.rigid_body_np[k] for k in touch])}
         self.samp_f = SAMPLE_F.upload(self.n_samp, **f)
         self.samp_i = SAMPLE_I.upload(self.n_samp, **i)
@@ -183,19 +183,19 @@ class DetectionTables:
         radius, info: rod, index, last flag, self-contact skip) and the FEM triangles rods may touch."""
         self.n_rn = self.n_rs = self.n_rod_tris = 0
         self.rod_pairs = self.rod_fem = False
-        if not model.rod_specs:
+        rods = model.rod_ranges
+        if not rods:
             return
         nodes, nrad, nseg, elem, srad, info = [], [], [], [], [], []
-        for k, spec in enumerate(model.rod_specs):
-            br = model.body(spec.name)
-            n, npt = spec.n_segments, spec.n_points
-            node = br.node_start + np.arange(npt)
+        for k, rod in enumerate(rods):
+            n, npt = rod.n_segments, rod.n_points
+            node = rod.nodes
             nodes.append(node)
-            nrad.append(np.full(npt, spec.radius))
-            nseg.append(br.node_start + npt + np.minimum(np.arange(npt), n - 1))   # a segment at each node
-            elem.append(np.stack([node[:-1], node[1:], br.node_start + npt + np.arange(n)], axis=1))
-            srad.append(np.full(n, spec.radius))
-            skip = 1 + int(np.ceil(3.0 * spec.radius / spec.rest_lengths.min())) if spec.self_contact else -1
+            nrad.append(np.full(npt, rod.radius))
+            nseg.append(rod.segments[np.minimum(np.arange(npt), n - 1)])   # a segment at each node
+            elem.append(np.stack([node[:-1], node[1:], rod.segments], axis=1))
+            srad.append(np.full(n, rod.radius))
+            skip = 1 + int(np.ceil(3.0 * rod.radius / rod.rest_lengths.min())) if rod.self_contact else -1
             info.append(np.stack([np.full(n, k), np.arange(n), (np.arange(n) == n - 1).astype(int),
                                   np.full(n, skip)], axis=1))
         self.n_rn = int(sum(len(a) for a in nodes))
@@ -207,13 +207,13 @@ class DetectionTables:
         self.rs_elem = backend.int_array(self.rs_elem_np, width=3)
         self.rs_rad = backend.scalar_array(self.n_rs, self.rs_rad_np)
         self.rs_info = backend.int_array(np.concatenate(info), width=4)
-        self.rod_pairs = ((len(model.rod_specs) > 1 and self.any_pair(self.rod_bodies, self.rod_bodies))
-                          or any(s.self_contact and s.n_segments > 3 for s in model.rod_specs))
+        self.rod_pairs = ((len(rods) > 1 and self.any_pair(self.rod_bodies, self.rod_bodies))
+                          or any(r.self_contact and r.n_segments > 3 for r in rods))
         self.rod_fem = self.any_pair(self.rod_bodies, self.fem_bodies) and len(cd.surf_tris) > 0
         self.rod_tris_np = cd.surf_tris
         self.rod_tris = backend.int_array(cd.surf_tris, width=3) if self.rod_fem else None
         self.n_rod_tris = len(cd.surf_tris)
-        h = max(float(max(s.rest_lengths.max() for s in model.rod_specs)) + 2 * float(self.rs_rad_np.max()), 1e-9)
+        h = max(float(max(r.rest_lengths.max() for r in rods)) + 2 * float(self.rs_rad_np.max()), 1e-9)
         if self.rod_fem:
             x0 = model.rest_positions[cd.surf_tris]
             h = max(h, float(np.linalg.norm(x0 - np.roll(x0, 1, axis=1), axis=2).mean()))

@@ -124,7 +124,7 @@ def output_difference(a: dict, b: dict) -> np.ndarray:
 def output_sizes(model) -> dict:
     """Rows of each output in the flat vector (``OUTPUTS`` order); the state inputs of the same names have
     the same layout, so a step's outputs are the next step's inputs."""
-    return {"x": 3 * len(translational(model)), "R": 3 * model.n_rot, "v": 3 * model.n_nodes,
+    return {"x": 3 * len(translational(model)), "R": 3 * model.rigid.n_rot, "v": 3 * model.n_nodes,
             "v_hat": 3 * model.n_nodes}
 
 
@@ -152,7 +152,7 @@ def _state_array(field: str, rows: np.ndarray):
 
 def _rotations(sim, delta):
     q = sim.state.q.to_numpy()
-    n = sim.model.n_rot
+    n = sim.model.rigid.n_rot
     q[:n] = quat_mul(rotation_vector_quat(delta), q[:n].astype(np.float64)).astype(q.dtype)
     sim.state.q.from_numpy(q)
 
@@ -184,7 +184,7 @@ def _input(sim, name: str) -> Input:
         rows = translational(m)
         return Input(name, 3 * len(rows), 1e-6 * length, _state_array("x", rows))
     if name == "R":
-        return Input(name, 3 * m.n_rot, 1e-6, _rotations)
+        return Input(name, 3 * m.rigid.n_rot, 1e-6, _rotations)
     if name in ("v", "v_hat"):
         vmax = float(np.abs(sim.state.velocities()).max(initial=0.0))
         return Input(name, 3 * m.n_nodes, 1e-6 * max(vmax, 1.0), _state_array(name, np.arange(m.n_nodes)))
@@ -359,11 +359,11 @@ def _density(sim, name, kind, what) -> Input:
 def _rigid_mass(sim, name, kind, what) -> Input:
     b = _body(sim, what, "rigid")
     m = sim.model
-    k = m.rigid_index(what)
-    mass = float(m.rigid_mass_np[k])
+    k = m.rigid.index(what)
+    mass = float(m.rigid.mass[k])
     lin = np.array([b.node_start])
-    arrays = _mass_arrays(sim, lin, m.bodies.index(b)) + [(m.rigid_mass_np, np.array([k])),
-                                                          (m.rot_inertia, np.flatnonzero(m.rot_block_np == b.node_start + 1))]
+    arrays = _mass_arrays(sim, lin, m.bodies.index(b)) + [(m.rigid.mass, np.array([k])),
+                                                          (m.rigid.rot_inertia, np.flatnonzero(m.rigid.rot_block_np == b.node_start + 1))]
     apply = _scaled(arrays, lambda d: (mass + d) / mass)
     return Input(name, 1, 1e-6 * mass, apply)
 
@@ -372,7 +372,7 @@ def direct_state(inp: Input, delta: np.ndarray, model) -> dict:
     """What a state input's change ``delta`` does to the end state at a fixed step solution: x₁ moves
     with x₀, R₁ with R₀ (through the step's rotation, applied by the caller), v_k enters v_{k+1} = c_h v̂ +
     c_o v_k. Returns {"x": (n_t, 3), "R": (n_rot, 3), "v": (n, 3)} start-of-step changes."""
-    n_t, n_rot, n = len(translational(model)), model.n_rot, model.n_nodes
+    n_t, n_rot, n = len(translational(model)), model.rigid.n_rot, model.n_nodes
     out = {"x": np.zeros((n_t, 3)), "R": np.zeros((n_rot, 3)), "v": np.zeros((n, 3))}
     if inp.name in ("x", "R", "v"):
         out[inp.name] = np.asarray(delta, float).reshape(-1, 3)

@@ -302,15 +302,15 @@ class StepDerivatives:
         self._solve = StepSolve(sim, base.pieces, self._last_step)
         self.solver_kind = self._solve.kind
         # the step's rotations: a = dt ω̂, C = cay(a), ω₁ = C (c_h ω̂ + c_o ω_k) for free blocks
-        rb = m.rot_block_np
+        rb = m.rigid.rot_block_np
         dt = m.dt
         vh = self._vhat.reshape(-1, 3)
         a = dt * vh[rb]
         self._rot_a = a
-        q_end = self._end.arrays["q"][:m.n_rot].astype(np.float64)
-        q_start = self._start.arrays["q"][:m.n_rot].astype(np.float64)
+        q_end = self._end.arrays["q"][:m.rigid.n_rot].astype(np.float64)
+        q_start = self._start.arrays["q"][:m.rigid.n_rot].astype(np.float64)
         R1, R0 = quat_to_matrix(q_end), quat_to_matrix(q_start)
-        self._rot_C = R1 @ np.transpose(R0, (0, 2, 1)) if m.n_rot else np.zeros((0, 3, 3))
+        self._rot_C = R1 @ np.transpose(R0, (0, 2, 1)) if m.rigid.n_rot else np.zeros((0, 3, 3))
         self._rot_P = (np.eye(3)[None] + 0.5 * cross_matrix(a)) / (1.0 + 0.25 * np.einsum("ki,ki->k", a, a))[:, None, None]
         self._omega1 = self._end.arrays["v"][:m.n_nodes].astype(np.float64)[rb]
         self._free = ~base.pieces["fixed"]
@@ -428,7 +428,7 @@ class StepDerivatives:
         dv = dv.reshape(-1, 3)
         trans = translational(m)
         dx = d0["x"] + m.dt * dvhat[trans]
-        rb = m.rot_block_np
+        rb = m.rigid.rot_block_np
         dC = np.einsum("kij,kj->ki", self._rot_P, m.dt * dvhat[rb]) if len(rb) else np.zeros((0, 3))
         dR = dC + np.einsum("kij,kj->ki", self._rot_C, d0["R"])
         v1 = dv.copy()
@@ -451,7 +451,7 @@ class StepDerivatives:
         k3 = k2 + sizes["v"]
         wx, wR = w[:k1].reshape(-1, 3), w[k1:k2].reshape(-1, 3)
         wv, wh = w[k2:k3].reshape(-1, 3).copy(), w[k3:].reshape(-1, 3)
-        rb = m.rot_block_np
+        rb = m.rigid.rot_block_np
         wv[~self._free] = 0.0                   # prescribed end velocities come from dvend
         g_dv = wv.copy()
         g_dC = wR.copy()

@@ -32,11 +32,12 @@ def body_pieces(model, state, von_mises: np.ndarray) -> dict:
             x[b.nodes], [("tetra", tets)],
             point_data={"displacement": x[b.nodes] - model.rest_positions[b.nodes], "velocity": v[b.nodes]},
             cell_data={"von_mises": [von_mises[b.tets]]})
-    for k, name in enumerate(model.rigid_names):
-        lin = int(model.rigid_lin[k])
+    rigid = model.rigid
+    for k, name in enumerate(rigid.names):
+        lin = int(rigid.lin[k])
         c, R = x[lin], quat_to_matrix(q[k])
-        verts, f = model.rigid_surfaces[k]
-        pts = (verts - model.rigid_com_local_np[k]) @ R.T + c
+        verts, f = rigid.surfaces[k]
+        pts = (verts - rigid.com_local[k]) @ R.T + c
         pieces[name] = meshio.Mesh(pts, [("triangle", f)],
                                    point_data={"velocity": v[lin] + np.cross(v[lin + 1], pts - c)})
     return pieces

@@ -69,12 +69,12 @@ def system():
 
 
 def _joint(system, name):
-    return next(j for j in system.joints if j.spec.name == name)
+    return next(j for j in system.joints if j.name == name)
 
 
 def _rest_configuration(system) -> Configuration:
     model = system.model
-    R = np.array([s.rotation for s in model.rigid_specs])
+    R = model.rigid.rotation0.copy()
     return Configuration(model.rest_positions.copy(), np.zeros_like(model.rest_positions), R, model.dt)
 
 
@@ -89,11 +89,11 @@ def _place(joint, conf, rng, coordinate=None):
     pA = cA + RA @ joint.anchor_A if not A.world else joint.anchor_A
     wA = RA @ joint.axis_A
     if coordinate is None:
-        coordinate = rng.uniform(-3.0, 3.0) if joint.spec.kind == "hinge" else rng.uniform(-0.05, 0.05)
+        coordinate = rng.uniform(-3.0, 3.0) if joint.kind == "hinge" else rng.uniform(-0.05, 0.05)
     free = {"hinge": Rotation.from_rotvec(coordinate * joint.axis_A).as_matrix(),
-            "ball": Rotation.random(random_state=rng).as_matrix()}.get(joint.spec.kind, np.eye(3))
+            "ball": Rotation.random(random_state=rng).as_matrix()}.get(joint.kind, np.eye(3))
     RB = RA @ free @ joint.R_rel
-    pB = pA + (coordinate * wA if joint.spec.kind == "prismatic" else 0.0)
+    pB = pA + (coordinate * wA if joint.kind == "prismatic" else 0.0)
     conf.R[B.k] = RB
     conf.x[B.lin] = pB - RB @ joint.anchor_B
 
@@ -157,7 +157,7 @@ def _rows_of(joint):
 
 def _rigid_of(system):
     out = {}
-    for k, lin in enumerate(system.model.rigid_lin):
+    for k, lin in enumerate(system.model.rigid.lin):
         out[int(lin)], out[int(lin) + 1] = (k, False), (k, True)
     return out
 
@@ -212,8 +212,8 @@ def _mimic_rows(mimic):
 
 @pytest.mark.parametrize("kind", ["hinge", "prismatic"])
 def test_mimic_coupling_residual_and_stiffness_match_finite_differences(system, kind):
-    mimic = next(m for m in system.mimics if m.follower.spec.name == f"m{kind}_follow")
-    assert isinstance(mimic, MimicCoupling) and mimic.leader.spec.name == f"m{kind}_lead"
+    mimic = next(m for m in system.mimics if m.follower.name == f"m{kind}_follow")
+    assert isinstance(mimic, MimicCoupling) and mimic.leader.name == f"m{kind}_lead"
     rows_at = _mimic_rows(mimic)
     sums_at = lambda conf: residual_and_stiffness(mimic.blocks, rows_at(conf))
     blocks = list(dict.fromkeys(b for b in mimic.blocks if b >= 0))     # the parent's blocks appear twice
@@ -223,7 +223,7 @@ def test_mimic_coupling_residual_and_stiffness_match_finite_differences(system, 
         conf = _rest_configuration(system)
         _place(mimic.leader, conf, rng)
         s_leader = mimic.leader.coordinate(mimic.leader.geometry(conf), 0.0)[1]
-        _place(mimic.follower, conf, rng, coordinate=mimic.mimic.multiplier * s_leader + mimic.mimic.offset)
+        _place(mimic.follower, conf, rng, coordinate=mimic.multiplier * s_leader + mimic.offset)
         assert abs(rows_at(conf)[0].e[0]) < 1e-12          # on the coupling's manifold
         k_err = _stiffness_error(sums_at, blocks, conf, _rigid_of(system))
         _violate(conf, (mimic.leader.A, mimic.leader.B, mimic.follower.B), rng)

@@ -24,7 +24,7 @@ def test_hinge_pendulum_small_amplitude_period():
     """T = 2 pi sqrt(I / (m g d)) within 1% (I about the pivot, d = pivot to centre of mass)."""
     scene, _, pivot = _pendulum()
     sim = fc.Simulator(scene)
-    spec = sim.model.rigid_specs[0]
+    spec = sim.scene.rigid_bodies[0]
     d = 0.25
     I = spec.inertia[1, 1] + spec.mass * d * d
     T = 2 * np.pi * np.sqrt(I / (spec.mass * G * d))
@@ -41,7 +41,7 @@ def test_hinge_drive_reaches_its_target_angle_and_limits_stop_a_slider():
     sim.run(steps=300)
     c, R = sim.rigid_pose("rod")
     angle = Rotation.from_matrix(R).as_rotvec()[1]
-    spec = sim.model.rigid_specs[0]
+    spec = sim.scene.rigid_bodies[0]
     # static balance: kp (θ - θ*) = -m g d sin θ
     expected = 0.3 - spec.mass * G * 0.25 * np.sin(angle) / 50.0
     assert angle == pytest.approx(expected, abs=2e-3)

@@ -41,7 +41,7 @@ def _spinning_box(integrator="midpoint"):
 
 def _world_momentum(sim):
     c, R = sim.rigid_pose("box")
-    I = R @ sim.model.rigid_specs[0].inertia @ R.T
+    I = R @ sim.scene.rigid_bodies[0].inertia @ R.T
     return I @ sim.rigid_velocity("box")[1]
 
 
@@ -76,7 +76,7 @@ def test_torque_spins_up_a_body_at_tau_over_inertia():
     body.add_torque((0, 0, 0.2))
     sim = fc.Simulator(scene)
     sim.run(steps=50)
-    Izz = sim.model.rigid_specs[0].inertia[2, 2]
+    Izz = sim.scene.rigid_bodies[0].inertia[2, 2]
     assert sim.rigid_velocity("box")[1][2] == pytest.approx(0.2 / Izz * 0.5, rel=1e-9)
 
 
@@ -139,7 +139,7 @@ def test_cond_spring_cylinder_keeps_its_energy_for_ten_seconds(acceleration):
     dt = 0.02
     sim = _spring_cylinder("cond", "midpoint", dt, R_cyl, k, length=length, v0=v0,
                            solver_options={"acceleration": acceleration})
-    spec = sim.model.rigid_specs[0]
+    spec = sim.scene.rigid_bodies[0]
     assert spec.mass == pytest.approx(m, rel=1e-9)
 
     def energy():
@@ -158,7 +158,7 @@ def test_spring_cylinder_rolls_with_the_period_of_m_plus_I_over_R2(solver):
     slip, oscillates with T = 2 pi sqrt((m + I/R^2) / k) (within 1%)."""
     R_cyl, k, v0 = 0.05, 100.0, 0.2
     sim = _spring_cylinder(solver, "euler", 5e-3, R_cyl, k, length=0.1, v0=v0)
-    spec = sim.model.rigid_specs[0]
+    spec = sim.scene.rigid_bodies[0]
     m_eff = spec.mass + spec.inertia[2, 2] / R_cyl**2            # about the cylinder axis (local z)
     T = 2 * np.pi * np.sqrt(m_eff / k)
     assert measured_period(sim, "cyl", 1.6 * T) == pytest.approx(T, rel=0.01)
@@ -181,7 +181,7 @@ def test_rigid_bodies_are_written_as_surfaces_in_their_pose(tmp_path):
 def _rigid_sides(sim):
     """This step's contacts and, per side (a, b), the rigid body index it acts on (-1: none)."""
     d, vn = sim.contacts.to_numpy(), sim.contacts.virtual_to_numpy()
-    n, lin = sim.model.n_nodes, list(sim.model.rigid_lin)
+    n, lin = sim.model.n_nodes, list(sim.model.rigid.lin)
 
     def side(node):
         j = node if node < n else (vn["node"][node - n][0] if node >= 0 else -1)
@@ -220,7 +220,7 @@ def test_rigid_cube_rests_on_a_coarse_soft_slab_between_its_vertices(solver):
     # by construction the FEM-vertex direction sees nothing: every top vertex is far from the cube
     assert np.all(np.abs(top[:, :2] - [0.1, 0.1]).max(1) > h + 2 * margin)
     sim.run(steps=40)
-    m = sim.model.rigid_specs[0].mass
+    m = sim.scene.rigid_bodies[0].mass
     d, a, b = _rigid_sides(sim)
     assert np.all(a != 0) and np.sum(b == 0) >= 4          # only rigid points in the slab, the bottom face
     assert _impulse_between(sim, 0)[2] == pytest.approx(m * G * sim.scene.dt, rel=1e-2)

@@ -346,7 +346,7 @@ def _rolling_rod(solver, mu=0.3, v0=1.0, r=0.01):
                   density=1000.0, velocity=(0, v0, 0), self_contact=False, name="rod")
     scene.add_obstacle(fc.shapes.HalfSpace(normal=(0, 0, 1)), friction=mu, name="ground")
     sim = fc.Simulator(scene)
-    rot = sim.model.rot_block_np
+    rot = sim.model.rigid.rot_block_np
     t, slip, speed = [], [], []
     for _ in range(100):
         sim.run(steps=1)

@@ -82,7 +82,7 @@ def test_two_free_bodies_on_a_spring_keep_their_total_momentum():
     scene.add_spring("a", "b", anchor_a=(0.05, 0.02, 0), anchor_b=(0.47, 0.1, 0.02), stiffness=200.0, damping=1.0,
                      rest_length=0.3)
     sim = fc.Simulator(scene)
-    ma, mb = (spec.mass for spec in sim.model.rigid_specs)
+    ma, mb = (spec.mass for spec in sim.scene.rigid_bodies)
 
     def momentum():
         return ma * sim.rigid_velocity("a")[0] + mb * sim.rigid_velocity("b")[0]
@@ -110,7 +110,7 @@ def test_assembled_stiffness_is_the_consistent_tangent():
         scene.add_spring("p", None, anchor_b=(0, 0, 0), stiffness=k, damping=c, rest_length=l0)
         sim = fc.Simulator(scene)
         A = sim.system_matrix().toarray()
-        lin = int(sim.model.rigid_lin[0])
+        lin = int(sim.model.rigid.lin[0])
         block = A[3 * lin: 3 * lin + 3, 3 * lin: 3 * lin + 3]
         Kt = k * np.outer(n, n) + k * max(0.0, 1 - l0 / ell) * (np.eye(3) - np.outer(n, n))
         expected = (2 / dt) * m * np.eye(3) + (dt / 2) * Kt + c * np.outer(n, n)
@@ -133,7 +133,7 @@ def test_spring_cylinder_scene_oscillates_with_the_rolling_period():
     """SAP §VI-B (scenes/spring_cylinder.py): m 0.5 kg, R 5 cm, k 100 N/m, μ 1, dt 0.02, midpoint,
     lagged solver, released at rest 0.1 m out: T = 2π √(3m/(2k)) = 0.5441 s within 1%."""
     sim = fc.Simulator(load_scene("spring_cylinder").build(solver="lagged", integrator="midpoint", dt=0.02))
-    spec = sim.model.rigid_specs[0]
+    spec = sim.scene.rigid_bodies[0]
     assert spec.mass == pytest.approx(0.5, rel=1e-9)
     T = 2 * np.pi * np.sqrt(1.5 * 0.5 / 100.0)
     assert T == pytest.approx(0.5441, abs=1e-4)

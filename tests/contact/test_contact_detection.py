@@ -229,7 +229,7 @@ def test_rigid_box_face_between_fem_vertices_gives_rigid_point_contacts(depth):
                          name="box")
     model, state, cs, det, n = detect(scene)
     d, vd = cs.to_numpy(), cs.virtual_to_numpy()
-    x, lin, N = state.positions(), model.rigid_lin[0], model.n_nodes
+    x, lin, N = state.positions(), model.rigid.lin[0], model.n_nodes
     assert n == 9 and cs.n_virtual == 18
     np.testing.assert_allclose(d["phi"], -depth, atol=1e-12)
     np.testing.assert_allclose(d["normal"], np.tile([0, 0, 1.0], (n, 1)), atol=1e-12)
@@ -440,7 +440,7 @@ def test_fem_vertex_at_a_rigid_sample_is_left_to_the_sample(shift, n_vertex):
                          name="box")
     model, state, cs, det, n = detect(scene)
     d, vd = cs.to_numpy(), cs.virtual_to_numpy()
-    N, lin = model.n_nodes, model.rigid_lin[0]
+    N, lin = model.n_nodes, model.rigid.lin[0]
     rigid_b = np.array([nb >= N and vd["node"][nb - N][0] == lin for nb in d["node_b"]])
     assert rigid_b.sum() == 9 and n - rigid_b.sum() == n_vertex
     np.testing.assert_allclose(d["phi"][rigid_b], -0.001, atol=1e-12)

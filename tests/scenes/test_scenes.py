@@ -66,7 +66,7 @@ SMOKE = {
 def _speeds(sim):
     """Speeds (m/s) of the translational blocks: nodes and centres of mass, not spins."""
     v = np.linalg.norm(sim.state.velocities(), axis=1)
-    v[np.asarray(sim.model.rot_block_np, np.int64)] = 0.0
+    v[np.asarray(sim.model.rigid.rot_block_np, np.int64)] = 0.0
     return v
 
 

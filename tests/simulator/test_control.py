@@ -30,7 +30,7 @@ def test_a_new_target_set_through_control_is_reached_and_the_spec_is_untouched()
     assert abs(_angle(sim)) < 1e-6                                   # hangs at its target
     sim.control.set_joint_drive("hinge", target=0.3)
     sim.run(steps=300)
-    m = sim.model.rigid_specs[0].mass
+    m = sim.scene.rigid_bodies[0].mass
     # static balance kp (θ − θ*) = −m g d sin θ, d = 0.25 m below the hinge
     theta = _angle(sim)
     assert theta == pytest.approx(0.3 - m * G * 0.25 * np.sin(theta) / 50.0, abs=2e-3)
@@ -80,7 +80,7 @@ def test_loads_set_through_control_reach_the_step_and_the_specs_stay_as_built():
                        fc.Material(youngs_modulus=1e5, poisson_ratio=0.3, density=1000.0), position=(1, 0, 1),
                        name="soft")
     sim = fc.Simulator(scene)
-    m = sim.model.rigid_specs[0].mass
+    m = sim.scene.rigid_bodies[0].mass
     assert sorted(sim.control.loads) == ["box:0"]
     sim.run(steps=10)
     assert sim.rigid_velocity("box")[0][0] == pytest.approx(1.0 * 0.1 / m, rel=1e-9)

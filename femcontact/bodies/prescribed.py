@@ -1,86 +1,84 @@
-"""Prescribed motions and external loads of a step, on the host: what the step's assembly scatters.
+"""Prescribed motions and external loads, on the host: the part of a step a body system gets from
+outside (docs/THEORY.md §1: pinned or driven blocks are eliminated from ``A v̂ = b``; loads enter ``b``).
 
-``Drives``: the pinned or driven nodes of FEM bodies and rods and the kinematic rigid bodies; per
-step their v̂ and end-of-step velocity, from the groups' current positions (poses), which are part
-of the State (``State.prescribed``). ``Loads``: the external forces and torques of a ``Control``
-as the step's ``f_ext`` (a device array; gravity is the integrator's).
+The Model builds the prescribed-motion table once (``Model.prescribed``, a ``PrescribedGroup`` per
+pin or drive of an FEM body or rod and per kinematic rigid body). ``PrescribedSystem`` gives per step
+the groups' v̂ and end-of-step velocity from their current positions (poses), which are part of the
+State (``State.prescribed``), and scatters them into ``v_fixed`` / ``v_end``. ``LoadSystem`` turns a
+``Control``'s external forces and torques into the step's ``f_ext`` (a device array; gravity is the
+integrator's); rigid-body loads go through ``RigidSystem.add_loads``.
+(No ``from __future__ import annotations`` here: Taichi reads the kernel's annotations.)
 """
-from __future__ import annotations
-
 from dataclasses import dataclass
-from typing import Callable, Optional
+from typing import Callable, NamedTuple, Optional
 
 import numpy as np
 
-from . import backend
-from .assembly import integrator as integ
-from .errors import ParameterError
-from .math.quaternion import cayley_velocity, quat_to_matrix
-from .spec.validation import evaluate_motion
-from .state import Pose
+from .. import backend
+from ..backend import ti
+from ..errors import ParameterError
+from ..math.quaternion import quat_to_matrix
+from ..spec.validation import evaluate_motion
+
+
+class Pose(NamedTuple):
+    """A kinematic rigid body's prescribed pose: shape-frame origin (3,) m and rotation (3, 3)."""
+
+    origin: np.ndarray
+    rotation: np.ndarray
 
 
 @dataclass(frozen=True)
 class PrescribedGroup:
-    """One row of the prescribed-motion table, built once from the specs: ``index`` (global blocks),
-    ``kind`` ("pose": a kinematic rigid body's ``motion`` t -> (origin, rotation), its centre of mass at
-    ``com_local``; "velocity": ``motion`` t -> velocity; "position": ``motion`` (t, x0) -> positions,
-    x0 = ``placed``) and ``name`` for messages."""
+    """One row of the prescribed-motion table, built once by the Model: ``index`` (global blocks),
+    ``kind`` ("pose": kinematic rigid body ``rigid``'s ``motion`` t -> (origin, rotation); "velocity":
+    ``motion`` t -> velocity; "position": ``motion`` (t, x0) -> positions, x0 = ``placed``), ``start``
+    (its positions, or ``Pose``, at t = 0) and ``name`` for messages."""
 
     index: np.ndarray
     kind: str
     motion: Callable
     name: str
-    com_local: Optional[np.ndarray] = None
+    start: object
+    rigid: int = -1
     placed: Optional[np.ndarray] = None
 
 
-class Drives:
-    """Which nodes are prescribed, and their v̂ and end-of-step velocity per step."""
+@ti.kernel
+def scatter_prescribed(index: ti.types.ndarray(), vals: ti.types.ndarray(), ends: ti.types.ndarray(),
+                       v_fixed: ti.types.ndarray(), v_end: ti.types.ndarray(), k: ti.i32):
+    """v_fixed[index] = vals; v_end[index] = ends (k prescribed nodes)."""
+    for i in range(k):
+        v_fixed[index[i]] = vals[i]
+        v_end[index[i]] = ends[i]
 
-    def __init__(self, scene, model):
-        self.groups: list[PrescribedGroup] = []
-        self._start = []    # each group's positions (pose) at t = 0
-        for spec in [*scene.fem_bodies, *scene.rods]:   # rods: same drive records
-            start = model.body(spec.name).node_start
-            for d in spec.drives:
-                kind, motion = ("velocity", d.velocity) if d.velocity is not None else ("position", d.position)
-                self.groups.append(PrescribedGroup(d.nodes + start, kind, motion, spec.name,
-                                                   placed=spec.positions[d.nodes].copy()))
-                self._start.append(spec.positions[d.nodes].copy())
-        for spec in scene.rigid_bodies:
-            if spec.kinematic:
-                self.groups.append(PrescribedGroup(np.arange(2) + model.body(spec.name).node_start, "pose",
-                                                   spec.motion, spec.name, com_local=spec.com_local.copy()))
-                self._start.append(Pose(*spec.pose(0.0)))
+
+class PrescribedSystem:
+    """The prescribed blocks of a Model (``Model.prescribed``): their v̂ and end-of-step velocity per step."""
+
+    def __init__(self, model):
+        self.groups: list = model.prescribed
+        self.rigid = model.rigid
         self.index = np.concatenate([g.index for g in self.groups]) if self.groups else np.zeros(0, np.int64)
-        uniq, counts = np.unique(self.index, return_counts=True)
-        if np.any(counts > 1):
-            node = int(uniq[counts > 1][0])
-            body = next(b for b in model.bodies if b.node_start <= node < b.node_start + b.node_count)
-            raise ParameterError(f"node {node - body.node_start} of body {body.name!r} is prescribed by two pin/drive "
-                                 "calls; select disjoint node sets")
         self.count = len(self.index)
         self._index_arr = backend.int_array(self.index)
         self._vals, self._ends = backend.vec3_array(self.count), backend.vec3_array(self.count)
 
     def start(self) -> list:
         """The groups' positions (``Pose`` of a kinematic body) at t = 0: ``State.prescribed`` of a new run."""
-        return [np.array(x) if not isinstance(x, Pose) else Pose(x.origin.copy(), x.rotation.copy())
-                for x in self._start]
+        return [np.array(g.start) if not isinstance(g.start, Pose)
+                else Pose(g.start.origin.copy(), g.start.rotation.copy()) for g in self.groups]
 
-    def values(self, t: float, dt: float, integrator: str, prescribed: list) -> tuple[np.ndarray, np.ndarray]:
+    def values(self, t: float, dt: float, integrator: str, prescribed: list) -> tuple:
         """(k, 3) v̂ and (k, 3) end-of-step velocity of all prescribed nodes for the step from t; advances
         ``prescribed`` (``State.prescribed``: each group's current positions) to t + dt."""
         v_hat, v_end = [], []
         for k, g in enumerate(self.groups):
             x_now, n = prescribed[k], len(g.index)
             if g.kind == "pose":
-                (c0, R0), (c1, R1) = x_now, evaluate_motion(g.motion, t + dt, f"rigid body {g.name!r}")
-                w = cayley_velocity(R0, R1, dt)
-                vh = np.stack([(c1 + R1 @ g.com_local - c0 - R0 @ g.com_local) / dt, w])
+                x_next = Pose(*evaluate_motion(g.motion, t + dt, f"rigid body {g.name!r}"))
+                vh = self.rigid.pose_velocity(g.rigid, x_now, x_next, dt)
                 ve = vh
-                x_next = Pose(c1, R1)
             elif g.kind == "velocity":
                 t_hat = t + (0.5 * dt if integrator == "midpoint" else dt)
                 vh = np.broadcast_to(np.asarray(g.motion(t_hat), float), (n, 3))
@@ -107,10 +105,10 @@ class Drives:
         vh, ve = self.values(state.time, dt, integrator, state.prescribed)
         backend.write(self._vals, vh)
         backend.write(self._ends, ve)
-        integ.scatter_prescribed(self._index_arr, self._vals, self._ends, v_fixed, v_end, self.count)
+        scatter_prescribed(self._index_arr, self._vals, self._ends, v_fixed, v_end, self.count)
 
 
-class Loads:
+class LoadSystem:
     """The external loads of a ``Control`` as the step's nodal force array ``f_ext`` (N; a rigid body's
     angular block holds its torque, N m): a static part plus the time-dependent and rigid-body loads,
     recollected when a script changes the loads (``Control.loads_version``)."""
@@ -124,12 +122,11 @@ class Loads:
         m = self.model
         static = np.zeros((m.n_nodes, 3))
         timed, rigid = [], []
-        rigid_index = {name: k for k, name in enumerate(m.rigid_names)}
+        rigid_index = {name: k for k, name in enumerate(m.rigid.names)}
         for load in self.control.loads.values():
             f = load.force
             if load.body in rigid_index:
-                k = rigid_index[load.body]
-                rigid.append((k, int(m.rigid_lin[k]), f))
+                rigid.append((rigid_index[load.body], f))
                 continue
             idx = f.nodes + m.body(load.body).node_start
             mass = m.mass_np[idx]
@@ -153,15 +150,9 @@ class Loads:
         for idx, weights, fn in self._timed:
             np.add.at(f, idx, weights * _force_value(fn, t))
         if self._rigid:
-            R = quat_to_matrix(backend.read(state.q, self.model.n_rot).astype(np.float64, copy=False))
-            for k, lin, bf in self._rigid:
-                value = _force_value(bf.value, t)
-                if bf.torque:
-                    f[lin + 1] += value
-                    continue
-                f[lin] += value
-                if bf.point is not None:
-                    f[lin + 1] += np.cross(R[k] @ (bf.point - self.model.rigid_com_local_np[k]), value)
+            rigid = self.model.rigid
+            R = quat_to_matrix(backend.read(state.q, rigid.n_rot).astype(np.float64, copy=False))
+            rigid.add_loads(f, R, self._rigid, t, _force_value)
         backend.write(self.f_ext, f)         # host view on the CPU: no copy kernel
 
 
@@ -172,4 +163,3 @@ def _force_value(fn, t: float) -> np.ndarray:
     if value.shape != (3,) or not np.isfinite(value).all():
         raise ParameterError(f"force function returned {value!r} at t={t:g}; expected 3 finite numbers")
     return value
-
