@@ -26,6 +26,7 @@ from numba import njit, types
 from numba.extending import get_cython_function_address
 
 from ..contact.contacts import OPEN, SLIP, STICK
+from . import line_search
 from .contact_models import HuntCrossley, LaggedModel, SapModel, SimilarModel
 from .host_problem import HostContactProblem
 from .newton_dense import ContactRows
@@ -51,6 +52,9 @@ _dgesv = types.ExternalFunction("femcontact_dgesv", types.void(*[types.voidptr] 
 
 # the helpers are called from compiled code only: no Python entry point to generate (less to compile)
 _helper = njit(cache=True, no_cpython_wrapper=True)
+_rtsafe_start = _helper(line_search.rtsafe_start)      # the numpy path's rtsafe, compiled
+_rtsafe_step = _helper(line_search.rtsafe_step)
+_rtsafe_done = _helper(line_search.rtsafe_done)
 
 
 @dataclass
@@ -476,29 +480,17 @@ def _line_search(kind, P, vc, dvc, c0, c1, d0, alpha_max, max_ls):
     if f_max <= 0:
         return alpha_max, trials
     lo, hi = 0.0, alpha_max
-    a = min(1.0 / df_max, alpha_max) if df_max > 0 else 0.5 * alpha_max
-    if not (0.0 < a < alpha_max):
-        a = 0.5 * alpha_max
-    f_tol, a_tol = 1e-8, 1e-8 * a
+    a = _rtsafe_start(df_max, alpha_max)
+    a_tol = line_search.A_TOL * a
     step_old = hi - lo
     for _ in range(max_ls):
         g, q = _line_at(kind, P, vc, dvc, a)
         f, df = (c0 + a * c1 - g) / scale, (c1 + q) / scale
         trials += 1
-        if abs(f) <= f_tol:
+        if abs(f) <= line_search.F_TOL:
             break
-        if f < 0:
-            lo = a
-        else:
-            hi = a
-        a_newton = a - f / df if df > 0 else np.nan
-        if not (lo < a_newton < hi) or abs(2 * f) > abs(step_old * df):
-            a_new = 0.5 * (lo + hi)
-        else:
-            a_new = a_newton
-        step_old = abs(a_new - a)
-        a = a_new
-        if step_old <= a_tol or hi - lo <= 1e-14 * hi:
+        a, lo, hi, step_old = _rtsafe_step(a, f, df, lo, hi, step_old)
+        if _rtsafe_done(step_old, a_tol, lo, hi):
             break
     return a, trials
 

@@ -126,6 +126,7 @@ from . import CONTACT_SOLVERS
 from .base import SolveStats, StepProblem, solve_without_contacts
 from .contact_models import HuntCrossley, LaggedModel, SapModel, SimilarModel
 from .host_problem import HostContactProblem, PrescribedMask, SolveResult, momentum_scaling
+from .line_search import A_TOL, F_TOL, rtsafe_done, rtsafe_start, rtsafe_step
 from .newton_dense import DENSE_MAX_DOFS, ContactRows, DenseNewtonMatrix, dense_index
 from .newton_linear import NewtonMatrix, make_newton_linear_solver, solve_newton
 from .newton_pcg import NewtonPCG
@@ -710,28 +711,16 @@ class NewtonContactSolver:
         if f_max <= 0:
             return a_max, trials
         lo, hi = 0.0, a_max
-        a = min(1.0 / df_max, a_max) if df_max > 0 else 0.5 * a_max
-        if not 0.0 < a < a_max:
-            a = 0.5 * a_max
-        f_tol, a_tol = 1e-8, 1e-8 * a
+        a = rtsafe_start(df_max, a_max)
+        a_tol = A_TOL * a
         step_old = hi - lo
         for _ in range(int(self.opt["max_line_search_iterations"])):
             f, df = deriv(a)
             trials += 1
-            if abs(f) <= f_tol:
+            if abs(f) <= F_TOL:
                 break
-            if f < 0:
-                lo = a
-            else:
-                hi = a
-            a_newton = a - f / df if df > 0 else np.nan
-            if not (lo < a_newton < hi) or abs(2 * f) > abs(step_old * df):
-                a_new = 0.5 * (lo + hi)
-            else:
-                a_new = a_newton
-            step_old = abs(a_new - a)
-            a = a_new
-            if step_old <= a_tol or hi - lo <= 1e-14 * hi:
+            a, lo, hi, step_old = rtsafe_step(a, f, df, lo, hi, step_old)
+            if rtsafe_done(step_old, a_tol, lo, hi):
                 break
         return a, trials
 
