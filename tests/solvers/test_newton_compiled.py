@@ -16,7 +16,7 @@ from femcontact.errors import ParameterError
 from femcontact.solvers.host_problem import HostContactProblem
 from femcontact.solvers.sap import STEP_COLUMNS, NewtonContactSolver
 
-numba = pytest.importorskip("numba")
+numba = pytest.importorskip("numba", reason="the compiled path is the optional extra femcontact[fast] (CI installs it); without numba the numpy path runs, tested in test_sap.py")
 
 
 def _drop(solver, integrator):
