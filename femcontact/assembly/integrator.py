@@ -135,7 +135,7 @@ def assemble_inertial(blocks: ti.types.ndarray(), diag: ti.types.ndarray(), mass
                       rot_inertia: ti.types.ndarray(), quat: ti.types.ndarray(), n_rot: ti.i32,
                       C: ti.types.ndarray()):
     """A = 0, then ``assemble_nodes``, then the first n_rot rotational blocks of
-    ``bodies.rigid.assemble_rotational``: the three launches that start every step's assembly as
+    ``bodies.rigid.assemble_rotational_block``: the three launches that start every step's assembly as
     one (the top-level loops run in order, each finished before the next; same arithmetic).
     C: ``coefficient_array``."""
     for k in blocks:
@@ -166,7 +166,7 @@ def advance_blocks(x: ti.template(), v: ti.template(), v_hat: ti.template(), fix
 def advance_all(x: ti.types.ndarray(), v: ti.types.ndarray(), v_hat: ti.types.ndarray(), fixed: ti.types.ndarray(),
                 v_end: ti.types.ndarray(), rot_block: ti.types.ndarray(), quat: ti.types.ndarray(), n_rot: ti.i32,
                 C: ti.types.ndarray(), speed2: ti.types.ndarray()):
-    """``advance`` then the first n_rot blocks of ``bodies.rigid.advance_rotations`` in one launch
+    """``advance`` then the first n_rot blocks of ``bodies.rigid.advance_rotation_block`` in one launch
     (dt, c_hat, c_old from C: ``coefficient_array``). ``speed2[0]``: max |v|^2 (NaN-propagating) of the
     generic advance (an output array, not a return value: a returned f64 costs quadrants ~7 µs a launch)."""
     advance_blocks(x, v, v_hat, fixed, v_end, rot_block, quat, n_rot, C, speed2)

@@ -9,12 +9,12 @@ in the State; their world inertia is ``I_w = R I_bᵀ R``.
 
 **Gyroscopic term.** The block alone obeys the integrator applied to Euler's equations in the
 body frame, ``a_m I Ω̂ = b_m I Ω_k − b_f Ω̂ × I Ω̂`` (θ = ½ for the midpoint rule, 1 for implicit
-Euler). ``assemble_rotational`` solves this 3x3 problem by Newton and adds ``a_m I_w`` to the
+Euler). ``assemble_rotational_block`` solves this 3x3 problem by Newton and adds ``a_m I_w`` to the
 diagonal block of ``A`` and ``b_m I_w ω_k − b_f R (Ω̂ × I Ω̂)`` to ``b``, so a free body gets
 exactly that solution while contacts and joints see the SPD block ``a_m I_w`` (the gyroscopic
 coupling is lagged to the free solution).
 
-**Rotation update.** ``advance_rotations`` turns the step's ω̂ into ``q ← cay(dt ω̂) ⊗ q`` (the
+**Rotation update.** ``advance_rotation_block`` turns the step's ω̂ into ``q ← cay(dt ω̂) ⊗ q`` (the
 Cayley map, quaternion ∝ (1, dt ω̂/2)) and carries the end-of-step velocity with the body
 (``ω ← cay(dt ω̂) ω``). With the implicit midpoint solve above this is the Lie–Poisson
 midpoint scheme: a free body conserves its kinetic energy and its world angular momentum
@@ -34,7 +34,8 @@ from ..math.smallmat import inv3, mm, mmT, mTv, mv, quat_matrix, skew
 def assemble_rotational_block(r, blocks_of: ti.template(), inertia: ti.template(), quat: ti.template(),
                               v: ti.template(), diag: ti.template(), blocks: ti.template(), b: ti.template(),
                               a_m, b_m, b_f):
-    """Rotational block r of ``assemble_rotational`` (shared with the fused step kernels)."""
+    """Rotational block r: A_ii += a_m I_w; b_i += b_m I_w ω_k − b_f R (Ω̂ × I Ω̂) (module docstring; run by the
+    fused step kernels). Units follow the integrator's λ scaling (midpoint: torques, N m; Euler: angular impulses)."""
     i = blocks_of[r]
     R = quat_matrix(quat[r])
     Ib = inertia[r]
@@ -50,20 +51,12 @@ def assemble_rotational_block(r, blocks_of: ti.template(), inertia: ti.template(
     b[i] += b_m * mv(Iw, v[i]) - b_f * mv(R, Om.cross(mv(Ib, Om)))
 
 
-@ti.kernel
-def assemble_rotational(blocks_of: ti.types.ndarray(), inertia: ti.types.ndarray(), quat: ti.types.ndarray(),
-                        v: ti.types.ndarray(), diag: ti.types.ndarray(), blocks: ti.types.ndarray(),
-                        b: ti.types.ndarray(), a_m: float, b_m: float, b_f: float):
-    """Rotational blocks: A_ii += a_m I_w; b_i += b_m I_w ω_k − b_f R (Ω̂ × I Ω̂) (module docstring).
-    Units follow the integrator's λ scaling (midpoint: torques, N m; Euler: angular impulses)."""
-    for r in range(blocks_of.shape[0]):
-        assemble_rotational_block(r, blocks_of, inertia, quat, v, diag, blocks, b, a_m, b_m, b_f)
-
-
 @ti.func
 def advance_rotation_block(r, blocks_of: ti.template(), quat: ti.template(), v_hat: ti.template(),
                            v: ti.template(), fixed: ti.template(), dt):
-    """Rotational block r of ``advance_rotations`` (shared with the fused step kernels)."""
+    """Rotational block r: q ← cay(dt ω̂) ⊗ q, and the end-of-step ω of a free block turns with the body
+    (module docstring; run by the fused step kernels after the generic advance, which set ω_{k+1} in the
+    start-of-step frame)."""
     i = blocks_of[r]
     h = 0.5 * dt * v_hat[i]
     d = ti.Vector([1.0, h[0], h[1], h[2]]).normalized()
@@ -75,15 +68,6 @@ def advance_rotation_block(r, blocks_of: ti.template(), quat: ti.template(), v_h
     quat[r] = qn
     if fixed[i] == 0:
         v[i] = mv(quat_matrix(d), v[i])
-
-
-@ti.kernel
-def advance_rotations(blocks_of: ti.types.ndarray(), quat: ti.types.ndarray(), v_hat: ti.types.ndarray(),
-                      v: ti.types.ndarray(), fixed: ti.types.ndarray(), dt: float):
-    """q ← cay(dt ω̂) ⊗ q, and the end-of-step ω of free blocks turns with the body (module docstring).
-    Run after the generic advance (which set ω_{k+1} in the start-of-step frame)."""
-    for r in range(blocks_of.shape[0]):
-        advance_rotation_block(r, blocks_of, quat, v_hat, v, fixed, dt)
 
 
 class RigidSystem:
